@@ -1,0 +1,1 @@
+//! The default packages built into the warden binary, verified by digest when loaded.

@@ -1,0 +1,2 @@
+//! The warden binary: CLI and MCP server.
+fn main() {}

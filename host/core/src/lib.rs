@@ -1,0 +1,27 @@
+//! Shared vocabulary of the Warden host.
+//!
+//! Everything here is plain data or a trait, with no wasmtime, network or
+//! storage dependency, so that the manifest, runtime, egress and registry
+//! layers agree on one set of words:
+//!
+//! - [`Origin`], [`GatePolicy`], [`Permission`], [`Effect`], [`Visibility`]:
+//!   the authorization vocabulary of the v3 manifest.
+//! - [`spec`]: resolved credential, network-target and auth-recipe declarations.
+//! - [`net`]: the per-call network service the runtime hands to a guest's
+//!   `http` and `credential` imports, and [`net::DenyAll`], the default when
+//!   no egress is configured.
+//!
+//! ```
+//! use warden_core::{Effect, GatePolicy, Origin};
+//! assert!(Effect::ExternalWrite.is_write());
+//! assert_eq!(Origin::LoopRun.as_str(), "loop_run");
+//! assert_eq!("ask_always".parse::<GatePolicy>(), Ok(GatePolicy::AskAlways));
+//! ```
+
+mod gate;
+pub mod net;
+pub mod spec;
+mod vocabulary;
+
+pub use gate::GateMatrix;
+pub use vocabulary::{Effect, GatePolicy, Origin, Permission, UnknownWord, Visibility};

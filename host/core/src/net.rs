@@ -1,0 +1,138 @@
+//! The per-call network service behind a guest's `http` and `credential` imports.
+//!
+//! The runtime owns the wasm side (resources, limits, usage counters); an
+//! implementation of [`CallNetwork`] owns policy, credentials and transport.
+//! The host creates one per invocation, already bound to the capability and
+//! its staged credentials, and drops it when the call ends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A boxed, sendable future, as [`CallNetwork::send`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A request as the guest asked for it (before policy and injection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestRequest {
+    /// HTTP method as written by the guest.
+    pub method: String,
+    /// Absolute URL as written by the guest.
+    pub url: String,
+    /// Header fields in order.
+    pub headers: Vec<(String, String)>,
+    /// Optional body.
+    pub body: Option<Vec<u8>>,
+    /// Timeout the guest asked for, if any.
+    pub timeout: Option<Duration>,
+}
+
+/// A response as the guest will see it: already redacted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestResponse {
+    /// Status code.
+    pub status: u16,
+    /// Header fields (sensitive ones removed, secrets redacted).
+    pub headers: Vec<(String, String)>,
+    /// Body (secrets redacted).
+    pub body: Vec<u8>,
+}
+
+/// Why a request did not complete; mirrors the WIT `http-error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The network policy refused the request.
+    #[error("request denied: {0}")]
+    Denied(String),
+    /// The request is malformed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The request did not complete in time.
+    #[error("request timed out")]
+    Timeout,
+    /// A body exceeded the host's limit.
+    #[error("body too large")]
+    TooLarge,
+    /// DNS, TCP or TLS failed.
+    #[error("connection failed: {0}")]
+    ConnectionFailed(String),
+    /// The call used up its request or byte allowance.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
+}
+
+/// Why a credential handle could not be acquired; mirrors the WIT `credential-error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialError {
+    /// The capability does not declare this handle.
+    #[error("credential `{0}` is not declared by this capability")]
+    NotDeclared(String),
+    /// Declared, but no secret is configured.
+    #[error("credential for vendor `{}` is not configured", .0.vendor)]
+    NotConfigured(AuthNeeded),
+}
+
+/// What a user must connect for a call to proceed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct AuthNeeded {
+    /// Credential-authority namespace (`github`).
+    pub vendor: String,
+    /// Scopes the capability needs.
+    pub scopes: Vec<String>,
+}
+
+/// The network and credential services of one call.
+///
+/// Implementations must uphold the contract's rules: deny by default, never
+/// hand a secret to the guest, inject only for a matching audience, and
+/// redact staged secrets from everything returned.
+pub trait CallNetwork: Send + Sync {
+    /// Check that the capability declares credential `handle` and that a
+    /// secret is staged for it. The runtime keeps the handle name as the
+    /// guest's opaque resource.
+    fn acquire(&self, handle: &str) -> Result<(), CredentialError>;
+
+    /// Send `request`, injecting credential `credential` (a handle name
+    /// previously acquired) when given. `remaining` is what is left of the
+    /// call's deadline; the implementation must not take longer.
+    fn send<'a>(
+        &'a self,
+        request: GuestRequest,
+        credential: Option<&'a str>,
+        remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>>;
+
+    /// Replace every staged secret in `text` by `[REDACTED]`. The runtime
+    /// calls it on guest logs and failure messages.
+    fn redact(&self, text: &str) -> String;
+}
+
+/// The default network: every credential is undeclared and every request is
+/// denied. Used whenever no egress is configured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyAll;
+
+impl CallNetwork for DenyAll {
+    fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
+        Err(CredentialError::NotDeclared(handle.to_owned()))
+    }
+
+    fn send<'a>(
+        &'a self,
+        _request: GuestRequest,
+        _credential: Option<&'a str>,
+        _remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        Box::pin(async {
+            Err(HttpError::Denied(
+                "no network egress is configured for this host".into(),
+            ))
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+}

@@ -1,0 +1,1 @@
+//! Host-mediated HTTPS egress, network policy, credential injection, redaction and secret stores.

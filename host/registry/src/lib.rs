@@ -1,0 +1,1 @@
+//! Location-scoped tool registry, model catalog, authorization and durable approvals.

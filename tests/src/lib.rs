@@ -1,0 +1,1 @@
+//! End-to-end tests across the Warden crates and the warden binary.
