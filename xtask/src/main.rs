@@ -1,2 +1,54 @@
-//! cargo xtask.
-fn main() {}
+//! `cargo xtask`: the project's build tasks.
+//!
+//! - `bundle [--check] [--guest NAME]...`: build every guest crate to a
+//!   component, check its imports against the contract, and write its package
+//!   (`packages/<ext>/wasm/<module>.wasm`, `SHA256SUMS`, an archive under
+//!   `target/packages/`). `--check` only reports what is stale.
+//! - `check <package-dir>...`: validate manifests and print a summary per package.
+//! - `test [-- <cargo test args>]`: bundle what is stale, then run the whole suite.
+
+mod bundle;
+mod check;
+mod component;
+mod digest;
+mod guests;
+mod test;
+mod workspace;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Warden build tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build guests into components and write their packages.
+    Bundle(bundle::Args),
+    /// Validate package manifests.
+    Check {
+        /// Package directories (default: every bundled package).
+        dirs: Vec<std::path::PathBuf>,
+    },
+    /// Bundle what is stale, then run fmt, clippy and the whole test suite.
+    Test(test::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bundle(args) => bundle::run(&args),
+        Command::Check { dirs } => bundle::check_manifests(&dirs),
+        Command::Test(args) => test::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Turn a core module into a component and check it against the contract.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result, bail};
+use wit_component::{ComponentEncoder, DecodedWasm};
+use wit_parser::{Resolve, WorldItem, WorldKey};
+
+use crate::workspace;
+
+/// The world every Warden-built component must fit.
+pub(crate) const CONTRACT_WORLD: &str = "sandboxed-tool";
+
+/// The interfaces a component may import, as `ns:pkg/iface@version`.
+#[derive(Debug)]
+pub(crate) struct Contract {
+    world: String,
+    imports: BTreeSet<String>,
+}
+
+impl Contract {
+    /// Load the contract world from `wit/`.
+    pub(crate) fn load() -> Result<Self> {
+        let mut resolve = Resolve::default();
+        let (package, _) = resolve
+            .push_dir(workspace::wit_dir())
+            .context("parsing wit/")?;
+        let world_id = resolve
+            .select_world(&[package], Some(CONTRACT_WORLD))
+            .context("selecting the contract world")?;
+        let world = &resolve.worlds[world_id];
+        let imports = world
+            .imports
+            .keys()
+            .map(|key| resolve.name_world_key(key))
+            .collect();
+        let name = &resolve.packages[package].name;
+        let version = name
+            .version
+            .as_ref()
+            .map(|v| format!("@{v}"))
+            .unwrap_or_default();
+        let world = format!("{}:{}/{}{version}", name.namespace, name.name, world.name);
+        Ok(Contract { world, imports })
+    }
+
+    /// Check that `component` imports only contract interfaces; name every one that is not.
+    pub(crate) fn check(&self, guest: &str, component: &[u8]) -> Result<()> {
+        let decoded = wit_component::decode(component)
+            .with_context(|| format!("decoding the component of `{guest}`"))?;
+        let DecodedWasm::Component(resolve, world_id) = decoded else {
+            bail!("`{guest}` did not produce a component");
+        };
+        let outside: Vec<String> = resolve.worlds[world_id]
+            .imports
+            .iter()
+            .filter(|(_, item)| !matches!(item, WorldItem::Type { .. }))
+            .map(|(key, _)| import_name(&resolve, key))
+            .filter(|name| !self.imports.contains(name))
+            .collect();
+        if !outside.is_empty() {
+            bail!(
+                "guest `{guest}` imports {}, outside the contract world `{}`; a Warden component may import only: {}",
+                outside
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.world,
+                self.imports.iter().cloned().collect::<Vec<_>>().join(", "),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn import_name(resolve: &Resolve, key: &WorldKey) -> String {
+    resolve.name_world_key(key)
+}
+
+/// Encode the core module produced by wit-bindgen as a component.
+pub(crate) fn componentize(guest: &str, core_module: &[u8]) -> Result<Vec<u8>> {
+    ComponentEncoder::default()
+        .validate(true)
+        .module(core_module)
+        .with_context(|| format!("reading the core module of `{guest}`"))?
+        .encode()
+        .with_context(|| format!("encoding `{guest}` as a component"))
+}

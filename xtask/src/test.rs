@@ -1,0 +1,52 @@
+//! `cargo xtask test`: the README's test command and what `.ci/run` runs.
+
+use anyhow::{Context, Result, bail};
+
+use crate::{bundle, workspace};
+
+/// Options of `cargo xtask test`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// Skip `cargo fmt --check` and `cargo clippy`.
+    #[arg(long)]
+    pub(crate) no_lint: bool,
+    /// Extra arguments for `cargo test` (after `--`).
+    #[arg(last = true)]
+    pub(crate) cargo_args: Vec<String>,
+}
+
+/// Bundle what is stale, lint, then run every test of the workspace.
+pub(crate) fn run(args: &Args) -> Result<()> {
+    // Every guest with `bundle = true`: the bundled packages and the test fixtures.
+    bundle::run(&bundle::Args::default())?;
+    if !args.no_lint {
+        step("cargo fmt --check", &["fmt", "--all", "--", "--check"])?;
+        step(
+            "cargo clippy",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )?;
+    }
+    let mut test = vec!["test", "--workspace"];
+    test.extend(args.cargo_args.iter().map(String::as_str));
+    step("cargo test", &test)
+}
+
+fn step(what: &str, args: &[&str]) -> Result<()> {
+    println!("xtask test: {what}");
+    let status = workspace::cargo()
+        .args(args)
+        .current_dir(workspace::root())
+        .status()
+        .with_context(|| format!("starting {what}"))?;
+    if !status.success() {
+        bail!("{what} failed");
+    }
+    Ok(())
+}
