@@ -1,0 +1,1 @@
+//! An MCP server over a Warden tool backend.
