@@ -57,6 +57,14 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         return check_fresh(&selected);
     }
     let contract = Contract::load()?;
+    // The same check the host runs: an invalid manifest is refused before any build.
+    crate::check::packages(
+        &selected
+            .iter()
+            .filter(|g| g.bundle)
+            .map(|g| g.package_dir.clone())
+            .collect::<Vec<_>>(),
+    )?;
     let mut built = 0;
     for guest in &selected {
         if !args.force {

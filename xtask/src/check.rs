@@ -1,13 +1,40 @@
-//! Manifest validation through `warden-manifest`.
+//! Manifest validation through `warden-manifest`, as the host loads packages.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use warden_manifest::{ValidationOptions, load_package, summary};
 
-/// Validate each package directory; print a one-line summary per valid package.
+/// The options the host uses: the reviewed `ungated` allowlist.
+pub(crate) fn options() -> ValidationOptions {
+    warden_core::REVIEWED_UNGATED_LOOP_RUN
+        .iter()
+        .fold(ValidationOptions::default(), |opts, id| {
+            opts.allow_ungated_loop_run(*id)
+        })
+}
+
+/// Validate each package directory; print a one-line summary per valid
+/// package and every diagnostic of an invalid one.
 pub(crate) fn packages(dirs: &[PathBuf]) -> Result<()> {
-    bail!(
-        "manifest validation is not wired yet ({} package(s) requested)",
-        dirs.len()
-    )
+    let opts = options();
+    let mut invalid = 0;
+    for dir in dirs {
+        match load_package(dir, &opts) {
+            Ok(package) => println!("ok    {}", summary(&package)),
+            Err(diagnostics) => {
+                invalid += 1;
+                eprintln!("{diagnostics}");
+                eprintln!(
+                    "error: {} is invalid ({} problem(s))",
+                    dir.display(),
+                    diagnostics.len()
+                );
+            }
+        }
+    }
+    if invalid > 0 {
+        bail!("{invalid} of {} package(s) invalid", dirs.len());
+    }
+    Ok(())
 }

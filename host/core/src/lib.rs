@@ -24,4 +24,9 @@ pub mod spec;
 mod vocabulary;
 
 pub use gate::GateMatrix;
+
+/// Capabilities reviewed for `loop_run = "ungated"` (no approval gate when
+/// the model calls them). Adding an entry is a security review, not a
+/// manifest edit: only tools with no effects belong here.
+pub const REVIEWED_UNGATED_LOOP_RUN: &[&str] = &["echo.echo"];
 pub use vocabulary::{Effect, GatePolicy, Origin, Permission, UnknownWord, Visibility};

@@ -1,0 +1,215 @@
+//! Schema and prompt refs: package-relative paths to files that exist, with
+//! schemas ≤ 64 KiB compiling as JSON Schema and prompts ≤ 16 KiB of UTF-8.
+
+use std::io::ErrorKind;
+
+use serde_json::Value;
+use warden_core::Visibility;
+
+use super::Ctx;
+use crate::diag::Code;
+use crate::model::AssetRefs;
+use crate::options::{MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES};
+use crate::reader::Table;
+use crate::span::L;
+
+/// What a tool's refs resolve to.
+#[derive(Debug, Default)]
+pub(super) struct Assets {
+    pub(super) standard_op: Option<String>,
+    pub(super) input_schema: Option<Value>,
+    pub(super) output_schema: Option<Value>,
+    pub(super) prompt: Option<String>,
+    pub(super) refs: AssetRefs,
+}
+
+/// Why `path` is not a package-relative path, if it is not.
+pub(crate) fn ref_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        Some("is empty")
+    } else if path.contains('\\') {
+        Some("contains a backslash")
+    } else if path.contains("://") || path.contains(':') {
+        Some("is a URL or a drive path")
+    } else if path.starts_with('/') {
+        Some("is an absolute path")
+    } else if path.split('/').any(|seg| seg == "..") {
+        Some("contains `..`")
+    } else if path.split('/').any(|seg| seg.is_empty() || seg == ".") {
+        Some("has an empty or `.` segment")
+    } else {
+        None
+    }
+}
+
+/// Check that `r` is package-relative; records an error and returns false otherwise.
+pub(super) fn check_ref(cx: &mut Ctx<'_, '_>, r: &L<String>) -> bool {
+    match ref_problem(&r.v) {
+        Some(problem) => {
+            cx.sink
+                .error(Code::RefPath, &r.at, format!("ref `{}` {problem}", r.v));
+            false
+        }
+        None => true,
+    }
+}
+
+/// Check the schema and prompt refs of a tool.
+pub(super) fn check_tool_assets(
+    t: &Table<'_, '_>,
+    cx: &mut Ctx<'_, '_>,
+    visibility: Visibility,
+) -> Assets {
+    let sink = &mut cx.sink;
+    let standard_op = t.str(sink, "standard_op");
+    if let Some(op) = &standard_op
+        && !super::words::is_name(&op.v.replace('.', "_"))
+    {
+        sink.error(
+            Code::InvalidName,
+            &op.at,
+            format!("standard_op `{}` is not a valid name", op.v),
+        );
+    }
+    let input = t.str(sink, "input_schema_ref");
+    let output = t.str(sink, "output_schema_ref");
+    let prompt = t.str(sink, "prompt_doc_ref");
+    if visibility == Visibility::Model {
+        if input.is_none() && standard_op.is_none() && !t.has("input_schema_ref") {
+            sink.error(
+                Code::MissingAsset,
+                &t.at,
+                "a model-visible tool needs `input_schema_ref` (or a `standard_op`)",
+            );
+        }
+        if prompt.is_none() && !t.has("prompt_doc_ref") {
+            sink.error(
+                Code::MissingAsset,
+                &t.at,
+                "a model-visible tool needs `prompt_doc_ref`",
+            );
+        }
+    }
+    let refs = AssetRefs {
+        input_schema: input.as_ref().map(|r| r.v.clone()),
+        output_schema: output.as_ref().map(|r| r.v.clone()),
+        prompt_doc: prompt.as_ref().map(|r| r.v.clone()),
+    };
+    Assets {
+        refs,
+        standard_op: standard_op.map(|s| s.v),
+        input_schema: input.and_then(|r| schema(cx, &r, true)),
+        output_schema: output.and_then(|r| schema(cx, &r, false)),
+        prompt: prompt.and_then(|r| prompt_doc(cx, &r)),
+    }
+}
+
+/// Read a ref with `limit`; records ref errors.
+fn read(cx: &mut Ctx<'_, '_>, r: &L<String>, limit: usize) -> Option<Vec<u8>> {
+    if !check_ref(cx, r) {
+        return None;
+    }
+    match cx.files.read(&r.v, limit) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            let d = cx.sink.error(
+                Code::RefMissing,
+                &r.at,
+                format!("`{}` is not in the package", r.v),
+            );
+            if e.kind() != ErrorKind::NotFound {
+                d.note(e.to_string());
+            }
+            None
+        }
+    }
+}
+
+fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>, input: bool) -> Option<Value> {
+    let bytes = read(cx, r, MAX_SCHEMA_BYTES)?;
+    if bytes.len() > MAX_SCHEMA_BYTES {
+        cx.sink.error(
+            Code::SchemaTooLarge,
+            &r.at,
+            format!("schema `{}` is larger than 64 KiB", r.v),
+        );
+        return None;
+    }
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            cx.sink
+                .error(
+                    Code::SchemaInvalid,
+                    &r.at,
+                    format!("schema `{}` is not JSON", r.v),
+                )
+                .note(format!("{}:{}:{}: {e}", r.v, e.line(), e.column()));
+            return None;
+        }
+    };
+    if let Err(e) = jsonschema::validator_for(&value) {
+        cx.sink
+            .error(
+                Code::SchemaInvalid,
+                &r.at,
+                format!("schema `{}` is not a valid JSON Schema", r.v),
+            )
+            .note(format!("at `{}`: {e}", e.instance_path()));
+        return None;
+    }
+    if input && value.get("type").and_then(Value::as_str) != Some("object") {
+        cx.sink.error(
+            Code::InputSchemaNotObject,
+            &r.at,
+            format!("input schema `{}` does not describe an object", r.v),
+        );
+    }
+    Some(value)
+}
+
+fn prompt_doc(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<String> {
+    let bytes = read(cx, r, MAX_PROMPT_BYTES)?;
+    if bytes.len() > MAX_PROMPT_BYTES {
+        cx.sink.error(
+            Code::PromptTooLarge,
+            &r.at,
+            format!("prompt doc `{}` is larger than 16 KiB", r.v),
+        );
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(_) => {
+            cx.sink.error(
+                Code::PromptNotUtf8,
+                &r.at,
+                format!("prompt doc `{}` is not UTF-8", r.v),
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ref_problem;
+
+    #[test]
+    fn refs_must_be_package_relative() {
+        assert_eq!(ref_problem("schemas/x/search.input.v1.json"), None);
+        for bad in [
+            "/etc/passwd",
+            "../x.json",
+            "a/../b",
+            "https://x/y.json",
+            "a\\b",
+            "C:/x",
+            "a//b",
+            "./a",
+            "",
+        ] {
+            assert!(ref_problem(bad).is_some(), "{bad}");
+        }
+    }
+}

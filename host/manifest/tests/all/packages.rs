@@ -1,0 +1,66 @@
+//! Every package under the workspace's `packages/*/` validates. Packages are
+//! written independently of this crate, so an empty `packages/` passes; an
+//! invalid package fails with its diagnostics.
+
+use std::path::Path;
+
+use warden_manifest::{ValidationOptions, load_package};
+
+use warden_core::REVIEWED_UNGATED_LOOP_RUN;
+
+/// Check every `<dir>/*/manifest.toml`; the summaries, or every failure rendered.
+fn check_packages(dir: &Path) -> Result<Vec<String>, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new()); // no packages/ directory: nothing to check
+    };
+    let mut opts = ValidationOptions::default();
+    for id in REVIEWED_UNGATED_LOOP_RUN {
+        opts = opts.allow_ungated_loop_run(*id);
+    }
+    let (mut summaries, mut failures) = (Vec::new(), Vec::new());
+    let mut paths: Vec<_> = entries.map(|e| e.expect("entry").path()).collect();
+    paths.sort();
+    for path in paths {
+        if !path.join("manifest.toml").is_file() {
+            continue; // a package being written has no manifest yet
+        }
+        match load_package(&path, &opts) {
+            Ok(package) => summaries.push(warden_manifest::summary(&package)),
+            Err(diags) => failures.push(diags.to_string()),
+        }
+    }
+    if failures.is_empty() {
+        Ok(summaries)
+    } else {
+        Err(failures.join("\n\n"))
+    }
+}
+
+#[test]
+fn workspace_packages_validate() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages");
+    match check_packages(&dir) {
+        Ok(summaries) => summaries.iter().for_each(|s| println!("{s}")),
+        Err(failures) => panic!("{failures}"),
+    }
+}
+
+#[test]
+fn an_invalid_package_fails_and_an_empty_dir_passes() {
+    let dir = std::env::temp_dir().join(format!("warden-packages-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("half-written")).expect("mkdir");
+    assert_eq!(check_packages(&dir), Ok(Vec::new()));
+    std::fs::create_dir_all(dir.join("broken")).expect("mkdir");
+    std::fs::write(
+        dir.join("broken/manifest.toml"),
+        "schema_version = \"reborn.extension_manifest.v2\"\n",
+    )
+    .expect("write");
+    let err = check_packages(&dir).expect_err("broken package");
+    assert!(
+        err.contains("error[schema_version]") && err.contains("broken/manifest.toml"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,323 @@
+//! Approvals with leases: block, answer, resume, dispatch exactly once.
+//!
+//! ```text
+//! check()   -> authorization needs approval
+//!           -> ApprovalRequest stored with its fingerprint (before anyone can answer)
+//! resolve() -> approve once / approve and grant / deny / deny with feedback / dismiss
+//!           -> approval issues a lease (expires after ApprovalConfig::lease_ttl)
+//! resume()  -> recompute the fingerprint, refuse changed input
+//!           -> claim the lease atomically -> Dispatch (exactly one caller gets it)
+//! ```
+
+mod error;
+mod fingerprint;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use warden_core::Origin;
+
+pub use error::{ApprovalError, ToolFailure};
+pub use fingerprint::{Fingerprint, canonical_json};
+
+use crate::store::{
+    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState, Resolved,
+};
+use crate::{
+    Authorizer, Decision, Grant, GrantId, InvocationScope, LocationId, Rule, ToolPolicy, UnixMillis,
+};
+
+/// One call as the host received it. The capability id comes from the
+/// host's lookup of the tool, never from the model's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The capability called.
+    pub capability_id: String,
+    /// Where it is called.
+    pub scope: InvocationScope,
+    /// Who calls it.
+    pub origin: Origin,
+    /// The model's (or product's) input.
+    pub input: Value,
+}
+
+impl Invocation {
+    /// The invocation's fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(&self.capability_id, &self.scope, self.origin, &self.input)
+    }
+}
+
+/// Tunables of the approval flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalConfig {
+    /// How long an approval's lease stays claimable (default 10 minutes).
+    pub lease_ttl: Duration,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        ApprovalConfig {
+            lease_ttl: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What a grant made by [`Resolution::ApproveAndGrant`] covers. It always
+/// covers only the approved capability, Location and origin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrantTerms {
+    /// Cover only the approved call's session (default: the whole Location).
+    pub session_only: bool,
+    /// How long the grant lives (default: until revoked).
+    pub ttl: Option<Duration>,
+}
+
+/// A person's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Run this call once.
+    ApproveOnce,
+    /// Run this call and make a scoped persistent grant for later ones.
+    /// (`ask_always` gates and effect floors never honor it.)
+    ApproveAndGrant(GrantTerms),
+    /// Do not run it.
+    Deny,
+    /// Do not run it; tell the model why.
+    DenyWithFeedback(String),
+    /// The question was dismissed without an answer.
+    Dismiss,
+}
+
+/// What [`Approvals::check`] tells the call site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Run the call now.
+    Run(Rule),
+    /// The call waits for this (already persisted) request.
+    Blocked(Box<ApprovalRequest>),
+}
+
+/// Proof that this caller claimed the lease: dispatch the call exactly once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a claimed lease is spent; dispatch the call"]
+pub struct Dispatch {
+    /// The approval.
+    pub approval_id: ApprovalId,
+    /// The claimed lease.
+    pub lease_id: LeaseId,
+    /// The call to run.
+    pub invocation: Invocation,
+}
+
+/// The approval flow over an [`ApprovalStore`].
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    store: Arc<dyn ApprovalStore>,
+    config: ApprovalConfig,
+}
+
+impl Approvals {
+    /// The flow over `store`.
+    pub fn new(store: Arc<dyn ApprovalStore>, config: ApprovalConfig) -> Self {
+        Approvals { store, config }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ApprovalStore> {
+        &self.store
+    }
+
+    /// Authorizes `invocation` against `policy` with the stored grants:
+    /// allowed calls run, gated ones get a persisted approval request,
+    /// denied ones fail with [`ToolFailure::Denied`].
+    pub fn check(
+        &self,
+        authorizer: &Authorizer,
+        policy: &ToolPolicy,
+        invocation: &Invocation,
+        now: UnixMillis,
+    ) -> Result<Gate, ApprovalError> {
+        let grants = self
+            .store
+            .grants(&policy.capability_id, &invocation.scope.location, now)?;
+        match authorizer.authorize(policy, &invocation.scope, invocation.origin, &grants, now) {
+            Decision::Allow(rule) => Ok(Gate::Run(rule)),
+            Decision::NeedsApproval(rule) => Ok(Gate::Blocked(Box::new(
+                self.request(invocation, rule, now)?,
+            ))),
+            Decision::Deny(rule) => Err(ToolFailure::Denied { rule }.into()),
+        }
+    }
+
+    /// Persists a pending request for `invocation` (needing approval because
+    /// of `rule`) and returns it.
+    pub fn request(
+        &self,
+        invocation: &Invocation,
+        rule: Rule,
+        now: UnixMillis,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        let fingerprint = invocation.fingerprint();
+        let request = ApprovalRequest {
+            id: ApprovalId(new_id("apr", &fingerprint.0)),
+            capability_id: invocation.capability_id.clone(),
+            scope: invocation.scope.clone(),
+            origin: invocation.origin,
+            input: invocation.input.clone(),
+            fingerprint,
+            rule,
+            created_at: now,
+            state: ApprovalState::Pending,
+            resolved_at: None,
+        };
+        self.store.insert_approval(&request)?;
+        Ok(request)
+    }
+
+    /// Pending requests of a Location, oldest first.
+    pub fn pending(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        Ok(self.store.pending_approvals(location)?)
+    }
+
+    /// Records a person's answer. Approvals issue a lease; approve-and-grant
+    /// also stores a grant. Answers to a non-pending request are refused.
+    pub fn resolve(
+        &self,
+        id: &ApprovalId,
+        resolution: Resolution,
+        now: UnixMillis,
+    ) -> Result<Resolved, ApprovalError> {
+        let approval = self
+            .store
+            .approval(id)?
+            .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+        let lease = || Lease {
+            id: LeaseId(new_id("lea", &id.0)),
+            approval_id: id.clone(),
+            fingerprint: approval.fingerprint.clone(),
+            issued_at: now,
+            expires_at: now.saturating_add(millis(self.config.lease_ttl)),
+            state: LeaseState::Issued,
+            claimed_at: None,
+        };
+        let (state, lease, grant) = match resolution {
+            Resolution::ApproveOnce => (ApprovalState::Approved, Some(lease()), None),
+            Resolution::ApproveAndGrant(terms) => {
+                let grant = Grant {
+                    id: GrantId(new_id("gra", &id.0)),
+                    capability_id: approval.capability_id.clone(),
+                    location: approval.scope.location.clone(),
+                    session: approval
+                        .scope
+                        .session
+                        .clone()
+                        .filter(|_| terms.session_only),
+                    origin: approval.origin,
+                    created_at: now,
+                    expires_at: terms.ttl.map(|t| now.saturating_add(millis(t))),
+                };
+                (ApprovalState::Approved, Some(lease()), Some(grant))
+            }
+            Resolution::Deny => (ApprovalState::Denied { feedback: None }, None, None),
+            Resolution::DenyWithFeedback(text) => (
+                ApprovalState::Denied {
+                    feedback: Some(text),
+                },
+                None,
+                None,
+            ),
+            Resolution::Dismiss => (ApprovalState::Dismissed, None, None),
+        };
+        let resolved = Resolved {
+            state,
+            lease,
+            grant,
+            at: now,
+        };
+        if self.store.resolve(id, &resolved)? {
+            Ok(resolved)
+        } else {
+            Err(ApprovalError::AlreadyResolved(id.clone()))
+        }
+    }
+
+    /// Resumes a blocked call: refuses changed input, surfaces declines and
+    /// dismissals as tool failures, and claims the lease atomically. Exactly
+    /// one resume of an approval ever returns a [`Dispatch`].
+    pub fn resume(
+        &self,
+        id: &ApprovalId,
+        invocation: &Invocation,
+        now: UnixMillis,
+    ) -> Result<Dispatch, ApprovalError> {
+        let approval = self
+            .store
+            .approval(id)?
+            .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+        let approval_id = id.clone();
+        let fingerprint = invocation.fingerprint();
+        if fingerprint != approval.fingerprint {
+            return Err(ToolFailure::InputChanged { approval_id }.into());
+        }
+        match approval.state {
+            ApprovalState::Pending => return Err(ApprovalError::Pending(approval_id)),
+            ApprovalState::Denied { feedback } => {
+                return Err(ToolFailure::Declined {
+                    approval_id,
+                    feedback,
+                }
+                .into());
+            }
+            ApprovalState::Dismissed => return Err(ToolFailure::Dismissed { approval_id }.into()),
+            ApprovalState::Approved => {}
+        }
+        if self.store.claim_lease(id, &fingerprint, now)? {
+            let lease = self.store.lease(id)?.ok_or_else(|| missing_lease(id))?;
+            return Ok(Dispatch {
+                approval_id,
+                lease_id: lease.id,
+                invocation: invocation.clone(),
+            });
+        }
+        match self.store.lease(id)? {
+            Some(lease) if lease.state == LeaseState::Claimed => {
+                Err(ApprovalError::AlreadyDispatched(approval_id))
+            }
+            Some(_) => Err(ToolFailure::ApprovalExpired { approval_id }.into()),
+            None => Err(missing_lease(id)),
+        }
+    }
+}
+
+fn missing_lease(id: &ApprovalId) -> ApprovalError {
+    ApprovalError::Store(crate::StoreError::Corrupt {
+        what: format!("approval `{id}` without a lease"),
+    })
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A fresh, unguessable-enough id: `<prefix>_<24 hex>` from a hash of the
+/// seed, the time, the process and a counter.
+fn new_id(prefix: &str, seed: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let mut hasher = Sha256::new();
+    hasher.update(seed.as_bytes());
+    hasher.update(nanos.to_le_bytes());
+    hasher.update(std::process::id().to_le_bytes());
+    hasher.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    format!("{prefix}_{}", &hex::encode(hasher.finalize())[..24])
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,335 @@
+use std::sync::{Arc, Barrier};
+
+use serde_json::json;
+use warden_core::{Effect, GateMatrix, GatePolicy, Permission, Visibility};
+
+use super::*;
+use crate::{Executor, MemoryStore, Registry, SqliteStore, StoreError, ToolDef};
+
+const NOW: UnixMillis = 1_000_000;
+
+fn call(input: Value) -> Invocation {
+    Invocation {
+        capability_id: "gh.create_issue".into(),
+        scope: InvocationScope::location("loc").with_session("s1"),
+        origin: Origin::LoopRun,
+        input,
+    }
+}
+
+fn gated(policy: GatePolicy) -> ToolPolicy {
+    ToolPolicy {
+        capability_id: "gh.create_issue".into(),
+        gate: GateMatrix {
+            loop_run: Some(policy),
+            ..Default::default()
+        },
+        default_permission: Permission::Ask,
+        effects: vec![Effect::Network, Effect::ExternalWrite],
+        visibility: Visibility::Model,
+    }
+}
+
+fn memory() -> Approvals {
+    Approvals::new(Arc::new(MemoryStore::new()), ApprovalConfig::default())
+}
+
+fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> ApprovalRequest {
+    match approvals
+        .check(&Authorizer::default(), policy, inv, NOW)
+        .unwrap()
+    {
+        Gate::Blocked(request) => *request,
+        Gate::Run(rule) => panic!("expected a block, ran by {rule}"),
+    }
+}
+
+#[test]
+fn request_is_persisted_with_fingerprint_before_resolution() {
+    let approvals = memory();
+    let inv = call(json!({"title": "bug"}));
+    let request = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv);
+    let stored = approvals.store().approval(&request.id).unwrap().unwrap();
+    assert_eq!(stored.state, ApprovalState::Pending);
+    assert_eq!(stored.fingerprint, inv.fingerprint());
+    assert_eq!(stored.rule, Rule::GatedNoGrant);
+    assert_eq!(approvals.pending(&"loc".into()).unwrap(), [stored]);
+    assert!(matches!(
+        approvals.resume(&request.id, &inv, NOW),
+        Err(ApprovalError::Pending(_))
+    ));
+}
+
+#[test]
+fn approval_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    let inv = call(json!({"title": "bug"}));
+    let id = {
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let approvals = Approvals::new(store, ApprovalConfig::default());
+        blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id
+    }; // store dropped: the "host" is gone
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let approvals = Approvals::new(store, ApprovalConfig::default());
+    assert_eq!(approvals.pending(&"loc".into()).unwrap()[0].id, id);
+    approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW + 5)
+        .unwrap();
+    let dispatch = approvals.resume(&id, &inv, NOW + 6).unwrap();
+    assert_eq!(dispatch.invocation, inv);
+    assert!(matches!(
+        approvals.resume(&id, &inv, NOW + 7),
+        Err(ApprovalError::AlreadyDispatched(_))
+    ));
+}
+
+#[test]
+fn resume_with_mutated_input_is_refused() {
+    let approvals = memory();
+    let inv = call(json!({"title": "bug"}));
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    let mutated = call(json!({"title": "bug", "labels": ["prod"]}));
+    let err = approvals.resume(&id, &mutated, NOW).unwrap_err();
+    assert!(
+        matches!(
+            err.into_tool_failure(),
+            Ok(ToolFailure::InputChanged { .. })
+        ),
+        "changed input must be a typed failure"
+    );
+    // The refused resume did not spend the lease.
+    assert!(approvals.resume(&id, &inv, NOW).is_ok());
+}
+
+#[test]
+fn two_concurrent_resumes_dispatch_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    let inv = call(json!({"title": "race"}));
+    let setup = Approvals::new(
+        Arc::new(SqliteStore::open(&path).unwrap()),
+        ApprovalConfig::default(),
+    );
+    for round in 0..10 {
+        let id = blocked(&setup, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+        setup.resolve(&id, Resolution::ApproveOnce, NOW).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                // Each resumer has its own connection, as two host processes would.
+                let approvals = Approvals::new(
+                    Arc::new(SqliteStore::open(&path).unwrap()),
+                    ApprovalConfig::default(),
+                );
+                let (barrier, id, inv) = (barrier.clone(), id.clone(), inv.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    approvals.resume(&id, &inv, NOW + 1)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let dispatched = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(dispatched, 1, "round {round}: {results:?}");
+        assert!(
+            results
+                .iter()
+                .any(|r| matches!(r, Err(ApprovalError::AlreadyDispatched(_)))),
+            "round {round}: {results:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_resumes_on_one_shared_store_dispatch_once() {
+    let approvals = Approvals::new(
+        Arc::new(SqliteStore::open_in_memory().unwrap()),
+        ApprovalConfig::default(),
+    );
+    let inv = call(json!({"title": "tasks"}));
+    let id = blocked(&approvals, &gated(GatePolicy::AskAlways), &inv).id;
+    approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (approvals, id, inv) = (approvals.clone(), id.clone(), inv.clone());
+            tokio::task::spawn_blocking(move || approvals.resume(&id, &inv, NOW + 1))
+        })
+        .collect();
+    let mut dispatched = 0;
+    for task in tasks {
+        if task.await.unwrap().is_ok() {
+            dispatched += 1;
+        }
+    }
+    assert_eq!(dispatched, 1);
+}
+
+#[test]
+fn leases_expire() {
+    let approvals = Approvals::new(
+        Arc::new(MemoryStore::new()),
+        ApprovalConfig {
+            lease_ttl: Duration::from_secs(60),
+        },
+    );
+    let inv = call(json!({}));
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    let resolved = approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    assert_eq!(resolved.lease.unwrap().expires_at, NOW + 60_000);
+    let err = approvals.resume(&id, &inv, NOW + 60_000).unwrap_err();
+    assert!(matches!(
+        err,
+        ApprovalError::Failure(ToolFailure::ApprovalExpired { .. })
+    ));
+}
+
+#[test]
+fn declines_and_dismissals_are_typed_failures() {
+    let approvals = memory();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let cases = [
+        (Resolution::Deny, None),
+        (
+            Resolution::DenyWithFeedback("label it `triage`".into()),
+            Some("label it `triage`"),
+        ),
+    ];
+    for (resolution, feedback) in cases {
+        let inv = call(json!({"case": feedback}));
+        let id = blocked(&approvals, &policy, &inv).id;
+        approvals.resolve(&id, resolution, NOW).unwrap();
+        let failure = approvals
+            .resume(&id, &inv, NOW)
+            .unwrap_err()
+            .into_tool_failure();
+        let Ok(ToolFailure::Declined { feedback: got, .. }) = failure else {
+            panic!("expected a decline, got {failure:?}");
+        };
+        assert_eq!(got.as_deref(), feedback);
+    }
+    let inv = call(json!({"case": "dismiss"}));
+    let id = blocked(&approvals, &policy, &inv).id;
+    approvals.resolve(&id, Resolution::Dismiss, NOW).unwrap();
+    assert!(matches!(
+        approvals
+            .resume(&id, &inv, NOW)
+            .unwrap_err()
+            .into_tool_failure(),
+        Ok(ToolFailure::Dismissed { .. })
+    ));
+    assert!(matches!(
+        approvals.resolve(&id, Resolution::ApproveOnce, NOW),
+        Err(ApprovalError::AlreadyResolved(_))
+    ));
+}
+
+#[test]
+fn interruption_and_defects_are_never_tool_failures() {
+    assert!(ApprovalError::Interrupted.into_tool_failure().is_err());
+    let defect = ApprovalError::Store(StoreError::Corrupt { what: "row".into() });
+    assert!(defect.is_defect());
+    assert!(matches!(
+        defect.into_tool_failure(),
+        Err(ApprovalError::Store(_))
+    ));
+    let denied = ApprovalError::from(ToolFailure::Denied {
+        rule: Rule::DefaultPermissionDeny,
+    });
+    assert!(denied.into_tool_failure().is_ok());
+}
+
+#[test]
+fn approve_and_grant_covers_later_calls_except_ask_always() {
+    let approvals = memory();
+    let inv = call(json!({"title": "one"}));
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let id = blocked(&approvals, &policy, &inv).id;
+    let resolved = approvals
+        .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+        .unwrap();
+    let grant_id = resolved.grant.unwrap().id;
+    let _ = approvals.resume(&id, &inv, NOW).unwrap();
+    let next = call(json!({"title": "two"}));
+    let authorizer = Authorizer::default();
+    assert_eq!(
+        approvals.check(&authorizer, &policy, &next, NOW).unwrap(),
+        Gate::Run(Rule::GrantCovers { grant_id })
+    );
+    // The same grant never counts for ask_always.
+    let always = gated(GatePolicy::AskAlways);
+    assert!(matches!(
+        approvals.check(&authorizer, &always, &next, NOW).unwrap(),
+        Gate::Blocked(_)
+    ));
+}
+
+#[test]
+fn denied_calls_fail_typed_without_a_request() {
+    let approvals = memory();
+    let err = approvals
+        .check(
+            &Authorizer::default(),
+            &gated(GatePolicy::Forbidden),
+            &call(json!({})),
+            NOW,
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ApprovalError::Failure(ToolFailure::Denied {
+            rule: Rule::GateForbidden { .. }
+        })
+    ));
+    assert!(approvals.pending(&"loc".into()).unwrap().is_empty());
+}
+
+#[test]
+fn filtering_is_not_authorization() {
+    let registry = Registry::new("loc".into());
+    let _r = registry
+        .transform("builtin", |d| {
+            d.add(
+                ToolDef::new("edit", "Edit a file.", json!({}), Executor::key("b.edit")).with_gate(
+                    GateMatrix {
+                        loop_run: Some(GatePolicy::GatedUnlessGranted),
+                        ..Default::default()
+                    },
+                ),
+            )?
+            .add(ToolDef::new(
+                "read",
+                "Read a file.",
+                json!({}),
+                Executor::key("b.read"),
+            ))?;
+            Ok(())
+        })
+        .unwrap();
+    let snapshot = registry.snapshot().filtered(&["edit"]);
+    let authorizer = Authorizer::default();
+    let scope = InvocationScope::location("loc");
+    // Hidden from the catalog, yet a call that reaches execution is still
+    // decided by the tool's own policy (here: it asks, it is not denied).
+    assert!(snapshot.is_hidden("edit"));
+    let edit = snapshot.lookup("edit").unwrap();
+    let decision = authorizer.authorize(&edit.def().into(), &scope, Origin::LoopRun, &[], NOW);
+    assert_eq!(decision, Decision::NeedsApproval(Rule::GatedNoGrant));
+    // Visible in the catalog does not authorize either: `read` has no gate.
+    assert!(snapshot.tools().any(|t| t.model_name() == "read"));
+    let read = snapshot.lookup("read").unwrap();
+    let decision = authorizer.authorize(&read.def().into(), &scope, Origin::LoopRun, &[], NOW);
+    assert_eq!(
+        decision,
+        Decision::Deny(Rule::GateForbidden {
+            origin: Origin::LoopRun
+        })
+    );
+}

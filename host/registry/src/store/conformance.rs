@@ -1,0 +1,125 @@
+//! Behaviour every [`ApprovalStore`] must have; run against each backend.
+
+use serde_json::json;
+use warden_core::Origin;
+
+use super::*;
+
+pub(crate) fn request(id: &str, location: &str, created_at: UnixMillis) -> ApprovalRequest {
+    ApprovalRequest {
+        id: ApprovalId(id.into()),
+        capability_id: "gh.op".into(),
+        scope: InvocationScope::location(location).with_session("s1"),
+        origin: Origin::LoopRun,
+        input: json!({"repo": "a/b", "n": 1.5}),
+        fingerprint: Fingerprint(format!("fp-{id}")),
+        rule: Rule::GatedNoGrant,
+        created_at,
+        state: ApprovalState::Pending,
+        resolved_at: None,
+    }
+}
+
+fn grant(id: &str, expires_at: Option<UnixMillis>) -> Grant {
+    Grant {
+        id: GrantId(id.into()),
+        capability_id: "gh.op".into(),
+        location: "loc".into(),
+        session: None,
+        origin: Origin::LoopRun,
+        created_at: 1,
+        expires_at,
+    }
+}
+
+pub(crate) fn run(store: &dyn ApprovalStore) {
+    // Requests round-trip and are listed per Location, oldest first.
+    let a = request("a", "loc", 20);
+    store.insert_approval(&a).unwrap();
+    store.insert_approval(&request("b", "loc", 10)).unwrap();
+    store.insert_approval(&request("c", "other", 5)).unwrap();
+    assert!(matches!(
+        store.insert_approval(&a),
+        Err(StoreError::Duplicate { .. })
+    ));
+    assert_eq!(store.approval(&a.id).unwrap().as_ref(), Some(&a));
+    assert_eq!(store.approval(&ApprovalId("zz".into())).unwrap(), None);
+    let pending: Vec<_> = store
+        .pending_approvals(&"loc".into())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id.0)
+        .collect();
+    assert_eq!(pending, ["b", "a"]);
+
+    // Resolution happens once, with its lease and grant.
+    let lease = Lease {
+        id: LeaseId("l".into()),
+        approval_id: a.id.clone(),
+        fingerprint: a.fingerprint.clone(),
+        issued_at: 30,
+        expires_at: 100,
+        state: LeaseState::Issued,
+        claimed_at: None,
+    };
+    let resolved = Resolved {
+        state: ApprovalState::Approved,
+        lease: Some(lease.clone()),
+        grant: Some(grant("g1", None)),
+        at: 30,
+    };
+    assert!(store.resolve(&a.id, &resolved).unwrap());
+    assert!(!store.resolve(&a.id, &resolved).unwrap());
+    let stored = store.approval(&a.id).unwrap().unwrap();
+    assert_eq!(
+        (stored.state, stored.resolved_at),
+        (ApprovalState::Approved, Some(30))
+    );
+    assert_eq!(store.lease(&a.id).unwrap(), Some(lease));
+
+    // Denial feedback is kept.
+    let denied = Resolved {
+        state: ApprovalState::Denied {
+            feedback: Some("use the read tool".into()),
+        },
+        lease: None,
+        grant: None,
+        at: 31,
+    };
+    assert!(store.resolve(&ApprovalId("b".into()), &denied).unwrap());
+    let b = store.approval(&ApprovalId("b".into())).unwrap().unwrap();
+    assert_eq!(b.state, denied.state);
+
+    // A lease is claimed once, only with its fingerprint, only before expiry.
+    let wrong = Fingerprint("other".into());
+    assert!(!store.claim_lease(&a.id, &wrong, 40).unwrap());
+    assert!(!store.claim_lease(&a.id, &a.fingerprint, 100).unwrap());
+    assert!(store.claim_lease(&a.id, &a.fingerprint, 40).unwrap());
+    assert!(!store.claim_lease(&a.id, &a.fingerprint, 41).unwrap());
+    assert_eq!(
+        store.lease(&a.id).unwrap().unwrap().state,
+        LeaseState::Claimed
+    );
+
+    // Grants: live ones only, revocable once.
+    store.insert_grant(&grant("g2", Some(50))).unwrap();
+    let ids = |now| -> Vec<String> {
+        store
+            .grants("gh.op", &"loc".into(), now)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id.0)
+            .collect()
+    };
+    assert_eq!(ids(40), ["g1", "g2"]);
+    assert_eq!(ids(50), ["g1"]);
+    assert!(
+        store
+            .grants("gh.other", &"loc".into(), 40)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.revoke_grant(&GrantId("g1".into())).unwrap());
+    assert!(!store.revoke_grant(&GrantId("g1".into())).unwrap());
+    assert!(ids(40) == ["g2"]);
+}

@@ -1,0 +1,164 @@
+//! An in-memory [`ApprovalStore`]: nothing survives the process.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use super::{
+    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseState, Resolved,
+    StoreError,
+};
+use crate::approvals::Fingerprint;
+use crate::{Grant, GrantId, LocationId, UnixMillis};
+
+#[derive(Debug, Default)]
+struct State {
+    approvals: BTreeMap<ApprovalId, ApprovalRequest>,
+    leases: BTreeMap<ApprovalId, Lease>,
+    grants: BTreeMap<GrantId, (Grant, bool)>,
+}
+
+/// An [`ApprovalStore`] in process memory; every method holds one lock, so
+/// each is atomic.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ApprovalStore for MemoryStore {
+    fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if state.approvals.contains_key(&request.id) {
+            return Err(StoreError::Duplicate {
+                id: request.id.0.clone(),
+            });
+        }
+        state.approvals.insert(request.id.clone(), request.clone());
+        Ok(())
+    }
+
+    fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {
+        Ok(self.lock().approvals.get(id).cloned())
+    }
+
+    fn pending_approvals(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let mut pending: Vec<_> = self
+            .lock()
+            .approvals
+            .values()
+            .filter(|a| a.state == ApprovalState::Pending && &a.scope.location == location)
+            .cloned()
+            .collect();
+        pending.sort_by_key(|a| a.created_at);
+        Ok(pending)
+    }
+
+    fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        let Some(approval) = state.approvals.get_mut(id) else {
+            return Ok(false);
+        };
+        if approval.state != ApprovalState::Pending {
+            return Ok(false);
+        }
+        approval.state = resolved.state.clone();
+        approval.resolved_at = Some(resolved.at);
+        if let Some(lease) = &resolved.lease {
+            state.leases.insert(id.clone(), lease.clone());
+        }
+        if let Some(grant) = &resolved.grant {
+            state
+                .grants
+                .insert(grant.id.clone(), (grant.clone(), false));
+        }
+        Ok(true)
+    }
+
+    fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError> {
+        Ok(self.lock().leases.get(approval_id).cloned())
+    }
+
+    fn claim_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.leases.get_mut(approval_id) {
+            Some(lease)
+                if lease.state == LeaseState::Issued
+                    && &lease.fingerprint == fingerprint
+                    && now < lease.expires_at =>
+            {
+                lease.state = LeaseState::Claimed;
+                lease.claimed_at = Some(now);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if state.grants.contains_key(&grant.id) {
+            return Err(StoreError::Duplicate {
+                id: grant.id.0.clone(),
+            });
+        }
+        state
+            .grants
+            .insert(grant.id.clone(), (grant.clone(), false));
+        Ok(())
+    }
+
+    fn grants(
+        &self,
+        capability_id: &str,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        Ok(self
+            .lock()
+            .grants
+            .values()
+            .filter(|(g, revoked)| {
+                !revoked
+                    && g.capability_id == capability_id
+                    && &g.location == location
+                    && g.expires_at.is_none_or(|t| now < t)
+            })
+            .map(|(g, _)| g.clone())
+            .collect())
+    }
+
+    fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
+        Ok(match self.lock().grants.get_mut(id) {
+            Some((_, revoked)) if !*revoked => {
+                *revoked = true;
+                true
+            }
+            _ => false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_store_conforms() {
+        crate::store::conformance::run(&MemoryStore::new());
+    }
+}

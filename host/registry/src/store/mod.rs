@@ -1,0 +1,216 @@
+//! Durable state of approvals, grants and leases behind [`ApprovalStore`].
+//!
+//! [`SqliteStore`] is the embedded default; [`MemoryStore`] is for tests and
+//! hosts that want nothing on disk. An embedder can bring its own store by
+//! implementing the trait; the atomicity each method promises is what makes
+//! "dispatch exactly once" hold.
+
+mod memory;
+mod sqlite;
+
+use std::fmt;
+
+use serde_json::Value;
+use warden_core::Origin;
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+use crate::approvals::Fingerprint;
+use crate::{Grant, GrantId, InvocationScope, LocationId, Rule, UnixMillis};
+
+/// Errors of an approval store. Every one is a host defect: the approval
+/// flow propagates them and never turns them into tool failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend failed (I/O, SQL, lock).
+    #[error("approval store backend failed")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A stored row could not be decoded.
+    #[error("approval store holds an undecodable {what}")]
+    Corrupt {
+        /// What could not be decoded.
+        what: String,
+    },
+    /// The database was written by a newer schema than this build knows.
+    #[error("approval store schema version {found} is newer than the supported {supported}")]
+    UnsupportedSchema {
+        /// `PRAGMA user_version` found.
+        found: i64,
+        /// The newest version this build migrates to.
+        supported: i64,
+    },
+    /// A record with this id already exists.
+    #[error("approval store already holds `{id}`")]
+    Duplicate {
+        /// The id.
+        id: String,
+    },
+}
+
+macro_rules! text_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+text_id!(
+    /// Identifies an approval request.
+    ApprovalId
+);
+text_id!(
+    /// Identifies a lease.
+    LeaseId
+);
+
+/// Where an approval request stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Nobody has answered yet.
+    Pending,
+    /// Approved; a lease was issued.
+    Approved,
+    /// Declined, with the person's feedback when they gave some.
+    Denied {
+        /// Text the model sees so it can continue differently.
+        feedback: Option<String>,
+    },
+    /// The question was dismissed without an answer.
+    Dismissed,
+}
+
+impl ApprovalState {
+    /// The word stored in the `state` column.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Denied { .. } => "denied",
+            ApprovalState::Dismissed => "dismissed",
+        }
+    }
+}
+
+/// A call waiting for (or past) a person's answer, persisted with its
+/// fingerprint before anyone can answer it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApprovalRequest {
+    /// Its id.
+    pub id: ApprovalId,
+    /// The capability called.
+    pub capability_id: String,
+    /// Where it was called.
+    pub scope: InvocationScope,
+    /// Who called it.
+    pub origin: Origin,
+    /// The input as called (shown to the person approving).
+    pub input: Value,
+    /// sha256 over the canonical invocation.
+    pub fingerprint: Fingerprint,
+    /// Why it needs approval.
+    pub rule: Rule,
+    /// When it was made.
+    pub created_at: UnixMillis,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// When it was answered.
+    pub resolved_at: Option<UnixMillis>,
+}
+
+/// Whether a lease can still be claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseState {
+    /// Issued and not yet claimed.
+    Issued,
+    /// Claimed by the one dispatch it allows.
+    Claimed,
+}
+
+/// Permission to dispatch one approved call once, before it expires.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lease {
+    /// Its id.
+    pub id: LeaseId,
+    /// The approval it was issued for.
+    pub approval_id: ApprovalId,
+    /// The fingerprint of the approved invocation.
+    pub fingerprint: Fingerprint,
+    /// When it was issued.
+    pub issued_at: UnixMillis,
+    /// When it stops being claimable.
+    pub expires_at: UnixMillis,
+    /// Whether it was claimed.
+    pub state: LeaseState,
+    /// When it was claimed.
+    pub claimed_at: Option<UnixMillis>,
+}
+
+/// Everything one resolution writes, applied in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The new state (never `Pending`).
+    pub state: ApprovalState,
+    /// The lease issued with an approval.
+    pub lease: Option<Lease>,
+    /// The grant made by approve-and-grant.
+    pub grant: Option<Grant>,
+    /// When it was resolved.
+    pub at: UnixMillis,
+}
+
+/// Storage of approvals, grants and leases.
+pub trait ApprovalStore: Send + Sync + fmt::Debug {
+    /// Persists a new pending request; [`StoreError::Duplicate`] if the id exists.
+    fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError>;
+
+    /// One request by id.
+    fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError>;
+
+    /// Pending requests of a Location, oldest first.
+    fn pending_approvals(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// Atomically moves a *pending* request to `resolved.state` and writes its
+    /// lease and grant; `Ok(false)` (and no writes) when it was not pending.
+    fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError>;
+
+    /// The lease issued for an approval.
+    fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError>;
+
+    /// Atomically claims the issued, unexpired lease of `approval_id` whose
+    /// fingerprint is `fingerprint`. Exactly one caller ever gets `Ok(true)`.
+    fn claim_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<bool, StoreError>;
+
+    /// Persists a grant.
+    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
+
+    /// Unrevoked, unexpired grants of `capability_id` in `location`.
+    fn grants(
+        &self,
+        capability_id: &str,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError>;
+
+    /// Revokes a grant; false when there was no live grant with that id.
+    fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
+}
+
+#[cfg(test)]
+pub(crate) mod conformance;

@@ -1,0 +1,351 @@
+//! The embedded default [`ApprovalStore`]: one SQLite file in WAL mode.
+//!
+//! Schema versions are tracked with `PRAGMA user_version`; the migrations
+//! run in order, each in its own transaction. Several stores (threads or
+//! processes) may open the same file: writes wait up to the busy timeout,
+//! and lease claims are a single conditional `UPDATE` whose affected-row
+//! count decides the one winner.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::{
+    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState,
+    Resolved, StoreError,
+};
+use crate::approvals::Fingerprint;
+use crate::{Grant, GrantId, InvocationScope, LocationId, UnixMillis};
+use schema::{MIGRATIONS, migrate};
+
+mod schema;
+
+/// How long a write waits for another connection's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(Box::new(e))
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt { what: what.into() }
+}
+
+/// An [`ApprovalStore`] in a SQLite database.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating as needed) the database at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::setup(Connection::open(path).map_err(backend)?)
+    }
+
+    /// A private in-memory database (for tests).
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::setup(Connection::open_in_memory().map_err(backend)?)
+    }
+
+    fn setup(mut conn: Connection) -> Result<Self, StoreError> {
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(backend)?;
+        migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The schema version this build migrates to.
+    pub fn schema_version() -> i64 {
+        MIGRATIONS.len() as i64
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn approval_from_row(row: &Row<'_>) -> Result<ApprovalRequest, StoreError> {
+    let get = |i: usize| -> Result<Option<String>, StoreError> { row.get(i).map_err(backend) };
+    let text = |i: usize, what: &str| get(i)?.ok_or_else(|| corrupt(what));
+    let feedback = get(10)?;
+    let state = match text(9, "approval state")?.as_str() {
+        "pending" => ApprovalState::Pending,
+        "approved" => ApprovalState::Approved,
+        "denied" => ApprovalState::Denied { feedback },
+        "dismissed" => ApprovalState::Dismissed,
+        _ => return Err(corrupt("approval state")),
+    };
+    Ok(ApprovalRequest {
+        id: ApprovalId(text(0, "approval id")?),
+        capability_id: text(1, "capability id")?,
+        scope: InvocationScope {
+            location: LocationId(text(2, "location")?),
+            session: get(3)?,
+        },
+        origin: text(4, "origin")?
+            .parse()
+            .map_err(|_| corrupt("approval origin"))?,
+        input: serde_json::from_str(&text(5, "input")?).map_err(|_| corrupt("approval input"))?,
+        fingerprint: Fingerprint(text(6, "fingerprint")?),
+        rule: serde_json::from_str(&text(7, "rule")?).map_err(|_| corrupt("approval rule"))?,
+        created_at: row.get(8).map_err(backend)?,
+        state,
+        resolved_at: row.get(11).map_err(backend)?,
+    })
+}
+
+const APPROVAL_COLUMNS: &str = "id, capability_id, location, session, origin, input, \
+     fingerprint, rule, created_at, state, feedback, resolved_at";
+
+impl ApprovalStore for SqliteStore {
+    fn insert_approval(&self, r: &ApprovalRequest) -> Result<(), StoreError> {
+        let rule = serde_json::to_string(&r.rule).map_err(|_| corrupt("rule"))?;
+        let result = self.conn().execute(
+            "INSERT INTO approvals (id, capability_id, location, session, origin, input, \
+             fingerprint, rule, created_at, state, feedback, resolved_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, NULL)",
+            params![
+                r.id.0,
+                r.capability_id,
+                r.scope.location.0,
+                r.scope.session,
+                r.origin.as_str(),
+                r.input.to_string(),
+                r.fingerprint.0,
+                rule,
+                r.created_at,
+                r.state.as_str(),
+            ],
+        );
+        match result {
+            Ok(_) => Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                Err(StoreError::Duplicate { id: r.id.0.clone() })
+            }
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"
+            ))
+            .map_err(backend)?;
+        let mut rows = stmt.query([&id.0]).map_err(backend)?;
+        match rows.next().map_err(backend)? {
+            Some(row) => approval_from_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn pending_approvals(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals \
+                 WHERE location = ?1 AND state = 'pending' ORDER BY created_at, id"
+            ))
+            .map_err(backend)?;
+        let mut rows = stmt.query([&location.0]).map_err(backend)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(backend)? {
+            out.push(approval_from_row(row)?);
+        }
+        Ok(out)
+    }
+
+    fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let feedback = match &resolved.state {
+            ApprovalState::Denied { feedback } => feedback.clone(),
+            _ => None,
+        };
+        let changed = tx
+            .execute(
+                "UPDATE approvals SET state = ?2, feedback = ?3, resolved_at = ?4 \
+                 WHERE id = ?1 AND state = 'pending'",
+                params![id.0, resolved.state.as_str(), feedback, resolved.at],
+            )
+            .map_err(backend)?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        if let Some(l) = &resolved.lease {
+            tx.execute(
+                "INSERT INTO leases (id, approval_id, fingerprint, issued_at, expires_at, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'issued')",
+                params![
+                    l.id.0,
+                    l.approval_id.0,
+                    l.fingerprint.0,
+                    l.issued_at,
+                    l.expires_at
+                ],
+            )
+            .map_err(backend)?;
+        }
+        if let Some(g) = &resolved.grant {
+            insert_grant(&tx, g)?;
+        }
+        tx.commit().map_err(backend)?;
+        Ok(true)
+    }
+
+    fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError> {
+        let conn = self.conn();
+        let row = conn
+            .query_row(
+                "SELECT id, fingerprint, issued_at, expires_at, state, claimed_at \
+                 FROM leases WHERE approval_id = ?1",
+                [&approval_id.0],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(backend)?;
+        let Some((id, fingerprint, issued_at, expires_at, state, claimed_at)) = row else {
+            return Ok(None);
+        };
+        let state = match state.as_str() {
+            "issued" => LeaseState::Issued,
+            "claimed" => LeaseState::Claimed,
+            _ => return Err(corrupt("lease state")),
+        };
+        Ok(Some(Lease {
+            id: LeaseId(id),
+            approval_id: approval_id.clone(),
+            fingerprint: Fingerprint(fingerprint),
+            issued_at,
+            expires_at,
+            state,
+            claimed_at,
+        }))
+    }
+
+    fn claim_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<bool, StoreError> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE leases SET state = 'claimed', claimed_at = ?3 \
+                 WHERE approval_id = ?1 AND fingerprint = ?2 AND state = 'issued' \
+                 AND expires_at > ?3",
+                params![approval_id.0, fingerprint.0, now],
+            )
+            .map_err(backend)?;
+        Ok(changed == 1)
+    }
+
+    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        insert_grant(&self.conn(), grant)
+    }
+
+    fn grants(
+        &self,
+        capability_id: &str,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT id, session, origin, created_at, expires_at FROM grants \
+                 WHERE capability_id = ?1 AND location = ?2 AND revoked = 0 \
+                 AND (expires_at IS NULL OR expires_at > ?3) ORDER BY created_at, id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![capability_id, location.0, now], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                ))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, session, origin, created_at, expires_at) = row.map_err(backend)?;
+            out.push(Grant {
+                id: GrantId(id),
+                capability_id: capability_id.to_owned(),
+                location: location.clone(),
+                session,
+                origin: origin.parse().map_err(|_| corrupt("grant origin"))?,
+                created_at,
+                expires_at,
+            });
+        }
+        Ok(out)
+    }
+
+    fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE grants SET revoked = 1 WHERE id = ?1 AND revoked = 0",
+                [&id.0],
+            )
+            .map_err(backend)?;
+        Ok(changed == 1)
+    }
+}
+
+fn insert_grant(conn: &Connection, g: &Grant) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO grants (id, capability_id, location, session, origin, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            g.id.0,
+            g.capability_id,
+            g.location.0,
+            g.session,
+            g.origin.as_str(),
+            g.created_at,
+            g.expires_at
+        ],
+    )
+    .map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Duplicate { id: g.id.0.clone() }
+        }
+        e => backend(e),
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,68 @@
+//! The SQLite schema and its versioned migrations (`PRAGMA user_version`).
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::backend;
+use crate::StoreError;
+
+/// Schema migrations; index `i` upgrades `user_version` `i` to `i + 1`.
+pub(super) const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE approvals (
+    id            TEXT PRIMARY KEY,
+    capability_id TEXT NOT NULL,
+    location      TEXT NOT NULL,
+    session       TEXT,
+    origin        TEXT NOT NULL,
+    input         TEXT NOT NULL,
+    fingerprint   TEXT NOT NULL,
+    rule          TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    state         TEXT NOT NULL,
+    feedback      TEXT,
+    resolved_at   INTEGER
+);
+CREATE INDEX approvals_pending ON approvals (location, state, created_at);
+CREATE TABLE leases (
+    id          TEXT PRIMARY KEY,
+    approval_id TEXT NOT NULL UNIQUE REFERENCES approvals (id),
+    fingerprint TEXT NOT NULL,
+    issued_at   INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    state       TEXT NOT NULL,
+    claimed_at  INTEGER
+);
+CREATE TABLE grants (
+    id            TEXT PRIMARY KEY,
+    capability_id TEXT NOT NULL,
+    location      TEXT NOT NULL,
+    session       TEXT,
+    origin        TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER,
+    revoked       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX grants_lookup ON grants (capability_id, location);
+"#];
+
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let supported = MIGRATIONS.len() as i64;
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let found: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(backend)?;
+        if found > supported {
+            return Err(StoreError::UnsupportedSchema { found, supported });
+        }
+        if found == supported {
+            return tx.commit().map_err(backend);
+        }
+        tx.execute_batch(MIGRATIONS[found as usize])
+            .map_err(backend)?;
+        tx.pragma_update(None, "user_version", found + 1)
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+    }
+}
