@@ -1,1 +1,39 @@
-//! Host-mediated HTTPS egress, network policy, credential injection, redaction and secret stores.
+//! Host-mediated HTTPS egress, network policy, credential injection,
+//! redaction and secret stores for Warden.
+//!
+//! Policy decides, egress enforces: [`policy`] is a pure decision over a
+//! capability's declared audiences and targets; [`resolve`] checks every
+//! address; the transport (hyper + rustls) connects only to checked
+//! addresses; [`redact`] scrubs every staged secret from what comes back.
+//! [`Egress`] is built once per host; [`Egress::session`] gives the
+//! per-call [`CallSession`], which implements
+//! [`warden_core::net::CallNetwork`] for the runtime.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use warden_core::net::CallNetwork;
+//! use warden_egress::{Egress, EgressConfig, resolve::SystemResolver, secrets::MemoryStore};
+//! let egress = Egress::new(
+//!     EgressConfig::default(),
+//!     Arc::new(MemoryStore::new()),
+//!     Arc::new(SystemResolver),
+//! ).unwrap();
+//! let session = egress.session("example.search", "example", &[], &[], 1 << 20).unwrap();
+//! assert!(session.acquire("undeclared").is_err());
+//! ```
+
+pub mod auth;
+mod client;
+mod config;
+pub mod policy;
+pub mod redact;
+pub mod resolve;
+pub mod secrets;
+mod session;
+mod staging;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use client::ClientError;
+pub use config::{EgressConfig, HostPort};
+pub use session::{AuthRequired, CallSession, Egress, EgressError, Usage, UsageCounters};

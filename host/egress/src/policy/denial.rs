@@ -1,0 +1,119 @@
+//! Why the network policy refused a request.
+
+use std::fmt;
+
+/// Where in a request a leak was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Location {
+    /// The URL (raw or percent-decoded).
+    Url,
+    /// The value of the named header.
+    Header(String),
+    /// The request body.
+    Body,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Url => f.write_str("url"),
+            Location::Header(name) => write!(f, "header `{name}`"),
+            Location::Body => f.write_str("body"),
+        }
+    }
+}
+
+/// A refusal by the network policy. Messages name the rule, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Denial {
+    /// The URL does not parse or is not absolute.
+    #[error("invalid url")]
+    InvalidUrl,
+    /// A scheme other than `https` (or host-allowed `http`).
+    #[error("scheme `{0}` is not allowed")]
+    Scheme(String),
+    /// Plain `http` to an origin the host has not allowed it for.
+    #[error("plain http to {host}:{port} is not allowed by the host")]
+    PlainHttp {
+        /// Requested host.
+        host: String,
+        /// Requested port.
+        port: u16,
+    },
+    /// The URL carries a user name or password.
+    #[error("url userinfo is not allowed")]
+    Userinfo,
+    /// The URL carries a fragment.
+    #[error("url fragment is not allowed")]
+    Fragment,
+    /// A method outside GET, HEAD, POST, PUT, PATCH, DELETE.
+    #[error("method `{0}` is not allowed")]
+    Method(String),
+    /// A header the guest may not set (host, authorization, cookie, ...).
+    #[error("header `{0}` may not be set by a tool")]
+    ForbiddenHeader(String),
+    /// A header name or value that is not valid HTTP.
+    #[error("invalid header")]
+    InvalidHeader,
+    /// Neither a credential audience nor a network target covers the origin.
+    #[error("{host}:{port} is not a declared network target of this capability")]
+    HostNotAllowed {
+        /// Requested host.
+        host: String,
+        /// Requested port.
+        port: u16,
+    },
+    /// The request names a credential the capability does not declare.
+    #[error("credential `{0}` is not declared by this capability")]
+    CredentialNotDeclared(String),
+    /// The credential is declared but no secret is staged for it.
+    #[error("credential `{0}` is not configured")]
+    CredentialNotConfigured(String),
+    /// The request's scheme, host or port differ from the credential's audience.
+    #[error("credential `{0}` may only be sent to its declared audience")]
+    AudienceMismatch(String),
+    /// A path-placeholder injection whose placeholder is not in the path.
+    #[error("the url path has no `{{{0}}}` placeholder for the credential")]
+    MissingPlaceholder(String),
+    /// The guest's request already carries a staged secret.
+    #[error("the request already carries a credential in its {0}")]
+    StagedSecret(Location),
+    /// The guest's request carries a known token format.
+    #[error("the request carries what looks like a {kind} in its {location}")]
+    TokenFormat {
+        /// Kind of token recognised (`GitHub token`, `JWT`).
+        kind: &'static str,
+        /// Where it was found.
+        location: Location,
+    },
+    /// A redirect hop was refused; the inner denial says why.
+    #[error("redirect refused: {0}")]
+    Redirect(Box<Denial>),
+    /// Too many redirect hops.
+    #[error("too many redirects")]
+    TooManyRedirects,
+}
+
+impl Denial {
+    /// Whether this is a malformed request rather than a policy refusal.
+    pub fn is_invalid_request(&self) -> bool {
+        matches!(
+            self,
+            Denial::InvalidUrl | Denial::InvalidHeader | Denial::MissingPlaceholder(_)
+        )
+    }
+}
+
+/// `text` cut to at most `max` bytes on a char boundary.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

@@ -1,0 +1,196 @@
+use warden_core::spec::Audience;
+
+use super::*;
+
+fn github() -> CredentialSpec {
+    CredentialSpec {
+        handle: "gh".into(),
+        vendor: "github".into(),
+        scopes: vec!["repo".into()],
+        audience: Audience {
+            scheme: "https".into(),
+            host: "api.github.com".into(),
+            port: None,
+        },
+        injection: Injection::Header {
+            name: "authorization".into(),
+            prefix: Some("Bearer ".into()),
+        },
+        required: true,
+    }
+}
+
+fn target(scheme: &str, host: &str) -> NetworkTarget {
+    NetworkTarget {
+        scheme: scheme.into(),
+        host_pattern: host.into(),
+        port: None,
+    }
+}
+
+fn policy(config: &EgressConfig) -> NetworkPolicy {
+    NetworkPolicy::for_capability(
+        "github.search",
+        &[github()],
+        &[
+            target("https", "*.githubusercontent.com"),
+            target("http", "plain.test"),
+        ],
+        config,
+    )
+}
+
+fn get(url: &str) -> ParsedRequest {
+    ParsedRequest::parse("GET", url, &[], None).unwrap()
+}
+
+fn deny(url: &str, credential: Option<&str>) -> Denial {
+    policy(&EgressConfig::default())
+        .authorize(&get(url), credential, &Redactor::default())
+        .unwrap_err()
+}
+
+#[test]
+fn credential_is_planned_only_for_its_audience() {
+    let plan = policy(&EgressConfig::default())
+        .authorize(
+            &get("https://api.github.com/user"),
+            Some("gh"),
+            &Redactor::default(),
+        )
+        .unwrap();
+    assert_eq!(plan.injection.unwrap().handle, "gh");
+    assert_eq!(
+        deny("https://raw.githubusercontent.com/x", Some("gh")),
+        Denial::AudienceMismatch("gh".into())
+    );
+    assert_eq!(
+        deny("https://api.github.com:8443/user", Some("gh")),
+        Denial::HostNotAllowed {
+            host: "api.github.com".into(),
+            port: 8443
+        }
+    );
+    assert_eq!(
+        deny("https://api.github.com/", Some("other")),
+        Denial::CredentialNotDeclared("other".into())
+    );
+}
+
+#[test]
+fn undeclared_hosts_schemes_and_userinfo_are_denied() {
+    assert!(matches!(
+        deny("https://evil.test/", None),
+        Denial::HostNotAllowed { .. }
+    ));
+    assert!(matches!(
+        deny("https://githubusercontent.com/", None),
+        Denial::HostNotAllowed { .. }
+    ));
+    assert!(matches!(
+        deny("http://api.github.com/", None),
+        Denial::PlainHttp { .. }
+    ));
+    assert!(matches!(
+        deny("http://plain.test/", None),
+        Denial::PlainHttp { .. }
+    ));
+    assert_eq!(
+        deny("ftp://api.github.com/", None),
+        Denial::Scheme("ftp".into())
+    );
+    assert_eq!(
+        deny("https://user:pw@api.github.com/", None),
+        Denial::Userinfo
+    );
+    assert_eq!(deny("https://api.github.com/#frag", None), Denial::Fragment);
+    assert_eq!(
+        deny("https://API.GITHUB.COM./", None),
+        Denial::HostNotAllowed {
+            host: "api.github.com.".into(),
+            port: 443
+        }
+    );
+}
+
+#[test]
+fn plain_http_needs_both_a_declared_target_and_the_host() {
+    let config = EgressConfig::default().allow_plain_http("plain.test", 80);
+    let ok = policy(&config).authorize(&get("http://plain.test/x"), None, &Redactor::default());
+    assert!(ok.is_ok());
+    let config = EgressConfig::default().allow_plain_http("api.github.com", 80);
+    let err = policy(&config)
+        .authorize(
+            &get("http://api.github.com/"),
+            Some("gh"),
+            &Redactor::default(),
+        )
+        .unwrap_err();
+    // Not a declared http target, and a credential never goes over http.
+    assert_eq!(
+        err,
+        Denial::HostNotAllowed {
+            host: "api.github.com".into(),
+            port: 80
+        }
+    );
+}
+
+#[test]
+fn methods_and_sensitive_headers_are_refused() {
+    let err = ParsedRequest::parse("TRACE", "https://api.github.com/", &[], None).unwrap_err();
+    assert_eq!(err, Denial::Method("TRACE".into()));
+    for name in [
+        "Authorization",
+        "host",
+        "Cookie",
+        "X-API-Key",
+        "x-auth-token",
+    ] {
+        let headers = [(name.to_owned(), "x".to_owned())];
+        let request =
+            ParsedRequest::parse("GET", "https://api.github.com/", &headers, None).unwrap();
+        let err = policy(&EgressConfig::default())
+            .authorize(&request, None, &Redactor::default())
+            .unwrap_err();
+        assert_eq!(err, Denial::ForbiddenHeader(name.to_ascii_lowercase()));
+    }
+}
+
+#[test]
+fn prescan_refuses_staged_secrets_and_token_formats() {
+    let staged = Redactor::new([b"hunter2-secret-value".as_slice()]);
+    let p = policy(&EgressConfig::default());
+    let url = "https://api.github.com/search?q=hunter2%2Dsecret%2Dvalue";
+    let err = p.authorize(&get(url), None, &staged).unwrap_err();
+    assert_eq!(err, Denial::StagedSecret(Location::Url));
+    let body = ParsedRequest::parse(
+        "POST",
+        "https://api.github.com/",
+        &[],
+        Some(b"x=HUNTER2-SECRET-VALUE".to_vec()),
+    )
+    .unwrap();
+    assert_eq!(
+        p.authorize(&body, Some("gh"), &staged).unwrap_err(),
+        Denial::StagedSecret(Location::Body)
+    );
+    let url = "https://api.github.com/?t=ghp_0123456789abcdefghij0123456789";
+    assert!(matches!(
+        p.authorize(&get(url), None, &staged).unwrap_err(),
+        Denial::TokenFormat {
+            kind: "GitHub token",
+            ..
+        }
+    ));
+    let headers = [("x-note".to_owned(), "AKIAIOSFODNN7EXAMPLE".to_owned())];
+    let request = ParsedRequest::parse("GET", "https://api.github.com/", &headers, None).unwrap();
+    let err = p.authorize(&request, None, &staged).unwrap_err();
+    assert_eq!(
+        err,
+        Denial::TokenFormat {
+            kind: "AWS access key",
+            location: Location::Header("x-note".into())
+        }
+    );
+}

@@ -1,0 +1,367 @@
+//! The embedded default store: one file, encrypted with XChaCha20-Poly1305.
+//!
+//! File format (JSON): `{"format": "warden-secrets", "version": 1, "nonce":
+//! b64, "ciphertext": b64}`; the plaintext is a JSON list of accounts with
+//! their values, authenticated with the format and version as associated
+//! data. Writes go to a 0600 temporary file that is synced and renamed.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chacha20poly1305::aead::{Aead, AeadCore, OsRng, Payload};
+use chacha20poly1305::{Key, KeyInit, XChaCha20Poly1305, XNonce};
+use secrecy::{ExposeSecret, SecretString};
+use zeroize::Zeroizing;
+
+use super::{AccountKey, SecretError, SecretStore};
+
+const FORMAT: &str = "warden-secrets";
+const VERSION: u32 = 1;
+const AAD: &[u8] = b"warden-secrets/v1";
+
+/// Where the 32-byte store key comes from.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum KeySource {
+    /// A key file (hex); created with mode 0600 when missing, refused when
+    /// readable by group or others.
+    File(PathBuf),
+    /// An environment variable holding the key as hex or base64.
+    Env(String),
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Envelope {
+    format: String,
+    version: u32,
+    nonce: String,
+    ciphertext: String,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    #[serde(flatten)]
+    key: AccountKey,
+    value: String,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.value);
+    }
+}
+
+/// An encrypted-at-rest file store.
+#[derive(Debug)]
+pub struct EncryptedFileStore {
+    path: PathBuf,
+    cipher: XChaCha20Poly1305Debug,
+    values: Mutex<BTreeMap<AccountKey, SecretString>>,
+}
+
+/// The cipher, without a `Debug` that could print key material.
+struct XChaCha20Poly1305Debug(XChaCha20Poly1305);
+
+impl std::fmt::Debug for XChaCha20Poly1305Debug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("XChaCha20Poly1305")
+    }
+}
+
+impl EncryptedFileStore {
+    /// Open (or start) the store at `path` with the key from `key`.
+    pub fn open(path: impl Into<PathBuf>, key: KeySource) -> Result<Self, SecretError> {
+        let path = path.into();
+        let key = load_key(&key)?;
+        let cipher = XChaCha20Poly1305::new(Key::from_slice(key.as_slice()));
+        let values = match fs::read(&path) {
+            Ok(bytes) => decrypt(&cipher, &bytes)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(SecretError::Io(e.kind().to_string())),
+        };
+        Ok(Self {
+            path,
+            cipher: XChaCha20Poly1305Debug(cipher),
+            values: Mutex::new(values),
+        })
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn save(&self, values: &BTreeMap<AccountKey, SecretString>) -> Result<(), SecretError> {
+        let entries: Vec<Entry> = values
+            .iter()
+            .map(|(key, value)| Entry {
+                key: key.clone(),
+                value: value.expose_secret().to_owned(),
+            })
+            .collect();
+        let plain = Zeroizing::new(
+            serde_json::to_vec(&entries).map_err(|_| SecretError::Corrupt("serialize"))?,
+        );
+        drop(entries);
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let ciphertext = self
+            .cipher
+            .0
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: &plain,
+                    aad: AAD,
+                },
+            )
+            .map_err(|_| SecretError::Corrupt("encrypt"))?;
+        let envelope = Envelope {
+            format: FORMAT.into(),
+            version: VERSION,
+            nonce: STANDARD.encode(nonce),
+            ciphertext: STANDARD.encode(ciphertext),
+        };
+        let bytes =
+            serde_json::to_vec_pretty(&envelope).map_err(|_| SecretError::Corrupt("serialize"))?;
+        write_atomic(&self.path, &bytes)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<AccountKey, SecretString>> {
+        self.values.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl SecretStore for EncryptedFileStore {
+    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+        Ok(self.lock().get(key).cloned())
+    }
+
+    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+        let mut values = self.lock();
+        let previous = values.insert(key.clone(), value);
+        if let Err(e) = self.save(&values) {
+            match previous {
+                Some(previous) => values.insert(key.clone(), previous),
+                None => values.remove(key),
+            };
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+        let mut values = self.lock();
+        let Some(previous) = values.remove(key) else {
+            return Ok(false);
+        };
+        if let Err(e) = self.save(&values) {
+            values.insert(key.clone(), previous);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+        Ok(self.lock().keys().cloned().collect())
+    }
+}
+
+fn decrypt(
+    cipher: &XChaCha20Poly1305,
+    bytes: &[u8],
+) -> Result<BTreeMap<AccountKey, SecretString>, SecretError> {
+    let envelope: Envelope = serde_json::from_slice(bytes)
+        .map_err(|_| SecretError::Corrupt("not a secret store file"))?;
+    if envelope.format != FORMAT {
+        return Err(SecretError::Corrupt("not a secret store file"));
+    }
+    if envelope.version != VERSION {
+        return Err(SecretError::Corrupt("unsupported store version"));
+    }
+    let nonce = STANDARD
+        .decode(&envelope.nonce)
+        .map_err(|_| SecretError::Corrupt("bad nonce"))?;
+    if nonce.len() != 24 {
+        return Err(SecretError::Corrupt("bad nonce"));
+    }
+    let ciphertext = STANDARD
+        .decode(&envelope.ciphertext)
+        .map_err(|_| SecretError::Corrupt("bad ciphertext"))?;
+    let plain = Zeroizing::new(
+        cipher
+            .decrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: AAD,
+                },
+            )
+            .map_err(|_| SecretError::Corrupt("does not decrypt with this key"))?,
+    );
+    let entries: Vec<Entry> =
+        serde_json::from_slice(&plain).map_err(|_| SecretError::Corrupt("bad contents"))?;
+    Ok(entries
+        .iter()
+        .map(|e| (e.key.clone(), SecretString::from(e.value.clone())))
+        .collect())
+}
+
+fn load_key(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, SecretError> {
+    let text = match source {
+        KeySource::Env(var) => Zeroizing::new(
+            std::env::var(var).map_err(|_| SecretError::Key("environment variable is not set"))?,
+        ),
+        KeySource::File(path) => match fs::metadata(path) {
+            Ok(meta) => {
+                check_permissions(&meta)?;
+                Zeroizing::new(
+                    fs::read_to_string(path).map_err(|e| SecretError::Io(e.kind().to_string()))?,
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = XChaCha20Poly1305::generate_key(&mut OsRng);
+                let text = Zeroizing::new(hex_encode(&key));
+                write_new_private(path, text.as_bytes())?;
+                text
+            }
+            Err(e) => return Err(SecretError::Io(e.kind().to_string())),
+        },
+    };
+    let text = text.trim();
+    let key = Zeroizing::new(
+        hex_decode(text)
+            .or_else(|| STANDARD.decode(text).ok())
+            .ok_or(SecretError::Key("key is neither hex nor base64"))?,
+    );
+    if key.len() != 32 {
+        return Err(SecretError::Key("key must be 32 bytes"));
+    }
+    Ok(key)
+}
+
+fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+#[cfg(unix)]
+fn check_permissions(meta: &fs::Metadata) -> Result<(), SecretError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(SecretError::KeyPermissions);
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_permissions(_meta: &fs::Metadata) -> Result<(), SecretError> {
+    Ok(())
+}
+
+fn private_options() -> fs::OpenOptions {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+}
+
+fn write_new_private(path: &Path, bytes: &[u8]) -> Result<(), SecretError> {
+    let io = |e: std::io::Error| SecretError::Io(e.kind().to_string());
+    let mut file = private_options().open(path).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SecretError> {
+    let io = |e: std::io::Error| SecretError::Io(e.kind().to_string());
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let _ = fs::remove_file(&tmp);
+    write_new_private(&tmp, bytes)?;
+    fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = fs::File::open(dir)
+    {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_encrypted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secrets.json");
+        let key = KeySource::File(dir.path().join("key"));
+        let account = AccountKey::new("github", "gh", ["repo"]);
+        let store = EncryptedFileStore::open(&path, key.clone()).unwrap();
+        store
+            .put(&account, SecretString::from("ghp_plaintext_value"))
+            .unwrap();
+        let on_disk = fs::read_to_string(&path).unwrap();
+        assert!(!on_disk.contains("ghp_plaintext_value"), "{on_disk}");
+        assert!(on_disk.contains("\"version\": 1"));
+        let reopened = EncryptedFileStore::open(&path, key).unwrap();
+        assert_eq!(
+            reopened.get(&account).unwrap().unwrap().expose_secret(),
+            "ghp_plaintext_value"
+        );
+        assert_eq!(reopened.list().unwrap(), vec![account.clone()]);
+        assert!(reopened.delete(&account).unwrap());
+        assert!(reopened.list().unwrap().is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn key_file_is_private_and_checked() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let key_path = dir.path().join("key");
+        EncryptedFileStore::open(dir.path().join("s"), KeySource::File(key_path.clone())).unwrap();
+        let mode = fs::metadata(&key_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        fs::set_permissions(&key_path, fs::Permissions::from_mode(0o644)).unwrap();
+        let err =
+            EncryptedFileStore::open(dir.path().join("s"), KeySource::File(key_path)).unwrap_err();
+        assert!(matches!(err, SecretError::KeyPermissions), "{err}");
+    }
+
+    #[test]
+    fn wrong_key_does_not_decrypt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let store =
+            EncryptedFileStore::open(&path, KeySource::File(dir.path().join("k1"))).unwrap();
+        store
+            .put(
+                &AccountKey::new("v", "h", ["s"]),
+                SecretString::from("value"),
+            )
+            .unwrap();
+        let err =
+            EncryptedFileStore::open(&path, KeySource::File(dir.path().join("k2"))).unwrap_err();
+        assert!(matches!(err, SecretError::Corrupt(_)), "{err}");
+    }
+}

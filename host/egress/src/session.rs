@@ -1,0 +1,330 @@
+//! [`Egress`], built once per host, and [`CallSession`], the per-call
+//! [`CallNetwork`] the runtime calls.
+
+mod inject;
+mod send;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use warden_core::net::{
+    AuthNeeded, BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+};
+use warden_core::spec::{CredentialSpec, NetworkTarget};
+
+use crate::client::{ClientError, HttpClient};
+use crate::config::EgressConfig;
+use crate::policy::{Denial, NetworkPolicy, bounded};
+use crate::redact::Redactor;
+use crate::resolve::{AddressError, Resolver};
+use crate::secrets::{SecretError, SecretStore};
+use crate::staging::Staged;
+
+/// Why an egress operation failed. [`CallNetwork::send`] maps it to the
+/// WIT `http-error`; [`CallSession::send_checked`] returns it as is.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EgressError {
+    /// The network policy refused the request.
+    #[error(transparent)]
+    Denied(#[from] Denial),
+    /// Resolution failed or answered an address egress refuses.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The transport failed (timeouts and too-large responses included).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The request body exceeds the host limit.
+    #[error("request body too large")]
+    RequestTooLarge,
+    /// The call's request or byte allowance is used up.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(&'static str),
+    /// The secret store failed.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
+impl EgressError {
+    /// The WIT error, its text redacted and bounded.
+    pub fn to_http_error(&self, redactor: &Redactor) -> HttpError {
+        let text = || bounded(&redactor.redact_str(&self.to_string()), 512);
+        match self {
+            EgressError::Denied(d) if d.is_invalid_request() => HttpError::InvalidRequest(text()),
+            EgressError::Denied(_) | EgressError::Address(AddressError::NonPublic { .. }) => {
+                HttpError::Denied(text())
+            }
+            EgressError::Address(_) => HttpError::ConnectionFailed(text()),
+            EgressError::Client(ClientError::Timeout) => HttpError::Timeout,
+            EgressError::Client(ClientError::TooLarge) | EgressError::RequestTooLarge => {
+                HttpError::TooLarge
+            }
+            EgressError::Client(_) => HttpError::ConnectionFailed(text()),
+            EgressError::LimitExceeded(_) => HttpError::LimitExceeded(text()),
+            EgressError::Secret(_) => HttpError::Denied("credential store unavailable".into()),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: EgressConfig,
+    store: Arc<dyn SecretStore>,
+    resolver: Arc<dyn Resolver>,
+    client: HttpClient,
+}
+
+/// Host-wide egress: configuration, secret store, resolver and the
+/// connection pool. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Egress {
+    inner: Arc<Inner>,
+}
+
+impl Egress {
+    /// Build egress for a host.
+    pub fn new(
+        config: EgressConfig,
+        store: Arc<dyn SecretStore>,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<Self, EgressError> {
+        let client = HttpClient::new(&config)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                resolver,
+                client,
+            }),
+        })
+    }
+
+    /// The host configuration.
+    pub fn config(&self) -> &EgressConfig {
+        &self.inner.config
+    }
+
+    /// The secret store.
+    pub fn store(&self) -> &Arc<dyn SecretStore> {
+        &self.inner.store
+    }
+
+    /// The network service of one call of `capability_id` (from extension
+    /// `extension_id`), staging the secrets its credentials name.
+    pub fn session(
+        &self,
+        capability_id: &str,
+        extension_id: &str,
+        credentials: &[CredentialSpec],
+        targets: &[NetworkTarget],
+        max_egress_bytes: u64,
+    ) -> Result<CallSession, EgressError> {
+        let staged = Staged::stage(self.inner.store.as_ref(), credentials)?;
+        Ok(self.session_with(
+            capability_id,
+            extension_id,
+            credentials,
+            targets,
+            max_egress_bytes,
+            staged,
+        ))
+    }
+
+    pub(crate) fn session_with(
+        &self,
+        capability_id: &str,
+        extension_id: &str,
+        credentials: &[CredentialSpec],
+        targets: &[NetworkTarget],
+        max_egress_bytes: u64,
+        staged: Staged,
+    ) -> CallSession {
+        let policy =
+            NetworkPolicy::for_capability(capability_id, credentials, targets, &self.inner.config);
+        CallSession {
+            egress: self.clone(),
+            redactor: staged.redactor(),
+            policy,
+            staged,
+            extension_id: extension_id.to_owned(),
+            max_egress_bytes,
+            usage: Arc::default(),
+        }
+    }
+}
+
+/// What the host tells a user to connect: vendor, scopes and the extension asking.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AuthRequired {
+    /// Extension whose capability needs the credential.
+    pub extension_id: String,
+    /// Credential handle.
+    pub handle: String,
+    /// Vendor and scopes.
+    pub needed: AuthNeeded,
+}
+
+/// Live counters of one call, readable while and after it runs.
+#[derive(Debug, Default)]
+pub struct UsageCounters {
+    requests: AtomicU32,
+    denied: AtomicU32,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A snapshot of [`UsageCounters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Requests put on the wire (redirect hops included).
+    pub requests: u32,
+    /// Requests refused before anything was sent.
+    pub denied: u32,
+    /// Request body bytes sent.
+    pub bytes_sent: u64,
+    /// Response body bytes received.
+    pub bytes_received: u64,
+}
+
+impl UsageCounters {
+    /// The current values.
+    pub fn snapshot(&self) -> Usage {
+        Usage {
+            requests: self.requests.load(Ordering::Relaxed),
+            denied: self.denied.load(Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: self.bytes_received.load(Ordering::Relaxed),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes_sent.load(Ordering::Relaxed) + self.bytes_received.load(Ordering::Relaxed)
+    }
+}
+
+/// The network and credential service of one call. Dropping it drops (and
+/// zeroizes) the staged secrets.
+#[derive(Debug)]
+pub struct CallSession {
+    egress: Egress,
+    policy: NetworkPolicy,
+    staged: Staged,
+    redactor: Redactor,
+    extension_id: String,
+    max_egress_bytes: u64,
+    usage: Arc<UsageCounters>,
+}
+
+impl CallSession {
+    /// The capability of this call.
+    pub fn capability_id(&self) -> &str {
+        self.policy.capability_id()
+    }
+
+    /// The extension of this call (for auth-required outcomes).
+    pub fn extension_id(&self) -> &str {
+        &self.extension_id
+    }
+
+    /// The counters so far.
+    pub fn usage(&self) -> Usage {
+        self.usage.snapshot()
+    }
+
+    /// A handle on the counters that outlives the session.
+    pub fn usage_handle(&self) -> Arc<UsageCounters> {
+        Arc::clone(&self.usage)
+    }
+
+    /// The redactor of this call's staged secrets.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The auth-required outcome for `handle`, if it is declared but has no secret.
+    pub fn auth_required(&self, handle: &str) -> Option<AuthRequired> {
+        let staged = self.staged.get(handle)?;
+        staged.secret.is_none().then(|| AuthRequired {
+            extension_id: self.extension_id.clone(),
+            handle: handle.to_owned(),
+            needed: AuthNeeded {
+                vendor: staged.spec.vendor.clone(),
+                scopes: staged.spec.scopes.clone(),
+            },
+        })
+    }
+
+    /// Every required credential without a secret.
+    pub fn missing_required(&self) -> Vec<AuthRequired> {
+        self.staged
+            .iter()
+            .filter(|s| s.spec.required)
+            .filter_map(|s| self.auth_required(&s.spec.handle))
+            .collect()
+    }
+
+    /// A host-originated request through the same policy, address checks and transport.
+    pub(crate) async fn host_request(
+        &self,
+        request: crate::policy::ParsedRequest,
+    ) -> Result<crate::client::Incoming, EgressError> {
+        send::host_request(self, request).await
+    }
+
+    /// Like [`CallNetwork::send`], with the typed error.
+    pub async fn send_checked(
+        &self,
+        request: GuestRequest,
+        credential: Option<&str>,
+        remaining: Duration,
+    ) -> Result<GuestResponse, EgressError> {
+        let result = send::run(self, request, credential, remaining).await;
+        if let Err(e) = &result {
+            if matches!(
+                e,
+                EgressError::Denied(_) | EgressError::Address(AddressError::NonPublic { .. })
+            ) {
+                self.usage.denied.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::info!(
+                capability = self.capability_id(),
+                error = %bounded(&self.redactor.redact_str(&e.to_string()), 512),
+                "egress request failed"
+            );
+        }
+        result
+    }
+}
+
+impl CallNetwork for CallSession {
+    fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
+        match self.staged.get(handle) {
+            None => Err(CredentialError::NotDeclared(bounded(handle, 64))),
+            Some(staged) if staged.secret.is_none() => {
+                Err(CredentialError::NotConfigured(AuthNeeded {
+                    vendor: staged.spec.vendor.clone(),
+                    scopes: staged.spec.scopes.clone(),
+                }))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: GuestRequest,
+        credential: Option<&'a str>,
+        remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        Box::pin(async move {
+            self.send_checked(request, credential, remaining)
+                .await
+                .map_err(|e| e.to_http_error(&self.redactor))
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.redactor.redact_str(text)
+    }
+}

@@ -1,0 +1,62 @@
+//! Building the wire request from a plan: guest headers plus the injected credential.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use secrecy::{ExposeSecret, SecretString};
+use warden_core::spec::Injection;
+
+use crate::client::Outgoing;
+use crate::policy::{Denial, Plan, placeholder_forms};
+
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// The wire request for `plan` to `addrs`, with `secret` injected if planned.
+pub(crate) fn outgoing(
+    plan: &Plan,
+    secret: Option<&SecretString>,
+    addrs: Vec<std::net::SocketAddr>,
+) -> Result<Outgoing, Denial> {
+    let mut url = plan.request.url.clone();
+    let mut headers = HeaderMap::with_capacity(plan.request.headers.len() + 1);
+    for (name, value) in &plan.request.headers {
+        headers.append(name.clone(), value.clone());
+    }
+    if let (Some(planned), Some(secret)) = (&plan.injection, secret) {
+        let value = secret.expose_secret();
+        match &planned.injection {
+            Injection::Header { name, prefix } => {
+                let name =
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| Denial::InvalidHeader)?;
+                let text =
+                    zeroize::Zeroizing::new(format!("{}{value}", prefix.as_deref().unwrap_or("")));
+                let mut value = HeaderValue::from_str(&text).map_err(|_| Denial::InvalidHeader)?;
+                value.set_sensitive(true);
+                headers.insert(name, value);
+            }
+            Injection::Query { name } => {
+                url.query_pairs_mut().append_pair(name, value);
+            }
+            Injection::PathPlaceholder { placeholder } => {
+                let encoded = utf8_percent_encode(value, SEGMENT).to_string();
+                let mut path = url.path().to_owned();
+                for form in placeholder_forms(placeholder) {
+                    path = path.replace(&form, &encoded);
+                }
+                url.set_path(&path);
+            }
+        }
+    }
+    Ok(Outgoing {
+        method: plan.request.method.clone(),
+        url,
+        endpoint: plan.endpoint.clone(),
+        addrs,
+        headers,
+        body: Bytes::from(plan.request.body.clone().unwrap_or_default()),
+    })
+}

@@ -1,0 +1,229 @@
+//! One guest request: policy, address checks, injection, transport and
+//! host-run redirects, then redaction of what comes back.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use http::{Method, StatusCode, header::LOCATION};
+use tokio::time::Instant;
+use warden_core::net::{GuestRequest, GuestResponse};
+use warden_core::spec::Injection;
+
+use super::{CallSession, EgressError, inject};
+use crate::client::{ClientError, Incoming};
+use crate::policy::{Denial, ParsedRequest, Plan, endpoint_of, headers};
+use crate::resolve::checked_addresses;
+
+pub(super) async fn run(
+    session: &CallSession,
+    request: GuestRequest,
+    credential: Option<&str>,
+    remaining: Duration,
+) -> Result<GuestResponse, EgressError> {
+    let config = &session.egress.inner.config;
+    let budget = request
+        .timeout
+        .map_or(config.total_timeout, |t| t.min(config.total_timeout))
+        .min(remaining);
+    let deadline = Instant::now() + budget;
+    if request
+        .body
+        .as_ref()
+        .is_some_and(|b| b.len() > config.max_request_body)
+    {
+        return Err(EgressError::RequestTooLarge);
+    }
+    if let Some(handle) = credential
+        && session
+            .staged
+            .get(handle)
+            .is_some_and(|s| s.secret.is_none())
+    {
+        return Err(Denial::CredentialNotConfigured(handle.to_owned()).into());
+    }
+    let parsed = ParsedRequest::parse(
+        &request.method,
+        &request.url,
+        &request.headers,
+        request.body,
+    )?;
+    let mut plan = session
+        .policy
+        .authorize(&parsed, credential, &session.redactor)?;
+    let mut hops = 0;
+    loop {
+        let incoming = match tokio::time::timeout_at(deadline, hop(session, &plan, deadline)).await
+        {
+            Ok(result) => result?,
+            Err(_) => return Err(ClientError::Timeout.into()),
+        };
+        let Some(next) = redirect(&plan, &incoming)? else {
+            return Ok(to_guest(session, incoming));
+        };
+        hops += 1;
+        if hops > config.max_redirects {
+            return Err(Denial::TooManyRedirects.into());
+        }
+        plan = next_plan(session, &plan, next)?;
+    }
+}
+
+/// A host-originated request (auth recipes): endpoint and address checks,
+/// no guest leak pre-scan (the host's own token requests carry tokens), no
+/// redirects.
+pub(super) async fn host_request(
+    session: &CallSession,
+    request: ParsedRequest,
+) -> Result<Incoming, EgressError> {
+    let endpoint = endpoint_of(&request.url)?;
+    session.policy.check_endpoint(&endpoint)?;
+    let plan = Plan {
+        endpoint,
+        request,
+        injection: None,
+    };
+    let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+    match tokio::time::timeout_at(deadline, hop(session, &plan, deadline)).await {
+        Ok(result) => result,
+        Err(_) => Err(ClientError::Timeout.into()),
+    }
+}
+
+/// Resolve, check, inject and send one hop.
+async fn hop(
+    session: &CallSession,
+    plan: &Plan,
+    deadline: Instant,
+) -> Result<Incoming, EgressError> {
+    let inner = &session.egress.inner;
+    let usage = &session.usage;
+    if usage.requests.load(Ordering::Relaxed) >= inner.config.max_requests_per_call {
+        return Err(EgressError::LimitExceeded("requests per call"));
+    }
+    let body_len = plan.request.body.as_ref().map_or(0, Vec::len) as u64;
+    let used = usage.bytes();
+    if used + body_len > session.max_egress_bytes {
+        return Err(EgressError::LimitExceeded("egress bytes"));
+    }
+    let endpoint = &plan.endpoint;
+    let addrs = checked_addresses(
+        inner.resolver.as_ref(),
+        &endpoint.host,
+        endpoint.port,
+        &inner.config,
+    )
+    .await?;
+    let secret = plan
+        .injection
+        .as_ref()
+        .and_then(|i| session.staged.get(&i.handle))
+        .and_then(|s| s.secret.as_ref());
+    let outgoing = inject::outgoing(plan, secret, addrs)?;
+    usage.requests.fetch_add(1, Ordering::Relaxed);
+    usage.bytes_sent.fetch_add(body_len, Ordering::Relaxed);
+    let budget_left = session.max_egress_bytes.saturating_sub(used + body_len);
+    let by_budget = budget_left < inner.config.max_response_body as u64;
+    let max_body = if by_budget {
+        budget_left as usize
+    } else {
+        inner.config.max_response_body
+    };
+    tracing::debug!(
+        capability = session.capability_id(),
+        host = %endpoint.host,
+        port = endpoint.port,
+        credential = plan.injection.is_some(),
+        "egress request"
+    );
+    let incoming = match inner.client.send(outgoing, deadline, max_body).await {
+        Err(ClientError::TooLarge) if by_budget => {
+            return Err(EgressError::LimitExceeded("egress bytes"));
+        }
+        other => other?,
+    };
+    usage
+        .bytes_received
+        .fetch_add(incoming.body.len() as u64, Ordering::Relaxed);
+    tracing::debug!(
+        capability = session.capability_id(),
+        status = incoming.status.as_u16(),
+        "egress response"
+    );
+    Ok(incoming)
+}
+
+/// The next request of a redirect, if `incoming` is one.
+fn redirect(plan: &Plan, incoming: &Incoming) -> Result<Option<ParsedRequest>, EgressError> {
+    let status = incoming.status;
+    if !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return Ok(None);
+    }
+    let Some(location) = incoming.headers.get(LOCATION) else {
+        return Ok(None);
+    };
+    let refused = |d: Denial| EgressError::Denied(Denial::Redirect(Box::new(d)));
+    let location = location.to_str().map_err(|_| refused(Denial::InvalidUrl))?;
+    let url = plan
+        .request
+        .url
+        .join(location)
+        .map_err(|_| refused(Denial::InvalidUrl))?;
+    let current = &plan.request;
+    let to_get = status == StatusCode::SEE_OTHER && current.method != Method::HEAD
+        || matches!(status.as_u16(), 301 | 302) && current.method == Method::POST;
+    let mut next = ParsedRequest {
+        method: current.method.clone(),
+        url,
+        headers: current.headers.clone(),
+        body: current.body.clone(),
+    };
+    if to_get {
+        next.method = Method::GET;
+        next.body = None;
+        next.headers
+            .retain(|(name, _)| !name.as_str().starts_with("content-"));
+    }
+    Ok(Some(next))
+}
+
+/// Re-authorize a redirect hop. The credential follows only to its own
+/// origin (and not for path-placeholder injection, whose URL the server chose).
+fn next_plan(session: &CallSession, plan: &Plan, next: ParsedRequest) -> Result<Plan, EgressError> {
+    let refused = |d: Denial| EgressError::Denied(Denial::Redirect(Box::new(d)));
+    let endpoint = endpoint_of(&next.url).map_err(refused)?;
+    let credential = plan.injection.as_ref().filter(|i| {
+        endpoint == plan.endpoint && !matches!(i.injection, Injection::PathPlaceholder { .. })
+    });
+    session
+        .policy
+        .authorize(
+            &next,
+            credential.map(|i| i.handle.as_str()),
+            &session.redactor,
+        )
+        .map_err(refused)
+}
+
+/// Strip sensitive headers and redact every staged secret.
+fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
+    let extra = session.policy.injection_headers();
+    let redactor = &session.redactor;
+    let headers = incoming
+        .headers
+        .iter()
+        .filter(|(name, _)| headers::guest_may_see(name.as_str(), &extra))
+        .map(|(name, value)| {
+            let value = redactor.redact_bytes(value.as_bytes());
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(&value).into_owned(),
+            )
+        })
+        .collect();
+    let body = redactor.redact_bytes(&incoming.body).into_owned();
+    GuestResponse {
+        status: incoming.status.as_u16(),
+        headers,
+        body,
+    }
+}

@@ -1,0 +1,414 @@
+//! Injection, audiences, refusals, redaction and limits.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use warden_core::net::{CallNetwork, CredentialError, HttpError};
+use warden_core::spec::{Audience, CredentialSpec, Injection};
+use warden_egress::policy::{Denial, Location};
+use warden_egress::resolve::{AddressClass, AddressError};
+use warden_egress::testing::TestResponse;
+use warden_egress::{ClientError, EgressError};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn token_arrives_only_for_its_audience() {
+    let fx = fixture(|_| TestResponse::ok("{}")).await;
+    let session = fx.session();
+    session.acquire("gh").unwrap();
+    let response = session
+        .send(get("https://api.github.com/user"), Some("gh"), CALL)
+        .await
+        .unwrap();
+    assert_eq!(response.status, 200);
+    let plain = session
+        .send(get("https://uploads.github.com/x"), None, CALL)
+        .await
+        .unwrap();
+    assert_eq!(plain.status, 200);
+    let err = session
+        .send_checked(get("https://uploads.github.com/x"), Some("gh"), CALL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EgressError::Denied(Denial::AudienceMismatch(ref h)) if h == "gh"),
+        "{err}"
+    );
+
+    let received = fx.server.requests();
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        received[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    assert_eq!(received[0].server_name.as_deref(), Some("api.github.com"));
+    assert_eq!(received[0].version, "HTTP/2.0");
+    assert_eq!(received[1].header("authorization"), None);
+    assert_eq!(
+        received[1].server_name.as_deref(),
+        Some("uploads.github.com")
+    );
+    let usage = session.usage();
+    assert_eq!((usage.requests, usage.denied), (2, 1));
+}
+
+#[tokio::test]
+async fn refused_requests_never_reach_the_server() {
+    let fx = fixture(|_| TestResponse::ok("{}")).await;
+    let session = fx.session();
+    let mut with_auth = get("https://api.github.com/user");
+    with_auth
+        .headers
+        .push(("Authorization".into(), "Bearer guest-supplied".into()));
+    let cases = [
+        (get("https://evil.test/"), Some("gh")),
+        (get("https://evil.test/"), None),
+        (get("https://api.github.com:8443/user"), Some("gh")),
+        (get("http://api.github.com/user"), Some("gh")),
+        (get("https://user:pw@api.github.com/user"), Some("gh")),
+        (with_auth, None),
+        (
+            get(&format!("https://api.github.com/search?q={TOKEN}")),
+            Some("gh"),
+        ),
+        (
+            get("https://api.github.com/?t=xoxb-1234567890-abcdefghij"),
+            None,
+        ),
+        (get("https://loopback.test/"), None),
+        (get("https://metadata.test/latest/meta-data/"), None),
+    ];
+    let mut errors = Vec::new();
+    for (request, credential) in cases {
+        let err = session
+            .send_checked(request.clone(), credential, CALL)
+            .await
+            .unwrap_err();
+        let guest = session.send(request, credential, CALL).await.unwrap_err();
+        assert!(matches!(guest, HttpError::Denied(_)), "{guest:?}");
+        assert_clean(&guest.to_string());
+        errors.push(err);
+    }
+    let host = |h: &str, port| Denial::HostNotAllowed {
+        host: h.into(),
+        port,
+    };
+    let expected_denials = [
+        host("evil.test", 443),
+        host("evil.test", 443),
+        host("api.github.com", 8443),
+        Denial::PlainHttp {
+            host: "api.github.com".into(),
+            port: 80,
+        },
+        Denial::Userinfo,
+        Denial::ForbiddenHeader("authorization".into()),
+        Denial::StagedSecret(Location::Url),
+        Denial::TokenFormat {
+            kind: "Slack token",
+            location: Location::Url,
+        },
+    ];
+    for (err, expected) in errors.iter().zip(&expected_denials) {
+        assert!(
+            matches!(err, EgressError::Denied(d) if d == expected),
+            "{err:?} != {expected:?}"
+        );
+    }
+    let classes = [AddressClass::Loopback, AddressClass::LinkLocal];
+    for (err, class) in errors[expected_denials.len()..].iter().zip(classes) {
+        assert!(
+            matches!(err, EgressError::Address(AddressError::NonPublic { class: c, .. }) if *c == class),
+            "{err:?}"
+        );
+    }
+    assert!(
+        fx.server.requests().is_empty(),
+        "a refused request reached the server"
+    );
+    assert_eq!(session.usage().requests, 0);
+}
+
+#[tokio::test]
+async fn echoed_token_reaches_the_guest_redacted() {
+    let fx = fixture(|req| {
+        let auth = req.header("authorization").unwrap_or_default().to_owned();
+        let token = auth.trim_start_matches("Bearer ");
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = format!(
+            "raw={auth} pct={} b64={} basic={} upper={}",
+            percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC),
+            b64.encode(token),
+            b64.encode(format!("x-access-token:{token}")),
+            token.to_ascii_uppercase(),
+        );
+        TestResponse::ok(body)
+            .with_header("x-echo", &auth)
+            .with_header("set-cookie", "session=abc")
+            .with_header("www-authenticate", "Bearer realm=x")
+    })
+    .await;
+    let session = fx.session();
+    let response = session
+        .send(get("https://api.github.com/echo"), Some("gh"), CALL)
+        .await
+        .unwrap();
+    assert_response_clean(&response);
+    let body = String::from_utf8(response.body.clone()).unwrap();
+    assert_eq!(body.matches("[REDACTED]").count(), 5, "{body}");
+    let header = |name: &str| {
+        response
+            .headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(header("x-echo").as_deref(), Some("Bearer [REDACTED]"));
+    assert_eq!(header("set-cookie"), None);
+    assert_eq!(header("www-authenticate"), None);
+    assert_eq!(
+        session.redact(&format!("log line {TOKEN}")),
+        "log line [REDACTED]"
+    );
+}
+
+#[tokio::test]
+async fn nothing_logged_carries_the_token() {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let sink = Sink::default();
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let fx =
+        fixture(|req| TestResponse::ok(req.header("authorization").unwrap_or_default().to_owned()))
+            .await;
+    let session = fx.session();
+    session
+        .send(get("https://api.github.com/a?x=1"), Some("gh"), CALL)
+        .await
+        .unwrap();
+    let leak = get(&format!("https://api.github.com/a?x={TOKEN}"));
+    session.send(leak, Some("gh"), CALL).await.unwrap_err();
+    let logs = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("egress request"), "{logs}");
+    assert_clean(&logs);
+}
+
+#[tokio::test]
+async fn body_over_the_limit_fails_as_too_large() {
+    let tune = |mut c: warden_egress::EgressConfig| {
+        c.max_response_body = 64 << 10;
+        c.max_request_body = 1 << 10;
+        c
+    };
+    let fx = fixture_with(tune, |req| {
+        TestResponse::ok(vec![b'x'; if req.target == "/big" { 1 << 20 } else { 10 }])
+    })
+    .await;
+    let session = fx.session();
+    let err = session
+        .send_checked(get("https://api.github.com/big"), None, CALL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EgressError::Client(ClientError::TooLarge)),
+        "{err:?}"
+    );
+    let guest = session
+        .send(get("https://api.github.com/big"), None, CALL)
+        .await
+        .unwrap_err();
+    assert_eq!(guest, HttpError::TooLarge);
+    let upload = request("POST", "https://api.github.com/small", Some(&[0u8; 2048]));
+    assert_eq!(
+        session.send(upload, None, CALL).await.unwrap_err(),
+        HttpError::TooLarge
+    );
+    // The next request on the same session still works.
+    assert_eq!(
+        session
+            .send(get("https://api.github.com/small"), None, CALL)
+            .await
+            .unwrap()
+            .body
+            .len(),
+        10
+    );
+}
+
+#[tokio::test]
+async fn egress_byte_allowance_is_enforced() {
+    let fx = fixture(|_| TestResponse::ok(vec![b'x'; 4096])).await;
+    let session = fx
+        .egress
+        .session("github.search", "github", &[github_credential()], &[], 6000)
+        .unwrap();
+    session
+        .send(get("https://api.github.com/a"), None, CALL)
+        .await
+        .unwrap();
+    let err = session
+        .send(get("https://api.github.com/b"), None, CALL)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HttpError::LimitExceeded(_)), "{err:?}");
+    assert_eq!(session.usage().bytes_received, 4096);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_server_times_out_within_the_remaining_deadline() {
+    let fx = fixture(|_| {
+        std::thread::sleep(Duration::from_millis(800));
+        TestResponse::ok("late")
+    })
+    .await;
+    let session = fx.session();
+    let started = std::time::Instant::now();
+    let err = session
+        .send(
+            get("https://api.github.com/slow"),
+            None,
+            Duration::from_millis(200),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err, HttpError::Timeout);
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn missing_secret_is_auth_required_with_vendor_and_scopes() {
+    let fx = fixture(|_| TestResponse::ok("{}")).await;
+    let google = CredentialSpec {
+        handle: "google_token".into(),
+        vendor: "google".into(),
+        scopes: vec!["drive.readonly".into()],
+        audience: Audience {
+            scheme: "https".into(),
+            host: "www.googleapis.com".into(),
+            port: None,
+        },
+        injection: Injection::Header {
+            name: "authorization".into(),
+            prefix: Some("Bearer ".into()),
+        },
+        required: true,
+    };
+    let session = fx
+        .egress
+        .session("drive.list", "google-drive", &[google], &[], 1 << 20)
+        .unwrap();
+    let err = session.acquire("google_token").unwrap_err();
+    let CredentialError::NotConfigured(needed) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(needed.vendor, "google");
+    assert_eq!(needed.scopes, vec!["drive.readonly".to_owned()]);
+    assert_eq!(
+        session.acquire("gh"),
+        Err(CredentialError::NotDeclared("gh".into()))
+    );
+    let missing = session.missing_required();
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].extension_id, "google-drive");
+    assert_eq!(missing[0].needed, needed);
+    let err = session
+        .send(
+            get("https://www.googleapis.com/drive"),
+            Some("google_token"),
+            CALL,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HttpError::Denied(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn untrusted_certificate_fails_the_connection() {
+    let other_ca = warden_egress::testing::TestCa::new();
+    let fx = fixture_with(
+        move |mut c| {
+            c.extra_roots_pem = vec![other_ca.cert_pem().to_owned()];
+            c
+        },
+        |_| TestResponse::ok("{}"),
+    )
+    .await;
+    let err = fx
+        .session()
+        .send_checked(get("https://api.github.com/"), Some("gh"), CALL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EgressError::Client(ClientError::Tls(_))),
+        "{err:?}"
+    );
+    assert!(fx.server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn query_and_path_injection_follow_the_declaration() {
+    let fx = fixture(|_| TestResponse::ok("ok")).await;
+    // The fixture's store holds the token for handle `gh`; add it for `q` and `p`.
+    let store = fx.egress.store();
+    for handle in ["q", "p"] {
+        let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
+        store.put(&key, secrecy::SecretString::from(TOKEN)).unwrap();
+    }
+    let mut query = github_credential();
+    query.handle = "q".into();
+    query.injection = Injection::Query {
+        name: "api_key".into(),
+    };
+    let mut path = github_credential();
+    path.handle = "p".into();
+    path.injection = Injection::PathPlaceholder {
+        placeholder: "token".into(),
+    };
+    let session = fx
+        .egress
+        .session("x.y", "x", &[query, path], &[], 1 << 20)
+        .unwrap();
+    session
+        .send(get("https://api.github.com/q?a=1"), Some("q"), CALL)
+        .await
+        .unwrap();
+    session
+        .send(
+            get("https://api.github.com/bot{token}/getMe"),
+            Some("p"),
+            CALL,
+        )
+        .await
+        .unwrap();
+    let err = session
+        .send_checked(get("https://api.github.com/nothing"), Some("p"), CALL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EgressError::Denied(Denial::MissingPlaceholder(_))),
+        "{err:?}"
+    );
+    let received = fx.server.requests();
+    assert_eq!(received[0].target, format!("/q?a=1&api_key={TOKEN}"));
+    assert_eq!(received[1].target, format!("/bot{TOKEN}/getMe"));
+}

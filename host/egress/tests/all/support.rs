@@ -1,0 +1,153 @@
+//! Shared fixtures: a local "GitHub" behind a generated CA, reached through
+//! a resolver override, and a store holding one staged token.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use warden_core::net::{GuestRequest, GuestResponse};
+use warden_core::spec::{Audience, CredentialSpec, Injection, NetworkTarget};
+use warden_egress::secrets::{AccountKey, MemoryStore};
+use warden_egress::testing::{self, RecordedRequest, TestCa, TestResponse, TestServer};
+use warden_egress::{CallSession, Egress, EgressConfig};
+
+pub(crate) const TOKEN: &str = "ghp_TestTokenValue0123456789abcdefABCD";
+pub(crate) const LOCAL_HOSTS: &[&str] = &[
+    "api.github.com",
+    "uploads.github.com",
+    "github.com",
+    "evil.test",
+];
+
+pub(crate) struct Fixture {
+    pub(crate) server: TestServer,
+    pub(crate) egress: Egress,
+}
+
+pub(crate) fn github_credential() -> CredentialSpec {
+    CredentialSpec {
+        handle: "gh".into(),
+        vendor: "github".into(),
+        scopes: vec!["repo".into()],
+        audience: Audience {
+            scheme: "https".into(),
+            host: "api.github.com".into(),
+            port: None,
+        },
+        injection: Injection::Header {
+            name: "authorization".into(),
+            prefix: Some("Bearer ".into()),
+        },
+        required: true,
+    }
+}
+
+pub(crate) fn target(host: &str) -> NetworkTarget {
+    NetworkTarget {
+        scheme: "https".into(),
+        host_pattern: host.into(),
+        port: None,
+    }
+}
+
+pub(crate) async fn fixture_with(
+    tune: impl FnOnce(EgressConfig) -> EgressConfig,
+    handler: impl Fn(&RecordedRequest) -> TestResponse + Send + Sync + 'static,
+) -> Fixture {
+    let ca = TestCa::new();
+    let server = TestServer::start(&ca, LOCAL_HOSTS, handler).await.unwrap();
+    let resolver = server
+        .resolver(LOCAL_HOSTS)
+        .with_ip("loopback.test", [IpAddr::V4(Ipv4Addr::LOCALHOST)])
+        .with_ip(
+            "metadata.test",
+            [IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254))],
+        );
+    // Only the GitHub origins may reach the local (loopback) server.
+    let config = tune(testing::config(
+        &ca,
+        &[
+            ("api.github.com", 443),
+            ("uploads.github.com", 443),
+            ("github.com", 443),
+        ],
+    ));
+    let store = MemoryStore::new().with(AccountKey::new("github", "gh", ["repo"]), TOKEN);
+    let egress = Egress::new(config, Arc::new(store), Arc::new(resolver)).unwrap();
+    Fixture { server, egress }
+}
+
+pub(crate) async fn fixture(
+    handler: impl Fn(&RecordedRequest) -> TestResponse + Send + Sync + 'static,
+) -> Fixture {
+    fixture_with(|c| c, handler).await
+}
+
+impl Fixture {
+    pub(crate) fn session(&self) -> CallSession {
+        let targets = [
+            target("uploads.github.com"),
+            target("loopback.test"),
+            target("metadata.test"),
+        ];
+        self.egress
+            .session(
+                "github.search",
+                "github",
+                &[github_credential()],
+                &targets,
+                4 << 20,
+            )
+            .unwrap()
+    }
+}
+
+pub(crate) fn get(url: &str) -> GuestRequest {
+    request("GET", url, None)
+}
+
+pub(crate) fn request(method: &str, url: &str, body: Option<&[u8]>) -> GuestRequest {
+    GuestRequest {
+        method: method.into(),
+        url: url.into(),
+        headers: vec![("accept".into(), "application/json".into())],
+        body: body.map(<[u8]>::to_vec),
+        timeout: None,
+    }
+}
+
+pub(crate) const CALL: Duration = Duration::from_secs(10);
+
+/// Every encoding of the token a leak could take.
+pub(crate) fn token_forms() -> Vec<String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    vec![
+        TOKEN.to_owned(),
+        TOKEN.to_ascii_lowercase(),
+        percent_encoding::utf8_percent_encode(TOKEN, percent_encoding::NON_ALPHANUMERIC)
+            .to_string(),
+        b64.encode(TOKEN),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(TOKEN),
+        // The token inside a longer base64 text (Basic auth style).
+        b64.encode(format!("x-access-token:{TOKEN}"))[20..40].to_owned(),
+    ]
+}
+
+/// Fail if `text` carries the token in any form.
+pub(crate) fn assert_clean(text: &str) {
+    let lower = text.to_ascii_lowercase();
+    for form in token_forms() {
+        assert!(
+            !lower.contains(&form.to_ascii_lowercase()),
+            "leak of a staged secret in: {text}"
+        );
+    }
+}
+
+pub(crate) fn assert_response_clean(response: &GuestResponse) {
+    assert_clean(&String::from_utf8_lossy(&response.body));
+    for (name, value) in &response.headers {
+        assert_clean(&format!("{name}: {value}"));
+    }
+}
