@@ -1,1 +1,74 @@
-//! An MCP server over a Warden tool backend.
+//! An MCP server (stdio and streamable HTTP) over a Warden tool backend.
+//!
+//! The server speaks MCP with the official Rust SDK (`rmcp`) and knows nothing
+//! of wasm, manifests or policy: it serves any [`Backend`]. `tools/list` comes
+//! from [`Backend::tools`] (cached until [`Backend::changes`] ticks, which
+//! also sends `notifications/tools/list_changed`); `tools/call` goes to
+//! [`Backend::call`]. A call that needs approval is put to the person through
+//! MCP elicitation when the client supports it, then resumed once with
+//! [`Backend::resolve`]; otherwise the model gets a tool error carrying the
+//! approval id and how to approve.
+//!
+//! The smallest use, serving a backend on stdio until the client hangs up:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # async fn run(backend: Arc<impl warden_mcp::Backend>) -> Result<(), warden_mcp::Error> {
+//! warden_mcp::serve_stdio(backend).await
+//! # }
+//! ```
+//!
+//! Or over streamable HTTP on loopback:
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # async fn run(backend: Arc<impl warden_mcp::Backend>) -> Result<(), warden_mcp::Error> {
+//! let server = warden_mcp::serve_http(backend, warden_mcp::DEFAULT_HTTP_ADDR).await?;
+//! println!("MCP endpoint: {}", server.url());
+//! tokio::signal::ctrl_c().await.ok();
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod approval;
+mod backend;
+mod catalog;
+mod http;
+mod result;
+mod server;
+mod stdio;
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+pub use http::{HttpServer, MCP_PATH, serve_http};
+pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_ERROR_CODE};
+pub use server::WardenServer;
+pub use stdio::{serve_io, serve_stdio};
+
+/// The default streamable HTTP address: loopback only.
+pub const DEFAULT_HTTP_ADDR: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8765));
+
+/// Why serving MCP failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The HTTP listener could not bind its address.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The client's `initialize` handshake failed or the connection closed
+    /// before it completed.
+    #[error("MCP handshake failed")]
+    Handshake(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The connection's serving task panicked or was aborted.
+    #[error("MCP service task failed")]
+    Task(#[source] tokio::task::JoinError),
+}

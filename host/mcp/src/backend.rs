@@ -1,0 +1,155 @@
+//! The seam between the MCP protocol and whatever runs the tools.
+
+use std::{future::Future, pin::Pin};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// A boxed, sendable future, as returned by [`Backend`] methods.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the MCP server needs from a tool host.
+///
+/// The `warden` binary implements it over the real host (registry snapshot,
+/// authorization, approvals, runtime); tests implement it in memory.
+pub trait Backend: Send + Sync + 'static {
+    /// The current catalog, sorted and deterministic.
+    ///
+    /// Called only when the tool set changed (see [`Backend::changes`]): the
+    /// server caches the converted list until the next tick.
+    fn tools(&self) -> Vec<ToolEntry>;
+
+    /// Runs one call that came from an MCP client (origin: MCP).
+    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult>;
+
+    /// Resolves a pending approval and, when approved, resumes that same call
+    /// exactly once, returning its result.
+    fn resolve(
+        &self,
+        approval_id: String,
+        answer: ApprovalAnswer,
+    ) -> BoxFuture<'static, CallResult>;
+
+    /// A counter that bumps whenever the tool set changes.
+    ///
+    /// The server re-reads [`Backend::tools`] after a bump and sends
+    /// `notifications/tools/list_changed` to every connected client.
+    fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// One tool as advertised in `tools/list`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolEntry {
+    /// The name a client calls, e.g. `github.get_repo`.
+    pub name: String,
+    /// A short human-readable title.
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the arguments; must be an object schema.
+    pub input_schema: Value,
+    /// The JSON Schema of the output. When present, call results carry
+    /// `structuredContent`.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints, derived from the tool's declared effects.
+    pub hints: ToolHints,
+}
+
+impl ToolEntry {
+    /// A tool with a name, a description and an input schema, no output
+    /// schema, and default (all `false`) hints.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            hints: ToolHints::default(),
+        }
+    }
+
+    /// Sets the human-readable title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, output_schema: Value) -> Self {
+        self.output_schema = Some(output_schema);
+        self
+    }
+
+    /// Sets the behaviour hints.
+    pub fn with_hints(mut self, hints: ToolHints) -> Self {
+        self.hints = hints;
+        self
+    }
+}
+
+/// MCP tool annotations (hints, not guarantees), derived from effects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolHints {
+    /// No write effect: the tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may delete or overwrite (external write or delete effects).
+    pub destructive: bool,
+    /// The tool talks to the network (an open world of external entities).
+    pub open_world: bool,
+    /// Repeating a call with the same arguments has no further effect.
+    pub idempotent: bool,
+}
+
+/// The outcome of [`Backend::call`] or [`Backend::resolve`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallResult {
+    /// The tool ran and produced output.
+    Output {
+        /// The output value; sent as `structuredContent` when the tool has
+        /// an output schema.
+        structured: Value,
+        /// The output as text (usually compact JSON), sent as a text block.
+        text: String,
+    },
+    /// The tool ran (or was refused) with a failure the model can act on;
+    /// sent as a result with `isError: true`. Both fields must already be
+    /// sanitized and bounded.
+    ToolError {
+        /// A stable short code, e.g. `network-denied`.
+        code: String,
+        /// A human-readable message.
+        message: String,
+    },
+    /// The call needs a person's approval before it runs.
+    NeedsApproval {
+        /// The id the approval store knows this pending call by.
+        approval_id: String,
+        /// What the call would do, shown to the person.
+        summary: String,
+        /// How to approve out of band, e.g. "run `warden approvals approve <id>`".
+        how_to_approve: String,
+    },
+    /// The request itself is wrong (unknown tool, arguments not an object):
+    /// answered with a JSON-RPC `invalid params` error.
+    Protocol(String),
+}
+
+/// A person's answer to an approval request (a closed set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalAnswer {
+    /// Run this call, once.
+    ApproveOnce,
+    /// Run this call and grant the capability for later calls.
+    ApproveAndGrant,
+    /// Do not run the call.
+    Deny,
+    /// Do not run the call, and tell the model why.
+    DenyWithFeedback(String),
+}

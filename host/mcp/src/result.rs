@@ -1,0 +1,125 @@
+//! Turning a backend's [`CallResult`] into an MCP `tools/call` answer.
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResult, ContentBlock, JsonObject, MetaObject},
+};
+use serde_json::Value;
+
+use crate::backend::CallResult;
+
+/// `_meta` key carrying a tool error's stable code.
+pub const META_ERROR_CODE: &str = "warden/errorCode";
+/// `_meta` key carrying the id of a pending approval.
+pub const META_APPROVAL_ID: &str = "warden/approvalId";
+/// The error code of a call that waits for approval.
+pub const APPROVAL_REQUIRED: &str = "approval-required";
+
+/// A call result that is not an approval request.
+pub(crate) enum Answer {
+    /// Ready to send.
+    Done(Result<CallToolResult, ErrorData>),
+    /// The backend wants approval first.
+    Approval(PendingApproval),
+}
+
+/// A pending approval, as the backend described it.
+#[derive(Debug)]
+pub(crate) struct PendingApproval {
+    pub(crate) id: String,
+    pub(crate) summary: String,
+    pub(crate) how_to_approve: String,
+}
+
+/// Converts `result`; `structured` says whether the tool has an output schema.
+pub(crate) fn answer(result: CallResult, structured: bool) -> Answer {
+    Answer::Done(match result {
+        CallResult::Output {
+            structured: value,
+            text,
+        } => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            if structured {
+                result.structured_content = Some(value);
+            }
+            Ok(result)
+        }
+        CallResult::ToolError { code, message } => Ok(tool_error(code, message)),
+        CallResult::NeedsApproval {
+            approval_id,
+            summary,
+            how_to_approve,
+        } => {
+            return Answer::Approval(PendingApproval {
+                id: approval_id,
+                summary,
+                how_to_approve,
+            });
+        }
+        CallResult::Protocol(message) => Err(ErrorData::invalid_params(message, None)),
+    })
+}
+
+/// A result with `isError: true`, its code in the text and in `_meta`.
+fn tool_error(code: String, message: String) -> CallToolResult {
+    let text = format!("[{code}] {message}");
+    let mut meta = JsonObject::new();
+    meta.insert(META_ERROR_CODE.to_owned(), Value::String(code));
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// The answer for a client that cannot be asked: a tool error that tells the
+/// model the approval id and how a person approves it.
+pub(crate) fn approval_pending(pending: &PendingApproval) -> CallToolResult {
+    let text = format!(
+        "[{APPROVAL_REQUIRED}] This call needs a person's approval: {}\napproval id: {}\n{}",
+        pending.summary, pending.id, pending.how_to_approve
+    );
+    let mut meta = JsonObject::new();
+    meta.insert(
+        META_ERROR_CODE.to_owned(),
+        Value::String(APPROVAL_REQUIRED.to_owned()),
+    );
+    meta.insert(
+        META_APPROVAL_ID.to_owned(),
+        Value::String(pending.id.clone()),
+    );
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn structured_content_only_with_an_output_schema() {
+        let output = || CallResult::Output {
+            structured: json!({"a": 1}),
+            text: "{\"a\":1}".into(),
+        };
+        let Answer::Done(Ok(with)) = answer(output(), true) else {
+            panic!("expected a result");
+        };
+        assert_eq!(with.structured_content, Some(json!({"a": 1})));
+        let Answer::Done(Ok(without)) = answer(output(), false) else {
+            panic!("expected a result");
+        };
+        assert_eq!(without.structured_content, None);
+        assert_eq!(without.is_error, Some(false));
+    }
+
+    #[test]
+    fn protocol_errors_are_invalid_params() {
+        let Answer::Done(Err(error)) = answer(CallResult::Protocol("unknown tool".into()), false)
+        else {
+            panic!("expected an error");
+        };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    }
+}

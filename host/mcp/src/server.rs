@@ -1,0 +1,193 @@
+//! The rmcp [`ServerHandler`] over a [`Backend`].
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, OnceLock},
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::{NotificationContext, RequestContext},
+};
+use serde_json::Value;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::{
+    approval,
+    backend::Backend,
+    catalog::Catalog,
+    result::{self, Answer, PendingApproval},
+};
+
+/// The `instructions` sent to clients at initialization.
+const INSTRUCTIONS: &str = "Warden runs sandboxed WebAssembly tools. Each tool's \
+annotations say whether it reads only, writes, or reaches the network. A call that \
+needs a person's approval either asks through your client (elicitation) or fails \
+with code `approval-required`, an approval id, and how a person approves it.";
+
+/// State shared by every connection of one server.
+struct Shared<B> {
+    backend: Arc<B>,
+    catalog: Catalog,
+    info: ServerConfig,
+}
+
+/// One MCP connection's handler. Cloning is cheap; each clone is a fresh
+/// connection that shares the backend and the cached catalog.
+pub struct WardenServer<B> {
+    shared: Arc<Shared<B>>,
+    /// Stops this connection's `list_changed` watcher when the handler drops.
+    watcher: OnceLock<DropGuard>,
+}
+
+impl<B> std::fmt::Debug for WardenServer<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WardenServer").finish_non_exhaustive()
+    }
+}
+
+impl<B> Clone for WardenServer<B> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            watcher: OnceLock::new(),
+        }
+    }
+}
+
+impl<B: Backend> WardenServer<B> {
+    /// A server over `backend`.
+    pub fn new(backend: Arc<B>) -> Self {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let info = ServerConfig::new(capabilities)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_server_info(Implementation::new("warden", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS);
+        let catalog = Catalog::new(backend.changes());
+        Self {
+            shared: Arc::new(Shared {
+                backend,
+                catalog,
+                info,
+            }),
+            watcher: OnceLock::new(),
+        }
+    }
+
+    /// Runs one `tools/call` to a result.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let shared = &self.shared;
+        let name = request.name.into_owned();
+        let structured = shared
+            .catalog
+            .has_output_schema(shared.backend.as_ref(), &name);
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let pending = match result::answer(shared.backend.call(name, arguments).await, structured) {
+            Answer::Done(result) => return result,
+            Answer::Approval(pending) => pending,
+        };
+        self.approve(pending, structured, &context).await
+    }
+
+    /// Asks for approval through the client when it can elicit, and resumes
+    /// the call with the person's answer; otherwise tells the model how.
+    async fn approve(
+        &self,
+        pending: PendingApproval,
+        structured: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if !approval::client_can_elicit(context) {
+            return Ok(result::approval_pending(&pending));
+        }
+        let Some(answer) = approval::ask(context, &pending).await else {
+            return Ok(result::approval_pending(&pending));
+        };
+        let resumed = self.shared.backend.resolve(pending.id, answer).await;
+        match result::answer(resumed, structured) {
+            Answer::Done(result) => result,
+            // A second approval for the same call: do not loop, let a person
+            // resolve it out of band.
+            Answer::Approval(again) => Ok(result::approval_pending(&again)),
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to this connection's client
+    /// on every backend tick, until the handler is dropped.
+    fn watch_changes(&self, context: &NotificationContext<RoleServer>) {
+        let stop = CancellationToken::new();
+        if self.watcher.set(stop.clone().drop_guard()).is_err() {
+            return;
+        }
+        let mut changes = self.shared.backend.changes();
+        changes.mark_unchanged();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl<B: Backend> ServerHandler for WardenServer<B> {
+    fn get_info(&self) -> ServerConfig {
+        self.shared.info.clone()
+    }
+
+    /// The `2026-07-28` lifecycle (no `initialize`, approvals as
+    /// `InputRequiredResult`, `subscriptions/listen`) is not served yet.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.watch_changes(&context);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let shared = &self.shared;
+        Ok(ListToolsResult::with_all_items(
+            shared.catalog.tools(shared.backend.as_ref()),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let shared = &self.shared;
+        shared.catalog.tool(shared.backend.as_ref(), name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
