@@ -1,1 +1,51 @@
-//! Run tool components under fuel, memory and time limits with typed outcomes (all wasmtime code).
+//! Run tool components under fuel, memory and time limits with typed outcomes.
+//!
+//! All wasmtime code of Warden lives here. A host creates one [`Runtime`]
+//! (one engine, one linker, an epoch ticker, an optional on-disk artifact
+//! cache), [installs](Runtime::install) each component once, and
+//! [calls](InstalledComponent::call) it many times; every call gets a fresh
+//! instance, validated input, limits, and a [`CallOutcome`] with usage.
+//!
+//! ```no_run
+//! use warden_runtime::{CallRequest, CapabilitySpec, ComponentSpec, Runtime, RuntimeConfig};
+//!
+//! # async fn run() -> Result<(), warden_runtime::RuntimeError> {
+//! let runtime = Runtime::new(RuntimeConfig::default())?;
+//! let wasm = std::fs::read("packages/echo/wasm/echo.wasm").unwrap();
+//! let echo = runtime.install(
+//!     ComponentSpec::new("echo", wasm).with_capability(CapabilitySpec::new("echo.echo")),
+//! )?;
+//! let outcome = echo.call(CallRequest::new("echo.echo", r#"{"text":"hi"}"#)).await;
+//! match outcome.result {
+//!     Ok(output) => println!("{output} using {} fuel", outcome.usage.fuel_consumed),
+//!     Err(error) => println!("{}: {error}", error.code()),
+//! }
+//! # Ok(()) }
+//! ```
+
+mod bindings;
+mod cache;
+mod call;
+mod classify;
+mod component;
+mod config;
+mod engine;
+mod error;
+mod host;
+mod limits;
+mod outcome;
+mod runtime;
+mod state;
+mod validate;
+
+pub use call::CallRequest;
+pub use component::{
+    CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
+};
+pub use config::{Allocator, Limits, RuntimeConfig, ToolLimits};
+pub use engine::ActiveAllocator;
+pub use error::RuntimeError;
+pub use outcome::{
+    CallOutcome, FailureKind, InputError, LogEntry, LogLevel, TrapKind, Unavailable, Usage,
+};
+pub use runtime::{Runtime, RuntimeStats};

@@ -1,0 +1,159 @@
+//! On-disk cache of compiled components.
+//!
+//! An entry lives at `<dir>/<engine>/<component>.cwasm`, where `<engine>` is
+//! a digest of the engine's precompile compatibility hash and `<component>`
+//! the sha256 of the component bytes. The file is a header (magic and the
+//! sha256 of the artifact) followed by the artifact. An entry whose digest
+//! does not match, or that the engine refuses, is rebuilt, never trusted.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const MAGIC: &[u8; 16] = b"warden-cwasm-v1\n";
+const HEADER: usize = MAGIC.len() + 32;
+
+/// What looking an entry up found.
+pub(crate) enum Lookup {
+    /// A verified, deserialized component.
+    Hit(Component),
+    /// No entry.
+    Miss,
+    /// An entry that cannot be trusted or used; it will be rebuilt.
+    Invalid(String),
+}
+
+/// The cache directory of one engine.
+#[derive(Debug)]
+pub(crate) struct ArtifactCache {
+    dir: PathBuf,
+}
+
+impl ArtifactCache {
+    /// The cache for `engine` under `root`.
+    pub(crate) fn new(root: &Path, engine: &Engine) -> ArtifactCache {
+        let mut hasher = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_key = hex::encode(&hasher.0.finalize()[..16]);
+        ArtifactCache {
+            dir: root.join(engine_key),
+        }
+    }
+
+    fn entry(&self, component_sha: &str) -> PathBuf {
+        self.dir.join(format!("{component_sha}.cwasm"))
+    }
+
+    /// Look up the artifact of the component whose sha256 is `component_sha`.
+    pub(crate) fn load(&self, engine: &Engine, component_sha: &str) -> Lookup {
+        let path = self.entry(component_sha);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
+            Err(e) => return Lookup::Invalid(format!("unreadable: {e}")),
+        };
+        let Some(artifact) = verified(&bytes) else {
+            return Lookup::Invalid("integrity digest mismatch".into());
+        };
+        // SAFETY: `Component::deserialize` must only see bytes produced by
+        // `Component::serialize` of a compatible engine. The entry was written
+        // by `store` below from `Component::serialize`, under a key made of the
+        // component's sha256 and this engine's compatibility hash, in the
+        // host's own cache directory (which must not be writable by untrusted
+        // parties); `verified` checked that the bytes are exactly the ones
+        // written (sha256), and wasmtime re-checks the engine configuration
+        // in the artifact header.
+        #[allow(unsafe_code)]
+        let component = unsafe { Component::deserialize(engine, artifact) };
+        match component {
+            Ok(component) => Lookup::Hit(component),
+            Err(e) => Lookup::Invalid(format!("refused by the engine: {e}")),
+        }
+    }
+
+    /// Store `artifact` for `component_sha`, atomically (write then rename).
+    pub(crate) fn store(&self, component_sha: &str, artifact: &[u8]) -> std::io::Result<()> {
+        static UNIQUE: AtomicU64 = AtomicU64::new(0);
+        std::fs::create_dir_all(&self.dir)?;
+        let tmp = self.dir.join(format!(
+            ".{component_sha}.{}.{}.tmp",
+            std::process::id(),
+            UNIQUE.fetch_add(1, Ordering::Relaxed)
+        ));
+        let result = (|| {
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(&Sha256::digest(artifact))?;
+            file.write_all(artifact)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, self.entry(component_sha))
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+/// The artifact of an entry whose header and digest check out.
+fn verified(bytes: &[u8]) -> Option<&[u8]> {
+    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
+        return None;
+    }
+    let (digest, artifact) = bytes[MAGIC.len()..].split_at(32);
+    (Sha256::digest(artifact).as_slice() == digest).then_some(artifact)
+}
+
+/// A [`Hasher`] feeding sha256, so the engine key is stable across processes.
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// Hex sha256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verified_rejects_flipped_and_truncated_entries() {
+        let artifact = b"compiled bytes";
+        let mut entry = MAGIC.to_vec();
+        entry.extend_from_slice(&Sha256::digest(artifact));
+        entry.extend_from_slice(artifact);
+        assert_eq!(verified(&entry), Some(&artifact[..]));
+        let mut flipped = entry.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(verified(&flipped), None);
+        assert_eq!(verified(&entry[..HEADER - 1]), None);
+    }
+
+    #[test]
+    fn missing_and_corrupt_entries_are_not_hits() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let cache = ArtifactCache::new(dir.path(), &engine);
+        assert!(matches!(cache.load(&engine, "abc"), Lookup::Miss));
+        cache.store("abc", b"not an artifact").unwrap();
+        assert!(matches!(cache.load(&engine, "abc"), Lookup::Invalid(_)));
+        std::fs::write(cache.entry("abc"), b"garbage").unwrap();
+        assert!(matches!(cache.load(&engine, "abc"), Lookup::Invalid(_)));
+    }
+}

@@ -1,0 +1,275 @@
+//! One call: validate, queue, fresh store and instance, run under limits, classify.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warden_core::Origin;
+use warden_core::net::{CallNetwork, DenyAll};
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::bindings::exports::warden::tool::tool as wit;
+use crate::classify;
+use crate::component::InstalledComponent;
+use crate::config::ToolLimits;
+use crate::error::RuntimeError;
+use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
+use crate::state::CallState;
+
+/// Extra time past the deadline before the host-side backstop fires (the
+/// epoch interrupt normally stops the guest first).
+const BACKSTOP: Duration = Duration::from_millis(100);
+
+/// One invocation, as the host (not the model) describes it.
+#[derive(Clone)]
+pub struct CallRequest {
+    /// The capability to run, from the authorized invocation.
+    pub capability_id: String,
+    /// The model's input as JSON text.
+    pub input_json: String,
+    /// Unique id of this invocation.
+    pub call_id: String,
+    /// Who started the call.
+    pub origin: Origin,
+    /// Per-call limit requests, bounded by the host maxima.
+    pub limits: Option<ToolLimits>,
+    /// The network and credential services of this call.
+    pub network: Arc<dyn CallNetwork>,
+}
+
+impl std::fmt::Debug for CallRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallRequest")
+            .field("capability_id", &self.capability_id)
+            .field("call_id", &self.call_id)
+            .field("origin", &self.origin)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallRequest {
+    /// A call of `capability_id` with `input_json`, from the agent loop, with
+    /// no network ([`DenyAll`]) and the capability's limits.
+    pub fn new(capability_id: impl Into<String>, input_json: impl Into<String>) -> Self {
+        CallRequest {
+            capability_id: capability_id.into(),
+            input_json: input_json.into(),
+            call_id: "call".into(),
+            origin: Origin::LoopRun,
+            limits: None,
+            network: Arc::new(DenyAll),
+        }
+    }
+
+    /// Set the call id.
+    pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+
+    /// Set the origin.
+    pub fn origin(mut self, origin: Origin) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// Set per-call limit requests.
+    pub fn limits(mut self, limits: ToolLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// Set the network service.
+    pub fn network(mut self, network: Arc<dyn CallNetwork>) -> Self {
+        self.network = network;
+        self
+    }
+}
+
+impl InstalledComponent {
+    /// Run one call in a fresh instance. Never panics on guest behaviour:
+    /// every failure is a [`RuntimeError`] in the outcome, with usage.
+    ///
+    /// Must run inside a Tokio runtime with the time driver enabled.
+    pub async fn call(&self, request: CallRequest) -> CallOutcome {
+        let queued = Instant::now();
+        let outcome = self.call_inner(request, queued).await;
+        let result = match &outcome.result {
+            Ok(_) => "ok",
+            Err(e) => e.code(),
+        };
+        tracing::debug!(
+            component = %self.inner.name,
+            result,
+            fuel = outcome.usage.fuel_consumed,
+            wall_us = outcome.usage.wall_time.as_micros() as u64,
+            "call finished"
+        );
+        outcome
+    }
+
+    /// Check `input_json` against the capability's input schema (and the
+    /// host's size limit) without running anything: a host checks input
+    /// before asking a person to approve a call. [`Self::call`] checks again.
+    pub fn check_input(&self, capability_id: &str, input_json: &str) -> Result<(), RuntimeError> {
+        let capability = self.inner.capabilities.get(capability_id).ok_or_else(|| {
+            RuntimeError::UnknownCapability { capability_id: capability_id.to_owned() }
+        })?;
+        check_input(input_json, capability, self.inner.shared.config.max_input_bytes)
+    }
+
+    async fn call_inner(&self, request: CallRequest, queued: Instant) -> CallOutcome {
+        let inner = &self.inner;
+        let config = &inner.shared.config;
+        let Some(capability) = inner.capabilities.get(&request.capability_id) else {
+            let error = RuntimeError::UnknownCapability {
+                capability_id: request.capability_id,
+            };
+            return CallOutcome::refused(error, Usage::default());
+        };
+        let limits = match &request.limits {
+            Some(overrides) => capability.limits.with_overrides(overrides, &config.maxima),
+            None => capability.limits,
+        };
+        if let Err(error) = check_input(&request.input_json, capability, config.max_input_bytes) {
+            return CallOutcome::refused(error, Usage::default());
+        }
+
+        let permit =
+            match tokio::time::timeout(config.queue_timeout, inner.shared.slots.acquire()).await {
+                Err(_) => Err(Unavailable::Overloaded),
+                Ok(Err(_closed)) => Err(Unavailable::ShuttingDown),
+                Ok(Ok(permit)) => Ok(permit),
+            };
+        let queue_time = queued.elapsed();
+        let _permit = match permit {
+            Ok(permit) => permit,
+            Err(reason) => {
+                let usage = Usage {
+                    queue_time,
+                    ..Usage::default()
+                };
+                return CallOutcome::refused(RuntimeError::HostUnavailable { reason }, usage);
+            }
+        };
+
+        let start = Instant::now();
+        let deadline = start + limits.timeout;
+        let state = CallState::new(
+            request.network,
+            limits,
+            deadline,
+            request.call_id.clone(),
+            request.capability_id.clone(),
+        );
+        let mut store = Store::new(&inner.shared.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        if config.fuel_metering
+            && let Err(e) = store.set_fuel(limits.fuel)
+        {
+            let error = RuntimeError::Internal {
+                reason: format!("setting fuel: {e}"),
+            };
+            return CallOutcome::refused(error, Usage::default());
+        }
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if Instant::now() >= deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        let wit_request = wit::Request {
+            capability_id: request.capability_id,
+            input: request.input_json,
+            context: wit::CallContext {
+                call_id: request.call_id,
+                origin: request.origin.as_str().replace('_', "-"),
+            },
+        };
+
+        let ran = {
+            let run = async {
+                let tool = match inner.pre.instantiate_async(&mut store).await {
+                    Ok(tool) => tool,
+                    Err(e) => return Err((true, e)),
+                };
+                tool.warden_tool_tool()
+                    .call_execute(&mut store, &wit_request)
+                    .await
+                    .map_err(|e| (false, e))
+            };
+            tokio::time::timeout(limits.timeout + BACKSTOP, run).await
+        };
+
+        let fuel_left = if config.fuel_metering {
+            store.get_fuel().unwrap_or(0)
+        } else {
+            limits.fuel
+        };
+        let wall_time = start.elapsed();
+        let state = store.into_data();
+        let result = match ran {
+            Err(_elapsed) => Err(RuntimeError::Timeout {
+                limit: limits.timeout,
+            }),
+            Ok(Err((instantiating, e))) => Err(
+                if instantiating
+                    && !state.limiter.exceeded()
+                    && e.downcast_ref::<wasmtime::Trap>().is_none()
+                {
+                    tracing::warn!(component = %inner.name, error = %format!("{e:#}"), "instantiation failed");
+                    RuntimeError::HostUnavailable {
+                        reason: Unavailable::Resources,
+                    }
+                } else {
+                    classify::trap(&e, &state, &limits)
+                },
+            ),
+            Ok(Ok(Ok(text))) => classify::output(&text, capability, &limits),
+            Ok(Ok(Err(failure))) => Err(classify::failure(failure, &state)),
+        };
+        let usage = Usage {
+            fuel_consumed: limits.fuel.saturating_sub(fuel_left),
+            peak_memory_bytes: state.limiter.peak(),
+            wall_time,
+            queue_time,
+            http_requests: state.http.requests,
+            http_bytes_sent: state.http.bytes_sent,
+            http_bytes_received: state.http.bytes_received,
+            log_entries_dropped: state.logs.dropped,
+        };
+        CallOutcome {
+            result,
+            usage,
+            logs: state.logs.entries,
+        }
+    }
+}
+
+/// Check the input's size, JSON syntax and schema before any guest code runs.
+fn check_input(
+    input: &str,
+    capability: &crate::component::Capability,
+    max_bytes: usize,
+) -> Result<(), RuntimeError> {
+    let refuse = |errors: Vec<InputError>, omitted| RuntimeError::InvalidInput { errors, omitted };
+    if input.len() > max_bytes {
+        let error = InputError {
+            pointer: String::new(),
+            message: format!(
+                "the input is {} bytes; the limit is {max_bytes}",
+                input.len()
+            ),
+        };
+        return Err(refuse(vec![error], 0));
+    }
+    let value = crate::validate::parse(input).map_err(|e| refuse(vec![e], 0))?;
+    if let Some(schema) = &capability.input {
+        schema
+            .check(&value)
+            .map_err(|(errors, omitted)| refuse(errors, omitted))?;
+    }
+    Ok(())
+}

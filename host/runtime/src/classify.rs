@@ -1,0 +1,171 @@
+//! Turn what the guest did (a trap, a failure, an output) into a typed result.
+
+use serde_json::Value;
+use wasmtime::{Trap, WasmBacktrace};
+
+use crate::bindings::exports::warden::tool::tool as wit;
+use crate::component::Capability;
+use crate::config::Limits;
+use crate::error::RuntimeError;
+use crate::outcome::{FailureKind, TrapKind};
+use crate::state::{CallState, redact_bounded};
+
+/// Bytes kept of a guest failure message.
+const MAX_FAILURE_MESSAGE_BYTES: usize = 1024;
+/// Bytes kept of a guest failure code.
+const MAX_CODE_BYTES: usize = 64;
+
+/// Classify an error raised while instantiating or running the guest.
+pub(crate) fn trap(error: &wasmtime::Error, state: &CallState, limits: &Limits) -> RuntimeError {
+    if state.limiter.exceeded() {
+        return RuntimeError::MemoryLimit {
+            limit_bytes: limits.memory_bytes,
+        };
+    }
+    let Some(trap) = error.downcast_ref::<Trap>() else {
+        // Host functions only fail on host limits (e.g. too many handles).
+        return RuntimeError::GuestTrap {
+            kind: TrapKind::Other(first_line(&error.to_string())),
+        };
+    };
+    let kind = match trap {
+        Trap::OutOfFuel => return RuntimeError::FuelExhausted { limit: limits.fuel },
+        Trap::Interrupt => {
+            return RuntimeError::Timeout {
+                limit: limits.timeout,
+            };
+        }
+        Trap::StackOverflow => TrapKind::StackOverflow,
+        Trap::UnreachableCodeReached if state.logs.panicked || panicked(error) => TrapKind::Panic,
+        Trap::UnreachableCodeReached => TrapKind::Unreachable,
+        other => TrapKind::Other(other.to_string()),
+    };
+    RuntimeError::GuestTrap { kind }
+}
+
+/// Whether the trapping stack passes through Rust's panic machinery.
+fn panicked(error: &wasmtime::Error) -> bool {
+    error.downcast_ref::<WasmBacktrace>().is_some_and(|bt| {
+        bt.frames()
+            .iter()
+            .filter_map(|f| f.func_name())
+            .any(|name| name.contains("rust_panic") || name.contains("panic_abort"))
+    })
+}
+
+fn first_line(text: &str) -> String {
+    let mut line = text.lines().next().unwrap_or_default().to_owned();
+    crate::state::truncate(&mut line, 200);
+    line
+}
+
+/// Check a successful output: size, JSON, schema.
+pub(crate) fn output(
+    text: &str,
+    capability: &Capability,
+    limits: &Limits,
+) -> Result<Value, RuntimeError> {
+    if text.len() as u64 > limits.max_output_bytes {
+        return Err(RuntimeError::OutputTooLarge {
+            limit: limits.max_output_bytes,
+            actual: text.len() as u64,
+        });
+    }
+    let value = crate::validate::parse(text)
+        .map_err(|e| RuntimeError::InvalidOutput { reason: e.message })?;
+    if let Some(schema) = &capability.output {
+        schema.check(&value).map_err(|(errors, omitted)| {
+            let mut reason = format!(
+                "it does not match the output schema of `{}`: ",
+                capability.id()
+            );
+            let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            reason.push_str(&parts.join("; "));
+            if omitted > 0 {
+                reason.push_str(&format!(" (and {omitted} more)"));
+            }
+            RuntimeError::InvalidOutput { reason }
+        })?;
+    }
+    Ok(value)
+}
+
+/// Turn a structured guest failure into a typed error.
+pub(crate) fn failure(failure: wit::Failure, state: &CallState) -> RuntimeError {
+    if state.http.limit_hit {
+        return RuntimeError::RequestLimit {
+            limit: state.limits.max_http_requests,
+        };
+    }
+    let message = failure
+        .message
+        .map(|m| redact_bounded(state.network.as_ref(), &m, MAX_FAILURE_MESSAGE_BYTES).0);
+    let kind = match failure.kind {
+        wit::FailureKind::Input => FailureKind::Input,
+        wit::FailureKind::AuthRequired => {
+            let needed = state.auth_needed.clone();
+            return RuntimeError::AuthRequired {
+                vendor: needed.as_ref().map(|n| n.vendor.clone()),
+                scopes: needed.map(|n| n.scopes).unwrap_or_default(),
+                extension: extension(&state.capability_id).to_owned(),
+            };
+        }
+        wit::FailureKind::NetworkDenied => {
+            let reason = state
+                .denied
+                .clone()
+                .or(message)
+                .unwrap_or_else(|| "the host refused a network request of the tool".to_owned());
+            return RuntimeError::NetworkDenied { reason };
+        }
+        wit::FailureKind::OutputTooLarge => FailureKind::OutputTooLarge,
+        wit::FailureKind::Client => FailureKind::Client,
+        wit::FailureKind::OperationFailed => FailureKind::OperationFailed,
+        wit::FailureKind::Executor => FailureKind::Executor,
+    };
+    RuntimeError::GuestFailure {
+        kind,
+        code: sanitize_code(&failure.code),
+        message,
+    }
+}
+
+/// The extension part of `<extension>.<name>`.
+fn extension(capability_id: &str) -> &str {
+    capability_id
+        .split_once('.')
+        .map_or(capability_id, |(extension, _)| extension)
+}
+
+/// A guest code kept only if it is short snake_case; otherwise a placeholder.
+fn sanitize_code(code: &str) -> String {
+    let valid = !code.is_empty()
+        && code.len() <= MAX_CODE_BYTES
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if valid {
+        code.to_owned()
+    } else {
+        "invalid_code".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_must_be_short_snake_case() {
+        assert_eq!(sanitize_code("not_found"), "not_found");
+        assert_eq!(sanitize_code("Bearer abc123"), "invalid_code");
+        assert_eq!(sanitize_code(&"a".repeat(65)), "invalid_code");
+        assert_eq!(sanitize_code(""), "invalid_code");
+    }
+
+    #[test]
+    fn extension_is_the_id_prefix() {
+        assert_eq!(extension("github.get_repo"), "github");
+        assert_eq!(extension("plain"), "plain");
+    }
+}

@@ -1,0 +1,210 @@
+//! What to install ([`ComponentSpec`]) and what installing yields ([`InstalledComponent`]).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::bindings::SandboxedToolPre;
+use crate::config::{Limits, RuntimeConfig, ToolLimits};
+use crate::error::RuntimeError;
+use crate::runtime::Shared;
+use crate::state::CallState;
+use crate::validate::Schema;
+
+/// A component to install and the capabilities it serves.
+#[derive(Debug, Clone)]
+pub struct ComponentSpec<'a> {
+    /// Name for errors and logs (usually the extension id).
+    pub name: String,
+    /// The component binary.
+    pub wasm: Cow<'a, [u8]>,
+    /// The capabilities (tools) the component serves.
+    pub capabilities: Vec<CapabilitySpec>,
+}
+
+impl<'a> ComponentSpec<'a> {
+    /// A component named `name` with no capabilities yet.
+    pub fn new(name: impl Into<String>, wasm: impl Into<Cow<'a, [u8]>>) -> Self {
+        ComponentSpec {
+            name: name.into(),
+            wasm: wasm.into(),
+            capabilities: Vec::new(),
+        }
+    }
+
+    /// Add a capability.
+    pub fn with_capability(mut self, capability: CapabilitySpec) -> Self {
+        self.capabilities.push(capability);
+        self
+    }
+}
+
+/// One capability of a component: its id, schemas and limit requests.
+#[derive(Debug, Clone, Default)]
+pub struct CapabilitySpec {
+    /// `<extension>.<name>`.
+    pub id: String,
+    /// Input schema; without one the input need only be JSON.
+    pub input_schema: Option<Value>,
+    /// Output schema; without one the output need only be JSON.
+    pub output_schema: Option<Value>,
+    /// The manifest's `[tools.limits]`, bounded by the host maxima.
+    pub limits: ToolLimits,
+}
+
+impl CapabilitySpec {
+    /// A capability with no schemas and default limits.
+    pub fn new(id: impl Into<String>) -> Self {
+        CapabilitySpec {
+            id: id.into(),
+            ..CapabilitySpec::default()
+        }
+    }
+
+    /// Set the input schema.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// Set the output schema.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Set the limit requests.
+    pub fn limits(mut self, limits: ToolLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// Where an installed component's compiled code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    /// Deserialized from a verified cache entry; nothing was compiled.
+    Hit,
+    /// Compiled (no entry yet) and stored.
+    Compiled,
+    /// An invalid entry was found, recompiled and replaced.
+    Rebuilt,
+    /// Compiled; the runtime has no cache.
+    Disabled,
+}
+
+/// How an install went.
+#[derive(Debug, Clone, Copy)]
+pub struct InstallReport {
+    /// Where the code came from.
+    pub cache: CacheStatus,
+    /// Time the install took.
+    pub elapsed: Duration,
+}
+
+/// A capability with its compiled schemas and effective limits.
+#[derive(Debug)]
+pub(crate) struct Capability {
+    pub(crate) input: Option<Schema>,
+    pub(crate) output: Option<Schema>,
+    pub(crate) limits: Limits,
+    id: String,
+}
+
+impl Capability {
+    pub(crate) fn compile(
+        spec: &CapabilitySpec,
+        config: &RuntimeConfig,
+    ) -> Result<(String, Capability), RuntimeError> {
+        let schema = |schema: &Option<Value>, which| {
+            schema
+                .as_ref()
+                .map(|s| {
+                    Schema::compile(s).map_err(|reason| RuntimeError::InvalidSchema {
+                        capability_id: spec.id.clone(),
+                        which,
+                        reason,
+                    })
+                })
+                .transpose()
+        };
+        let capability = Capability {
+            input: schema(&spec.input_schema, "input")?,
+            output: schema(&spec.output_schema, "output")?,
+            limits: config
+                .defaults
+                .capped(&config.maxima)
+                .with_overrides(&spec.limits, &config.maxima),
+            id: spec.id.clone(),
+        };
+        Ok((spec.id.clone(), capability))
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// A compiled, linked component, ready to be called many times.
+///
+/// Cloning is cheap. Each call gets a fresh instance.
+#[derive(Debug, Clone)]
+pub struct InstalledComponent {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) name: String,
+    pub(crate) pre: SandboxedToolPre<CallState>,
+    pub(crate) capabilities: HashMap<String, Capability>,
+    pub(crate) report: InstallReport,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstalledComponent")
+            .field("name", &self.name)
+            .field("capabilities", &self.capabilities.keys())
+            .field("report", &self.report)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InstalledComponent {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        name: String,
+        pre: SandboxedToolPre<CallState>,
+        capabilities: HashMap<String, Capability>,
+        report: InstallReport,
+    ) -> Self {
+        InstalledComponent {
+            inner: Arc::new(Inner {
+                shared,
+                name,
+                pre,
+                capabilities,
+                report,
+            }),
+        }
+    }
+
+    /// The component's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How the install went (cache hit or compile).
+    pub fn report(&self) -> InstallReport {
+        self.inner.report
+    }
+
+    /// The effective limits of `capability_id` (before per-call overrides).
+    pub fn limits(&self, capability_id: &str) -> Option<Limits> {
+        self.inner.capabilities.get(capability_id).map(|c| c.limits)
+    }
+}

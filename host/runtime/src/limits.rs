@@ -1,0 +1,113 @@
+//! The per-instance memory limiter: all linear memories plus tables, one budget.
+
+use wasmtime::ResourceLimiter;
+
+/// Bytes a table element is charged for (a function reference is a pointer).
+pub(crate) const TABLE_ELEMENT_BYTES: u64 = 8;
+
+/// Most tables and memories one instance may create (a component of a few
+/// core modules needs far fewer).
+const MAX_TABLES: usize = 64;
+const MAX_MEMORIES: usize = 16;
+
+/// The memory error a growth past the budget raises; the call is classified
+/// from [`MemoryLimiter::exceeded`], never from this text.
+#[derive(Debug, thiserror::Error)]
+#[error("memory limit of {0} bytes exceeded")]
+pub(crate) struct MemoryLimitExceeded(pub(crate) u64);
+
+/// Tracks every memory and table of a store against one byte budget.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    limit: u64,
+    used: u64,
+    peak: u64,
+    exceeded: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit: u64) -> Self {
+        MemoryLimiter {
+            limit,
+            used: 0,
+            peak: 0,
+            exceeded: false,
+        }
+    }
+
+    /// Whether a growth was refused because of the budget.
+    pub(crate) fn exceeded(&self) -> bool {
+        self.exceeded
+    }
+
+    /// Peak bytes in use.
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak
+    }
+
+    fn grow(&mut self, current: u64, desired: u64) -> wasmtime::Result<bool> {
+        let next = self.used.saturating_sub(current).saturating_add(desired);
+        if next > self.limit {
+            self.exceeded = true;
+            return Err(wasmtime::Error::new(MemoryLimitExceeded(self.limit)));
+        }
+        self.used = next;
+        self.peak = self.peak.max(next);
+        Ok(true)
+    }
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grow(current as u64, desired as u64)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grow(
+            current as u64 * TABLE_ELEMENT_BYTES,
+            desired as u64 * TABLE_ELEMENT_BYTES,
+        )
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memories_and_tables_share_one_budget() {
+        let mut limiter = MemoryLimiter::new(1000);
+        assert!(limiter.memory_growing(0, 600, None).unwrap());
+        assert!(limiter.table_growing(0, 40, None).unwrap(), "320 bytes");
+        assert!(limiter.memory_growing(600, 1100, None).is_err());
+        assert!(limiter.exceeded());
+        assert_eq!(limiter.peak(), 920);
+    }
+
+    #[test]
+    fn growth_within_budget_is_not_flagged() {
+        let mut limiter = MemoryLimiter::new(1 << 20);
+        assert!(limiter.memory_growing(0, 65536, None).unwrap());
+        assert!(limiter.memory_growing(65536, 131072, None).unwrap());
+        assert!(!limiter.exceeded());
+        assert_eq!(limiter.peak(), 131072);
+    }
+}

@@ -1,0 +1,196 @@
+//! What a call returns: output or a typed error, plus usage and logs, always.
+
+use std::time::Duration;
+
+use crate::error::RuntimeError;
+
+/// The result of one call. Usage and logs are reported whether it succeeded or not.
+#[derive(Debug)]
+pub struct CallOutcome {
+    /// The output JSON (already validated) or why there is none.
+    pub result: Result<serde_json::Value, RuntimeError>,
+    /// What the call consumed.
+    pub usage: Usage,
+    /// Guest log entries kept for this call (redacted, bounded).
+    pub logs: Vec<LogEntry>,
+}
+
+impl CallOutcome {
+    pub(crate) fn refused(error: RuntimeError, usage: Usage) -> CallOutcome {
+        CallOutcome {
+            result: Err(error),
+            usage,
+            logs: Vec::new(),
+        }
+    }
+}
+
+/// Resources one call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Fuel consumed by the guest.
+    pub fuel_consumed: u64,
+    /// Peak bytes of linear memory plus tables of the instance.
+    pub peak_memory_bytes: u64,
+    /// Time from the call's start (after queuing) to its end.
+    pub wall_time: Duration,
+    /// Time spent waiting for an execution slot.
+    pub queue_time: Duration,
+    /// HTTP requests the guest asked to send (including refused ones).
+    pub http_requests: u32,
+    /// Bytes of request bodies, URLs and headers handed to the network.
+    pub http_bytes_sent: u64,
+    /// Bytes of response bodies and headers handed back to the guest.
+    pub http_bytes_received: u64,
+    /// Log entries dropped past the per-call cap.
+    pub log_entries_dropped: u32,
+}
+
+/// Severity of a guest log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Very detailed.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal information.
+    Info,
+    /// Something unexpected.
+    Warn,
+    /// A failure.
+    Error,
+}
+
+/// One guest log entry, redacted and bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Severity.
+    pub level: LogLevel,
+    /// The message (secrets redacted, at most the per-entry byte cap).
+    pub message: String,
+    /// Whether the message was cut to the per-entry cap.
+    pub truncated: bool,
+}
+
+/// The closed set of failure kinds a tool reports (the WIT `failure-kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The input is unacceptable.
+    Input,
+    /// A credential is missing, expired or lacks scopes.
+    AuthRequired,
+    /// The host refused the tool's network request.
+    NetworkDenied,
+    /// The result would exceed what the tool may return.
+    OutputTooLarge,
+    /// The provider rejected the request.
+    Client,
+    /// The operation failed upstream.
+    OperationFailed,
+    /// The tool itself is broken.
+    Executor,
+}
+
+impl FailureKind {
+    /// The contract's word for the kind.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Input => "input",
+            FailureKind::AuthRequired => "auth-required",
+            FailureKind::NetworkDenied => "network-denied",
+            FailureKind::OutputTooLarge => "output-too-large",
+            FailureKind::Client => "client",
+            FailureKind::OperationFailed => "operation-failed",
+            FailureKind::Executor => "executor",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a guest trapped (other than by a limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrapKind {
+    /// The guest panicked (Rust guests abort through `unreachable` after logging it).
+    Panic,
+    /// The guest executed `unreachable`.
+    Unreachable,
+    /// The guest exhausted its wasm stack.
+    StackOverflow,
+    /// Any other trap; the text names it (no guest data).
+    Other(String),
+}
+
+impl TrapKind {
+    /// Stable code of this trap kind.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TrapKind::Panic => "guest_panic",
+            TrapKind::Unreachable => "guest_unreachable",
+            TrapKind::StackOverflow => "guest_stack_overflow",
+            TrapKind::Other(_) => "guest_trap",
+        }
+    }
+}
+
+impl std::fmt::Display for TrapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrapKind::Panic => f.write_str("panicked"),
+            TrapKind::Unreachable => f.write_str("reached unreachable code"),
+            TrapKind::StackOverflow => f.write_str("overflowed its stack"),
+            TrapKind::Other(what) => write!(f, "trapped ({what})"),
+        }
+    }
+}
+
+/// One input validation error: where, and what the schema required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// JSON pointer into the input (`""` is the whole input).
+    pub pointer: String,
+    /// What failed, without echoing the input value.
+    pub message: String,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(f, "at `{at}`: {}", self.message)
+    }
+}
+
+/// Why the runtime is not serving a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unavailable {
+    /// No execution slot became free within the queue timeout.
+    Overloaded,
+    /// The runtime is shutting down.
+    ShuttingDown,
+    /// The instance could not be created (e.g. the pool is exhausted).
+    Resources,
+    /// The host could not prepare the call's network service (for embedders:
+    /// log the cause, return this).
+    NetworkSetup,
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unavailable::Overloaded => "too many calls are running; retry later",
+            Unavailable::ShuttingDown => "the host is shutting down",
+            Unavailable::Resources => "the host could not allocate an instance; retry later",
+            Unavailable::NetworkSetup => "the host could not prepare network access for this call",
+        })
+    }
+}

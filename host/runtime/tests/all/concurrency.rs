@@ -1,0 +1,137 @@
+//! Many calls at once: CPU-bound guests cannot starve the executor; queuing is FIFO and bounded.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use warden_runtime::{CallRequest, RuntimeConfig, RuntimeError, ToolLimits, Unavailable};
+
+use crate::support::{Host, config};
+
+/// Rounds of the `burn` operation: tens of milliseconds of CPU each.
+const ROUNDS: u64 = 20_000_000;
+
+fn burn(rounds: u64) -> CallRequest {
+    CallRequest::new("hostile.burn", format!(r#"{{"rounds": {rounds}}}"#))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_returns_while_200_cpu_bound_calls_run() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        max_concurrent: 256,
+        ..config()
+    }));
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..200 {
+        let (host, done, started) = (host.clone(), done.clone(), started.clone());
+        tasks.push(tokio::spawn(async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            let outcome = host.hostile.call(burn(ROUNDS)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+            outcome
+        }));
+    }
+    while started.load(Ordering::SeqCst) < 200 {
+        tokio::task::yield_now().await;
+    }
+    let probe = host
+        .echo
+        .call(CallRequest::new("echo.echo", r#"{"text": "probe"}"#))
+        .await;
+    let finished_before_probe = done.load(Ordering::SeqCst);
+    let mut fuel = 0;
+    for task in tasks {
+        let outcome = task.await.expect("task");
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        fuel = outcome.usage.fuel_consumed;
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 200);
+    assert!(probe.result.is_ok(), "{:?}", probe.result);
+    eprintln!(
+        "probe: {finished_before_probe} of 200 CPU-bound calls finished first; probe wall {:?}; {fuel} fuel per CPU-bound call",
+        probe.usage.wall_time
+    );
+    assert!(
+        finished_before_probe < 200,
+        "the probe waited for every CPU-bound call ({finished_before_probe} finished first)"
+    );
+}
+
+/// Hold the only execution slot for `ms` milliseconds with an infinite loop.
+fn hold(host: &Arc<Host>, ms: u64) -> tokio::task::JoinHandle<warden_runtime::CallOutcome> {
+    let host = host.clone();
+    let limits = ToolLimits {
+        timeout_ms: Some(ms),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    tokio::spawn(async move {
+        host.hostile
+            .call(CallRequest::new("hostile.spin", "{}").limits(limits))
+            .await
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_calls_are_served_in_arrival_order() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        max_concurrent: 1,
+        ..config()
+    }));
+    let holder = hold(&host, 300);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut tasks = Vec::new();
+    for _ in 0..5 {
+        let host = host.clone();
+        tasks.push(tokio::spawn(async move {
+            let arrived = std::time::Instant::now();
+            let outcome = host.hostile("healthy", "{}").await;
+            (arrived, outcome)
+        }));
+        // Let this call join the queue before the next one arrives.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
+    let mut started = Vec::new();
+    for task in tasks {
+        let (arrived, outcome) = task.await.unwrap();
+        assert!(outcome.result.is_ok());
+        // When the call got its slot: arrival plus its time in the queue.
+        started.push(arrived + outcome.usage.queue_time);
+    }
+    assert!(
+        started.windows(2).all(|w| w[0] <= w[1]),
+        "calls got their slots out of arrival order: {started:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_host_refuses_after_the_queue_timeout_and_shutdown_refuses() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        max_concurrent: 1,
+        queue_timeout: Duration::from_millis(50),
+        ..config()
+    }));
+    let holder = hold(&host, 1_000);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let refused = host.hostile("healthy", "{}").await;
+    assert_eq!(
+        refused.result.unwrap_err(),
+        RuntimeError::HostUnavailable {
+            reason: Unavailable::Overloaded
+        }
+    );
+    assert!(refused.usage.queue_time >= Duration::from_millis(50));
+    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
+
+    host.runtime.shutdown();
+    let after = host.hostile("healthy", "{}").await;
+    assert_eq!(
+        after.result.unwrap_err(),
+        RuntimeError::HostUnavailable {
+            reason: Unavailable::ShuttingDown
+        }
+    );
+}

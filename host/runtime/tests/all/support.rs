@@ -1,0 +1,180 @@
+//! Shared helpers: built packages, runtimes, fake networks.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use warden_core::net::{
+    AuthNeeded, BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+};
+use warden_runtime::{
+    CallOutcome, CallRequest, CapabilitySpec, ComponentSpec, InstalledComponent, Limits, Runtime,
+    RuntimeConfig,
+};
+
+/// The workspace root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The `packages/echo` package.
+pub(crate) fn echo_dir() -> PathBuf {
+    root().join("packages/echo")
+}
+
+/// The hostile fixture package.
+pub(crate) fn hostile_dir() -> PathBuf {
+    root().join("tests/fixtures/packages/hostile")
+}
+
+/// A package directory as a [`ComponentSpec`]: its module and each tool's schemas and limits.
+pub(crate) fn package(dir: &Path) -> ComponentSpec<'static> {
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.join("manifest.toml")).expect("manifest.toml"))
+            .expect("manifest parses");
+    let module = manifest["runtime"]["module"]
+        .as_str()
+        .expect("runtime.module");
+    let wasm_path = dir.join(module);
+    let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| {
+        panic!(
+            "{} is missing ({e}): run `cargo xtask bundle` first",
+            wasm_path.display()
+        )
+    });
+    let schema = |tool: &toml::Table, key: &str| -> Option<Value> {
+        let path = dir.join(tool.get(key)?.as_str()?);
+        Some(serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("json"))
+    };
+    let mut spec = ComponentSpec::new(manifest["id"].as_str().expect("id"), wasm);
+    for tool in manifest["tools"].as_array().expect("tools") {
+        let tool = tool.as_table().expect("tool table");
+        let mut capability = CapabilitySpec::new(tool["id"].as_str().expect("tool id"));
+        capability.input_schema = schema(tool, "input_schema_ref");
+        capability.output_schema = schema(tool, "output_schema_ref");
+        spec = spec.with_capability(capability);
+    }
+    spec
+}
+
+/// The test configuration: a shared cache (so most runtimes compile nothing),
+/// a 5 s default deadline, a modest pool.
+pub(crate) fn config() -> RuntimeConfig {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| tempfile::tempdir().expect("tempdir"));
+    RuntimeConfig {
+        defaults: Limits {
+            timeout: Duration::from_secs(5),
+            ..Limits::DEFAULT
+        },
+        cache_dir: Some(cache.path().to_owned()),
+        max_concurrent: 32,
+        ..RuntimeConfig::default()
+    }
+}
+
+/// A runtime with echo and hostile installed.
+pub(crate) struct Host {
+    pub(crate) runtime: Runtime,
+    pub(crate) echo: InstalledComponent,
+    pub(crate) hostile: InstalledComponent,
+}
+
+impl Host {
+    pub(crate) fn new(config: RuntimeConfig) -> Host {
+        let runtime = Runtime::new(config).expect("runtime");
+        let echo = runtime.install(package(&echo_dir())).expect("install echo");
+        let hostile = runtime
+            .install(package(&hostile_dir()))
+            .expect("install hostile");
+        Host {
+            runtime,
+            echo,
+            hostile,
+        }
+    }
+
+    /// Call `hostile.<op>` with `input`.
+    pub(crate) async fn hostile(&self, op: &str, input: &str) -> CallOutcome {
+        self.hostile
+            .call(CallRequest::new(format!("hostile.{op}"), input))
+            .await
+    }
+
+    /// Call `echo.echo` and assert that it works.
+    pub(crate) async fn assert_echo_works(&self) {
+        let outcome = self
+            .echo
+            .call(CallRequest::new(
+                "echo.echo",
+                r#"{"text": "still here", "transform": "upper"}"#,
+            ))
+            .await;
+        let output = outcome
+            .result
+            .expect("echo succeeds after the previous call");
+        assert_eq!(output["text"], "STILL HERE");
+    }
+}
+
+/// A network that knows one credential (`hostile_token`) and one secret.
+pub(crate) struct FakeNetwork {
+    pub(crate) secret: &'static str,
+    pub(crate) configured: bool,
+    pub(crate) deny: bool,
+    pub(crate) seen: Mutex<Vec<(GuestRequest, Option<String>)>>,
+}
+
+impl FakeNetwork {
+    pub(crate) fn new(configured: bool, deny: bool) -> Arc<FakeNetwork> {
+        Arc::new(FakeNetwork {
+            secret: "s3cr3t",
+            configured,
+            deny,
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl CallNetwork for FakeNetwork {
+    fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
+        match (handle, self.configured) {
+            ("hostile_token", true) => Ok(()),
+            ("hostile_token", false) => Err(CredentialError::NotConfigured(AuthNeeded {
+                vendor: "example".into(),
+                scopes: vec!["records.read".into()],
+            })),
+            _ => Err(CredentialError::NotDeclared(handle.into())),
+        }
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: GuestRequest,
+        credential: Option<&'a str>,
+        _remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((request, credential.map(str::to_owned)));
+        Box::pin(async move {
+            if self.deny {
+                return Err(HttpError::Denied(format!(
+                    "api.example.com is not allowed (token {})",
+                    self.secret
+                )));
+            }
+            Ok(GuestResponse {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: br#"{"hello": "[REDACTED]"}"#.to_vec(),
+            })
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.replace(self.secret, "[REDACTED]")
+    }
+}
