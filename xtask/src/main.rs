@@ -6,10 +6,14 @@
 //!   `target/packages/`). `--check` only reports what is stale.
 //! - `check <package-dir>...`: validate manifests and print a summary per package.
 //! - `test [-- <cargo test args>]`: bundle what is stale, then run the whole suite.
+//! - `demo`: bundle, build `warden`, and call a tool through the host.
+//! - `bench-mcp`: the MCP round-trip benchmark of `warden serve`.
 
+mod bench_mcp;
 mod bundle;
 mod check;
 mod component;
+mod demo;
 mod digest;
 mod guests;
 mod test;
@@ -35,6 +39,10 @@ enum Command {
     },
     /// Bundle what is stale, then run fmt, clippy and the whole test suite.
     Test(test::Args),
+    /// Bundle, build `warden` and call a tool through the host.
+    Demo,
+    /// Benchmark the MCP round trip of `warden serve` over stdio.
+    BenchMcp(bench_mcp::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,6 +51,8 @@ fn main() -> std::process::ExitCode {
         Command::Bundle(args) => bundle::run(&args),
         Command::Check { dirs } => bundle::check_manifests(&dirs),
         Command::Test(args) => test::run(&args),
+        Command::BenchMcp(args) => bench_mcp::run(&args),
+        Command::Demo => demo::run(),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

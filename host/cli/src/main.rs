@@ -1,2 +1,47 @@
-//! The warden binary: CLI and MCP server.
-fn main() {}
+//! `warden`: run sandboxed WebAssembly tools from the command line, or serve
+//! them to an MCP client.
+//!
+//! ```text
+//! warden list
+//! warden call echo.echo --input '{"text": "hello", "transform": "upper"}'
+//! printf %s "$TOKEN" | warden secret set github github_runtime_token --scope repo
+//! warden serve            # MCP over stdio
+//! ```
+
+mod backend;
+mod cli;
+mod commands;
+mod render;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: starting the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr (stdout carries results, or MCP messages for `serve`);
+/// `RUST_LOG` tunes them.
+fn init_tracing(serving: bool) {
+    let default = if serving { "warn" } else { "error" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+}

@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum HostError {
     /// A manifest failed validation; the diagnostics name every problem.
-    #[error("{source}: invalid manifest\n{diagnostics}")]
+    #[error("{package}: invalid manifest\n{diagnostics}")]
     Manifest {
         /// Which package.
-        source: String,
+        package: String,
         /// Every problem found.
         diagnostics: Box<warden_manifest::Diagnostics>,
     },
     /// A package is malformed in a way the manifest layer does not cover.
-    #[error("{source}: {reason}")]
+    #[error("{package}: {reason}")]
     InvalidPackage {
         /// Which package.
-        source: String,
+        package: String,
         /// What is wrong.
         reason: String,
     },

@@ -51,6 +51,8 @@ pub struct LoadedPackage {
     pub package: Package,
     /// The component, for `[runtime] kind = "wasm"` packages.
     pub module: Option<Vec<u8>>,
+    /// Every file read, by package-relative path (to persist an installed copy).
+    pub files: BTreeMap<String, Vec<u8>>,
 }
 
 /// Read, verify and validate a package.
@@ -63,29 +65,31 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
             (PathBuf::from(p.name), p.files.iter().map(|f| (f.path.to_owned(), f.bytes.to_vec())).collect())
         }
     };
+    // The embedded bundle was verified above; an archive must carry its
+    // digest list; a directory is checked when it has one.
     match files.get(SUMS_FILE) {
         Some(sums) => verify_sums(&source.describe(), sums, &files)?,
-        None if !matches!(source, PackageSource::Dir(_)) => {
+        None if matches!(source, PackageSource::Archive(_)) => {
             return Err(HostError::Digest { package: source.describe(), path: SUMS_FILE.into() });
         }
         None => {}
     }
     let manifest = files
         .get("manifest.toml")
-        .ok_or_else(|| HostError::InvalidPackage { source: source.describe(), reason: "no manifest.toml".into() })?;
+        .ok_or_else(|| HostError::InvalidPackage { package: source.describe(), reason: "no manifest.toml".into() })?;
     let mem: MemFiles = files.iter().map(|(p, b)| (p.clone(), b.clone())).collect();
     let package = warden_manifest::load_from_files("manifest.toml", manifest, &root, &mem, opts)
-        .map_err(|diagnostics| HostError::Manifest { source: source.describe(), diagnostics: Box::new(diagnostics) })?;
+        .map_err(|diagnostics| HostError::Manifest { package: source.describe(), diagnostics: Box::new(diagnostics) })?;
     let module = match &package.implementation {
         Implementation::Wasm { module } => Some(files.get(module.as_str()).cloned().ok_or_else(|| {
             HostError::InvalidPackage {
-                source: source.describe(),
+                package: source.describe(),
                 reason: format!("module `{module}` is missing; run `cargo xtask bundle`"),
             }
         })?),
         _ => None,
     };
-    Ok(LoadedPackage { package, module })
+    Ok(LoadedPackage { package, module, files })
 }
 
 /// Check every line of a `SHA256SUMS` against the files.
@@ -141,7 +145,7 @@ fn read(path: &Path) -> Result<Vec<u8>, HostError> {
 
 /// Unpack a `.tar.gz` into memory, refusing unsafe or oversized entries.
 fn read_archive(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
-    let bad = |reason: String| HostError::InvalidPackage { source: path.display().to_string(), reason };
+    let bad = |reason: String| HostError::InvalidPackage { package: path.display().to_string(), reason };
     let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
     let gz = flate2::read::GzDecoder::new(file).take(MAX_ARCHIVE_BYTES);
     let mut archive = tar::Archive::new(gz);

@@ -1,0 +1,116 @@
+//! The MCP backend of `warden serve`: the host's Location as MCP tools.
+//!
+//! Calls arrive from a model, so their origin is `loop_run`. A call that
+//! needs approval is kept here (by approval id) until the client answers the
+//! elicitation, then resumed with exactly the input that was approved.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use warden_core::Origin;
+use warden_host::{ApprovalId, Catalog, Host, Invocation, InvokeOutcome, Location, Resolution};
+use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+use warden_registry::{GrantTerms, now_millis};
+
+/// The host and Location behind an MCP server.
+pub(crate) struct HostBackend {
+    host: Host,
+    location: Location,
+    /// Calls waiting for an approval, by approval id.
+    pending: Pending,
+}
+
+type Pending = Arc<Mutex<HashMap<String, Invocation>>>;
+
+impl HostBackend {
+    pub(crate) fn new(host: Host, location: Location) -> Arc<Self> {
+        Arc::new(HostBackend { host, location, pending: Pending::default() })
+    }
+}
+
+impl Backend for HostBackend {
+    fn tools(&self) -> Vec<ToolEntry> {
+        Catalog::from_snapshot(&self.location.snapshot())
+            .entries()
+            .iter()
+            .map(|entry| {
+                let tool = ToolEntry::new(entry.name.clone(), entry.description.clone(), entry.input_schema.clone())
+                    .with_hints(ToolHints {
+                        read_only: entry.read_only,
+                        destructive: entry.destructive,
+                        open_world: entry.open_world,
+                        idempotent: false,
+                    });
+                match &entry.output_schema {
+                    Some(schema) => tool.with_output_schema(schema.clone()),
+                    None => tool,
+                }
+            })
+            .collect()
+    }
+
+    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult> {
+        let (location, pending) = (self.location.clone(), self.pending.clone());
+        Box::pin(async move {
+            let invocation = Invocation::new(name, arguments, Origin::LoopRun);
+            match location.invoke(invocation.clone()).await {
+                Ok(InvokeOutcome::NeedsApproval(request)) => {
+                    let id = request.id.to_string();
+                    pending.lock().expect("pending lock").insert(id.clone(), invocation);
+                    CallResult::NeedsApproval {
+                        summary: format!("`{}` needs approval ({})", request.capability_id, request.rule),
+                        how_to_approve: format!(
+                            "run `warden approvals approve {id}` and call the tool again, or answer the approval prompt"
+                        ),
+                        approval_id: id,
+                    }
+                }
+                Ok(outcome) => result(outcome),
+                Err(error) => CallResult::Protocol(format!("host error: {error}")),
+            }
+        })
+    }
+
+    fn resolve(&self, approval_id: String, answer: ApprovalAnswer) -> BoxFuture<'static, CallResult> {
+        let (host, location, pending) = (self.host.clone(), self.location.clone(), self.pending.clone());
+        Box::pin(async move {
+            let Some(invocation) = pending.lock().expect("pending lock").remove(&approval_id) else {
+                return CallResult::Protocol(format!("no pending call for approval `{approval_id}`"));
+            };
+            let id = ApprovalId(approval_id);
+            let resolution = match answer {
+                ApprovalAnswer::ApproveOnce => Resolution::ApproveOnce,
+                ApprovalAnswer::ApproveAndGrant => Resolution::ApproveAndGrant(GrantTerms::default()),
+                ApprovalAnswer::Deny => Resolution::Deny,
+                ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
+            };
+            if let Err(error) = host.approvals().resolve(&id, resolution, now_millis()) {
+                return CallResult::Protocol(format!("resolving the approval: {error}"));
+            }
+            // A denial comes back from `resume` as a typed failure the model sees.
+            match location.resume(&id, invocation).await {
+                Ok(outcome) => result(outcome),
+                Err(error) => CallResult::Protocol(format!("host error: {error}")),
+            }
+        })
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.location.changes()
+    }
+}
+
+/// A finished outcome as an MCP result.
+fn result(outcome: InvokeOutcome) -> CallResult {
+    match outcome {
+        InvokeOutcome::Completed(done) => CallResult::Output { structured: done.output, text: done.text },
+        InvokeOutcome::Failed(failure) => {
+            CallResult::ToolError { code: failure.code().to_owned(), message: failure.message() }
+        }
+        InvokeOutcome::NeedsApproval(request) => CallResult::ToolError {
+            code: "approval_required".into(),
+            message: format!("`{}` needs a new approval (id {})", request.capability_id, request.id),
+        },
+    }
+}

@@ -1,0 +1,145 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Run sandboxed WebAssembly tools for AI agents.
+#[derive(Parser, Debug)]
+#[command(name = "warden", version, about)]
+pub(crate) struct Cli {
+    /// Where Warden keeps installed packages, approvals, secrets and its cache
+    /// (default: the platform's data directory).
+    #[arg(long, global = true, env = "WARDEN_DATA_DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Host configuration file (default: `<data-dir>/warden.toml` when it exists).
+    #[arg(long, global = true, env = "WARDEN_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    /// The Location (workspace) to act in.
+    #[arg(long, global = true, default_value = "default", env = "WARDEN_LOCATION")]
+    pub(crate) location: String,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// List the tools of the built-in and installed packages.
+    List,
+    /// Show a tool's schemas, prompt, effects, gates and credentials.
+    Describe {
+        /// Capability id (`github.get_repo`) or model name (`github_get_repo`).
+        tool: String,
+    },
+    /// Validate package directories and print their diagnostics.
+    Check {
+        /// Package directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+    /// Call a tool through authorization.
+    Call(CallArgs),
+    /// Install a package (a directory or a `.tar.gz` from `cargo xtask bundle`).
+    Install {
+        /// The package directory or archive.
+        path: PathBuf,
+    },
+    /// Manage credentials (values are read from a prompt or stdin, never argv).
+    #[command(subcommand)]
+    Secret(SecretCommand),
+    /// List and answer approval requests.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+    /// Serve the tools over MCP (stdio by default).
+    Serve {
+        /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CallArgs {
+    /// Capability id (`echo.echo`) or model name (`echo_echo`).
+    pub(crate) tool: String,
+    /// The input: JSON text, or `@path` to read it from a file (`@-` for stdin).
+    #[arg(long, short)]
+    pub(crate) input: String,
+    /// Who is calling. A person at a terminal is the `product` origin; use
+    /// `loop-run` to call as a model would.
+    #[arg(long, value_enum, default_value_t = OriginArg::Product)]
+    pub(crate) origin: OriginArg,
+    /// Approve this call once without asking (for scripts).
+    #[arg(long, conflicts_with = "resume")]
+    pub(crate) approve_once: bool,
+    /// Run a call approved earlier with `warden approvals approve <ID>` (same input).
+    #[arg(long, value_name = "APPROVAL_ID")]
+    pub(crate) resume: Option<String>,
+}
+
+/// Invocation origins.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum OriginArg {
+    /// The model, in an agent loop.
+    LoopRun,
+    /// A person, in the product.
+    Product,
+    /// An automation.
+    Automation,
+}
+
+impl From<OriginArg> for warden_core::Origin {
+    fn from(origin: OriginArg) -> Self {
+        match origin {
+            OriginArg::LoopRun => warden_core::Origin::LoopRun,
+            OriginArg::Product => warden_core::Origin::Product,
+            OriginArg::Automation => warden_core::Origin::Automation,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum SecretCommand {
+    /// Store a credential value (prompted for, or read from stdin).
+    Set(SecretKeyArgs),
+    /// List stored credentials (never their values).
+    List,
+    /// Remove a stored credential.
+    Rm(SecretKeyArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SecretKeyArgs {
+    /// Credential vendor (`github`).
+    pub(crate) vendor: String,
+    /// Credential handle the manifest declares (`github_runtime_token`).
+    pub(crate) handle: String,
+    /// Scopes the account has (repeatable).
+    #[arg(long = "scope")]
+    pub(crate) scopes: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ApprovalsCommand {
+    /// Pending approval requests of the Location.
+    List,
+    /// Approve a request (then run the call with `warden call ... --resume <ID>`).
+    Approve {
+        /// The approval id.
+        id: String,
+        /// Also grant future calls of this tool in this Location.
+        #[arg(long)]
+        grant: bool,
+    },
+    /// Deny a request.
+    Deny {
+        /// The approval id.
+        id: String,
+        /// Feedback the model sees.
+        #[arg(long)]
+        feedback: Option<String>,
+    },
+}

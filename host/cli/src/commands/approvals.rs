@@ -1,0 +1,54 @@
+//! `warden approvals list|approve|deny`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+use warden_host::{ApprovalId, Resolution};
+use warden_registry::{GrantTerms, LocationId, now_millis};
+
+use super::Context;
+use crate::cli::ApprovalsCommand;
+use crate::render;
+
+/// Run an `approvals` subcommand.
+pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
+    let host = cx.host()?;
+    let approvals = host.approvals();
+    match command {
+        ApprovalsCommand::List => {
+            let pending = approvals.pending(&LocationId::from(cx.location.as_str()))?;
+            if cx.json {
+                render::json(&pending);
+            } else if pending.is_empty() {
+                println!("no pending approvals in `{}`", cx.location);
+            } else {
+                for request in pending {
+                    println!("{}  {}  ({})  input: {}", request.id, request.capability_id, request.rule, request.input);
+                }
+            }
+        }
+        ApprovalsCommand::Approve { id, grant } => {
+            let resolution = if grant { Resolution::ApproveAndGrant(GrantTerms::default()) } else { Resolution::ApproveOnce };
+            let resolved = approvals.resolve(&ApprovalId(id.clone()), resolution, now_millis())?;
+            if cx.json {
+                render::json(&json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }));
+            } else {
+                println!("approved {id}; run the same call with `--resume {id}`");
+            }
+        }
+        ApprovalsCommand::Deny { id, feedback } => {
+            let resolution = match feedback {
+                Some(text) => Resolution::DenyWithFeedback(text),
+                None => Resolution::Deny,
+            };
+            let resolved = approvals.resolve(&ApprovalId(id.clone()), resolution, now_millis())?;
+            if cx.json {
+                render::json(&json!({ "approval_id": id, "state": resolved.state }));
+            } else {
+                println!("denied {id}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

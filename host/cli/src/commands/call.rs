@@ -1,0 +1,131 @@
+//! `warden call`: one invocation through authorization.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use serde_json::{Value, json};
+use warden_host::{ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution};
+use warden_registry::{GrantTerms, now_millis};
+
+use super::{Context, EXIT_PENDING};
+use crate::cli::CallArgs;
+use crate::render;
+
+/// Run `warden call`.
+pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
+    let input = read_input(&args.input)?;
+    let (host, location) = cx.open()?;
+    let invocation = Invocation::new(args.tool.clone(), input, args.origin.into());
+    let outcome = match &args.resume {
+        Some(id) => location.resume(&ApprovalId(id.clone()), invocation.clone()).await?,
+        None => location.invoke(invocation.clone()).await?,
+    };
+    let outcome = match outcome {
+        InvokeOutcome::NeedsApproval(request) => {
+            match decide(&request, args.approve_once)? {
+                Some(resolution) => {
+                    host.approvals().resolve(&request.id, resolution, now_millis())?;
+                    location.resume(&request.id, invocation).await?
+                }
+                None => return Ok(pending(cx, &request)),
+            }
+        }
+        other => other,
+    };
+    Ok(report(cx, outcome))
+}
+
+/// The input text: JSON, `@file` or `@-` (stdin).
+fn read_input(arg: &str) -> Result<Value> {
+    let text = match arg.strip_prefix('@') {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("reading the input from stdin")?;
+            text
+        }
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading the input from {path}"))?,
+        None => arg.to_owned(),
+    };
+    serde_json::from_str(&text).context("--input is not valid JSON")
+}
+
+/// Ask on the terminal, or approve once for `--approve-once`; `None` leaves it pending.
+fn decide(request: &ApprovalRequest, approve_once: bool) -> Result<Option<Resolution>> {
+    if approve_once {
+        return Ok(Some(Resolution::ApproveOnce));
+    }
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(None);
+    }
+    let mut err = std::io::stderr();
+    writeln!(err, "`{}` needs your approval ({}).", request.capability_id, request.rule)?;
+    writeln!(err, "input: {}", serde_json::to_string_pretty(&request.input)?)?;
+    write!(err, "Run it? [y]es once / [a]lways in this location / [N]o: ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(Some(match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Resolution::ApproveOnce,
+        "a" | "always" => Resolution::ApproveAndGrant(GrantTerms::default()),
+        _ => Resolution::Deny,
+    }))
+}
+
+fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
+    let how = format!("warden approvals approve {} && warden call ... --resume {}", request.id, request.id);
+    if cx.json {
+        render::json(&json!({
+            "status": "needs_approval",
+            "approval_id": request.id,
+            "capability_id": request.capability_id,
+            "rule": request.rule.to_string(),
+            "how_to_approve": how,
+        }));
+    } else {
+        eprintln!("`{}` needs approval ({}).", request.capability_id, request.rule);
+        eprintln!("approval id: {}", request.id);
+        eprintln!("approve it with `warden approvals approve {}`, then run the same call with `--resume {}`", request.id, request.id);
+    }
+    ExitCode::from(EXIT_PENDING)
+}
+
+fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
+    match outcome {
+        InvokeOutcome::Completed(done) => {
+            if cx.json {
+                render::json(&json!({
+                    "status": "ok",
+                    "capability_id": done.capability_id,
+                    "output": done.output,
+                    "truncated": done.truncation.is_some(),
+                    "usage": {
+                        "fuel": done.usage.fuel_consumed,
+                        "peak_memory_bytes": done.usage.peak_memory_bytes,
+                        "wall_time_us": done.usage.wall_time.as_micros() as u64,
+                        "http_requests": done.usage.http_requests,
+                    },
+                }));
+            } else {
+                println!("{}", done.text);
+            }
+            ExitCode::SUCCESS
+        }
+        InvokeOutcome::Failed(failure) => {
+            if cx.json {
+                render::json(&failure_json(&failure));
+            } else {
+                eprintln!("error[{}]: {}", failure.code(), failure.message());
+            }
+            ExitCode::FAILURE
+        }
+        InvokeOutcome::NeedsApproval(request) => {
+            // A resumed call never asks again; this is a fresh request.
+            pending(cx, &request)
+        }
+    }
+}
+
+fn failure_json(failure: &CallFailure) -> Value {
+    json!({ "status": "failed", "code": failure.code(), "message": failure.message() })
+}

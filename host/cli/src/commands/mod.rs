@@ -1,0 +1,92 @@
+//! One module per subcommand; this one opens the host they share.
+
+mod approvals;
+mod call;
+mod inspect;
+mod install;
+mod secret;
+mod serve;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use warden_host::{Host, HostConfig, Location, PackageSource};
+
+use crate::cli::{Cli, Command};
+use crate::settings::{self, Settings};
+
+/// Exit code of a call that waits for an approval.
+pub(crate) const EXIT_PENDING: u8 = 2;
+
+/// Global options every command gets.
+pub(crate) struct Context {
+    pub(crate) data_dir: PathBuf,
+    pub(crate) settings: Settings,
+    pub(crate) location: String,
+    pub(crate) json: bool,
+}
+
+impl Context {
+    /// Directory of installed packages.
+    pub(crate) fn packages_dir(&self) -> PathBuf {
+        self.data_dir.join("packages")
+    }
+
+    /// Build the host and open the Location, with the built-in packages and
+    /// then every installed one (an installed package replaces a built-in
+    /// one of the same id).
+    pub(crate) fn open(&self) -> Result<(Host, Location)> {
+        let host = self.host()?;
+        let location = host.open_location(&self.location);
+        location.install_embedded().context("installing the built-in packages")?;
+        for dir in installed_dirs(&self.packages_dir())? {
+            location.install(&PackageSource::Dir(dir.clone())).with_context(|| format!("loading {}", dir.display()))?;
+        }
+        Ok((host, location))
+    }
+
+    /// Build the host only (no packages).
+    pub(crate) fn host(&self) -> Result<Host> {
+        let config = HostConfig {
+            data_dir: Some(self.data_dir.clone()),
+            egress: self.settings.egress()?,
+            ..HostConfig::default()
+        };
+        Ok(Host::builder(config).resolver(self.settings.resolver()).build()?)
+    }
+}
+
+fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
+        if path.join("manifest.toml").is_file() {
+            dirs.push(path);
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Run the parsed command line.
+pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
+    let data_dir = settings::data_dir(cli.data_dir.as_deref())?;
+    let cx = Context {
+        settings: Settings::load(cli.config.as_deref(), &data_dir)?,
+        data_dir,
+        location: cli.location,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::List => inspect::list(&cx),
+        Command::Describe { tool } => inspect::describe(&cx, &tool),
+        Command::Check { dirs } => inspect::check(&cx, &dirs),
+        Command::Call(args) => call::run(&cx, args).await,
+        Command::Install { path } => install::run(&cx, &path),
+        Command::Secret(command) => secret::run(&cx, command),
+        Command::Approvals(command) => approvals::run(&cx, command),
+        Command::Serve { http } => serve::run(&cx, http).await,
+    }
+}

@@ -1,0 +1,117 @@
+//! Where the CLI keeps its data, and the host configuration file.
+//!
+//! `<data-dir>/warden.toml` (or `--config`) tunes the host. Every exception
+//! it grants is explicit and narrow:
+//!
+//! ```toml
+//! [egress]
+//! extra_roots = ["/etc/warden/private-ca.pem"]   # PEM files trusted besides the webpki roots
+//! allow_private = ["api.internal.example:443"]   # exact host:port that may resolve to a private address
+//! allow_plain_http = []                          # exact host:port that may use http://
+//!
+//! [resolve]                                      # DNS overrides (host -> addresses)
+//! "api.github.com" = ["127.0.0.1:8443"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use warden_egress::EgressConfig;
+use warden_egress::resolve::{OverrideResolver, Resolver, SystemResolver};
+
+/// The configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Settings {
+    #[serde(default)]
+    egress: EgressSettings,
+    #[serde(default)]
+    resolve: BTreeMap<String, Vec<SocketAddr>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EgressSettings {
+    #[serde(default)]
+    extra_roots: Vec<PathBuf>,
+    #[serde(default)]
+    allow_private: Vec<String>,
+    #[serde(default)]
+    allow_plain_http: Vec<String>,
+}
+
+/// The data directory: `--data-dir`, `$WARDEN_DATA_DIR`, or the platform's.
+pub(crate) fn data_dir(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_path_buf());
+    }
+    let dirs = directories::ProjectDirs::from("", "", "warden")
+        .context("no home directory to put Warden's data in; pass --data-dir")?;
+    Ok(dirs.data_dir().to_path_buf())
+}
+
+impl Settings {
+    /// Read `explicit`, or `<data_dir>/warden.toml` when it exists.
+    pub(crate) fn load(explicit: Option<&Path>, data_dir: &Path) -> Result<Settings> {
+        let path = match explicit {
+            Some(path) => path.to_path_buf(),
+            None => {
+                let default = data_dir.join("warden.toml");
+                if !default.is_file() {
+                    return Ok(Settings::default());
+                }
+                default
+            }
+        };
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("{}: invalid configuration", path.display()))
+    }
+
+    /// The egress configuration these settings describe.
+    pub(crate) fn egress(&self) -> Result<EgressConfig> {
+        let mut config = EgressConfig::default();
+        for root in &self.egress.extra_roots {
+            let pem = std::fs::read_to_string(root).with_context(|| format!("reading trust root {}", root.display()))?;
+            config = config.with_extra_root_pem(pem);
+        }
+        for target in &self.egress.allow_private {
+            let (host, port) = host_port(target)?;
+            config = config.allow_private_address(host, port);
+        }
+        for target in &self.egress.allow_plain_http {
+            let (host, port) = host_port(target)?;
+            config = config.allow_plain_http(host, port);
+        }
+        Ok(config)
+    }
+
+    /// The system resolver, with the `[resolve]` overrides in front of it.
+    pub(crate) fn resolver(&self) -> Arc<dyn Resolver> {
+        if self.resolve.is_empty() {
+            return Arc::new(SystemResolver);
+        }
+        let resolver = self
+            .resolve
+            .iter()
+            .fold(OverrideResolver::with_fallback(Arc::new(SystemResolver)), |r, (host, addrs)| {
+                r.with_socket(host, addrs.iter().copied())
+            });
+        Arc::new(resolver)
+    }
+}
+
+/// Parse an exact `host:port`.
+fn host_port(text: &str) -> Result<(&str, u16)> {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        bail!("`{text}`: expected an exact host:port");
+    };
+    let port = port.parse().with_context(|| format!("`{text}`: invalid port"))?;
+    if host.is_empty() || host.contains('*') {
+        bail!("`{text}`: the host must be a literal name");
+    }
+    Ok((host, port))
+}

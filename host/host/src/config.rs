@@ -1,0 +1,42 @@
+//! How a host is set up: where it keeps data, its limits, its egress.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use warden_egress::EgressConfig;
+use warden_registry::BoundConfig;
+use warden_runtime::RuntimeConfig;
+
+/// Everything a [`crate::Host`] is built from. Defaults are the safe ones:
+/// deny-by-default egress, HTTPS only, every runtime limit on.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Where the host keeps its approvals database, encrypted secrets,
+    /// compiled-component cache and spilled outputs. `None` keeps everything
+    /// in memory (stores) or in a temporary directory (spilled outputs).
+    pub data_dir: Option<PathBuf>,
+    /// Runtime limits, allocator and concurrency. `cache_dir` defaults to
+    /// `<data_dir>/cache` when unset.
+    pub runtime: RuntimeConfig,
+    /// Egress timeouts, body limits, trust roots and explicit exceptions.
+    pub egress: EgressConfig,
+    /// Capabilities reviewed for `loop_run = "ungated"`.
+    pub ungated_allowlist: Vec<String>,
+    /// Output bounding after execution. `spill_dir` defaults to `<data_dir>/outputs`.
+    pub bound: BoundConfig,
+    /// How long an approval's lease may wait to be used.
+    pub lease_ttl: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            data_dir: None,
+            runtime: RuntimeConfig::default(),
+            egress: EgressConfig::default(),
+            ungated_allowlist: warden_core::REVIEWED_UNGATED_LOOP_RUN.iter().map(|s| s.to_string()).collect(),
+            bound: BoundConfig::default(),
+            lease_ttl: Duration::from_secs(600),
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! [`Host`]: one per process or embedding; owns the shared services.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use warden_egress::Egress;
+use warden_egress::resolve::{Resolver, SystemResolver};
+use warden_egress::secrets::SecretStore;
+use warden_manifest::ValidationOptions;
+use warden_registry::{
+    ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder, SqliteStore,
+};
+use warden_runtime::Runtime;
+
+use crate::config::HostConfig;
+use crate::error::HostError;
+use crate::location::Location;
+
+/// The services every Location of a host shares.
+pub(crate) struct Shared {
+    pub(crate) runtime: Runtime,
+    pub(crate) egress: Egress,
+    pub(crate) approvals: Approvals,
+    pub(crate) authorizer: Authorizer,
+    pub(crate) bounder: OutputBounder,
+    pub(crate) validation: ValidationOptions,
+}
+
+/// A Warden host: build it once, open Locations, install packages into them,
+/// take snapshots and invoke tools.
+///
+/// Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Host {
+    shared: Arc<Shared>,
+    locations: Arc<Mutex<HashMap<String, Location>>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("runtime", &self.shared.runtime.config()).finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Host`] from a [`HostConfig`] and optional replacement services.
+#[must_use]
+pub struct HostBuilder {
+    config: HostConfig,
+    secrets: Option<Arc<dyn SecretStore>>,
+    approvals: Option<Arc<dyn ApprovalStore>>,
+    resolver: Option<Arc<dyn Resolver>>,
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl HostBuilder {
+    /// Use this secret store instead of the default (the encrypted file
+    /// store in the data dir, or memory without one).
+    pub fn secret_store(mut self, store: Arc<dyn SecretStore>) -> Self {
+        self.secrets = Some(store);
+        self
+    }
+
+    /// Use this approval store instead of the default (SQLite in the data
+    /// dir, or memory without one).
+    pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
+    }
+
+    /// Resolve DNS through `resolver` (tests use an override map).
+    pub fn resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Create the host: the engine, the stores and the egress client.
+    pub fn build(self) -> Result<Host, HostError> {
+        let HostConfig { data_dir, mut runtime, egress, ungated_allowlist, mut bound, lease_ttl } = self.config;
+        if let Some(dir) = &data_dir {
+            std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+            runtime.cache_dir.get_or_insert_with(|| dir.join("cache"));
+            bound.spill_dir.get_or_insert_with(|| dir.join("outputs"));
+        }
+        let secrets = match (self.secrets, &data_dir) {
+            (Some(store), _) => store,
+            (None, Some(dir)) => default_secret_store(dir)?,
+            (None, None) => Arc::new(warden_egress::secrets::MemoryStore::new()),
+        };
+        let approval_store: Arc<dyn ApprovalStore> = match (self.approvals, &data_dir) {
+            (Some(store), _) => store,
+            (None, Some(dir)) => {
+                let path = dir.join("approvals.sqlite3");
+                Arc::new(SqliteStore::open(&path).map_err(|e| HostError::Approval(e.into()))?)
+            }
+            (None, None) => Arc::new(MemoryStore::new()),
+        };
+        let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
+        let validation = ungated_allowlist
+            .iter()
+            .fold(ValidationOptions::default().require_module(true), |opts, id| opts.allow_ungated_loop_run(id.clone()));
+        let shared = Shared {
+            runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
+            egress: Egress::new(egress, secrets, resolver)?,
+            approvals: Approvals::new(approval_store, ApprovalConfig { lease_ttl, ..ApprovalConfig::default() }),
+            authorizer: Authorizer::new(ungated_allowlist),
+            bounder: OutputBounder::new(bound),
+            validation,
+        };
+        Ok(Host { shared: Arc::new(shared), locations: Arc::default() })
+    }
+}
+
+/// Environment variable that holds the secret store's key (hex or base64)
+/// instead of the key file.
+pub const SECRET_KEY_ENV: &str = "WARDEN_SECRET_KEY";
+
+/// The encrypted file store `<data_dir>/secrets.enc`, keyed by
+/// `$WARDEN_SECRET_KEY` or the 0600 file `<data_dir>/secret.key`.
+fn default_secret_store(dir: &Path) -> Result<Arc<dyn SecretStore>, HostError> {
+    use warden_egress::secrets::{EncryptedFileStore, KeySource};
+    let key = match std::env::var_os(SECRET_KEY_ENV) {
+        Some(_) => KeySource::Env(SECRET_KEY_ENV.to_owned()),
+        None => KeySource::File(dir.join("secret.key")),
+    };
+    let store = EncryptedFileStore::open(dir.join("secrets.enc"), key).map_err(warden_egress::EgressError::Secret)?;
+    Ok(Arc::new(store))
+}
+
+impl Host {
+    /// Start building a host from `config`.
+    pub fn builder(config: HostConfig) -> HostBuilder {
+        HostBuilder { config, secrets: None, approvals: None, resolver: None }
+    }
+
+    /// Open (or return the already open) Location `id`. Each Location has its
+    /// own registry; nothing is process-global.
+    pub fn open_location(&self, id: &str) -> Location {
+        let mut locations = self.locations.lock().expect("locations lock");
+        locations
+            .entry(id.to_owned())
+            .or_insert_with(|| Location::new(LocationId::from(id), self.shared.clone()))
+            .clone()
+    }
+
+    /// The Location `id`, if open.
+    pub fn location(&self, id: &str) -> Result<Location, HostError> {
+        let locations = self.locations.lock().expect("locations lock");
+        locations.get(id).cloned().ok_or_else(|| HostError::UnknownLocation(id.to_owned()))
+    }
+
+    /// The secret store (to set or remove credentials).
+    pub fn secrets(&self) -> &Arc<dyn SecretStore> {
+        self.shared.egress.store()
+    }
+
+    /// Approvals: list, resolve.
+    pub fn approvals(&self) -> &Approvals {
+        &self.shared.approvals
+    }
+
+    /// The runtime (install statistics, allocator in use).
+    pub fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+
+    /// The validation options packages are checked with.
+    pub fn validation(&self) -> &ValidationOptions {
+        &self.shared.validation
+    }
+}

@@ -1,0 +1,138 @@
+//! One call, end to end: lookup -> input check -> authorize -> run -> bound.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use warden_core::net::CallNetwork;
+use warden_registry::{
+    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot, ToolPolicy,
+    name, now_millis,
+};
+use warden_runtime::{CallRequest, Unavailable};
+
+use crate::error::HostError;
+use crate::location::{Binding, Location};
+use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+
+impl Location {
+    /// Invoke a tool from a fresh snapshot.
+    pub async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
+        let snapshot = self.snapshot();
+        self.invoke_in(&snapshot, invocation).await
+    }
+
+    /// Invoke a tool as `snapshot` captured it (the tools one model request
+    /// advertised). Input is checked before anyone is asked to approve it.
+    pub async fn invoke_in(&self, snapshot: &Snapshot, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
+        let Some((tool, binding)) = find(snapshot, &invocation.tool) else {
+            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool { name: invocation.tool }));
+        };
+        if let Err(error) = binding.component.check_input(&binding.capability.id, &invocation.input.to_string()) {
+            return Ok(InvokeOutcome::Failed(CallFailure::Runtime { error, usage: Default::default(), logs: Vec::new() }));
+        }
+        let call = self.call_of(&binding.capability.id, &invocation);
+        let policy = ToolPolicy::from(tool.def());
+        match self.shared.approvals.check(&self.shared.authorizer, &policy, &call, now_millis()) {
+            Ok(Gate::Run(rule)) => Ok(self.dispatch(binding, &invocation, AuthorizedBy::Rule(rule)).await),
+            Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
+            Err(error) => refused(error),
+        }
+    }
+
+    /// Run a call a person approved. The input must be exactly what was
+    /// approved (the fingerprint is recomputed); the lease is claimed
+    /// atomically, so the call runs at most once however often it is resumed.
+    pub async fn resume(&self, approval: &ApprovalId, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
+        let snapshot = self.snapshot();
+        let Some((_, binding)) = find(&snapshot, &invocation.tool) else {
+            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool { name: invocation.tool }));
+        };
+        let call = self.call_of(&binding.capability.id, &invocation);
+        match self.shared.approvals.resume(approval, &call, now_millis()) {
+            Ok(dispatch) => Ok(self.dispatch(binding, &invocation, AuthorizedBy::Approval(dispatch.approval_id)).await),
+            Err(error) => refused(error),
+        }
+    }
+
+    fn call_of(&self, capability_id: &str, invocation: &Invocation) -> Call {
+        let mut scope = InvocationScope { location: self.id.clone(), session: None };
+        scope.session.clone_from(&invocation.session);
+        Call { capability_id: capability_id.to_owned(), scope, origin: invocation.origin, input: invocation.input.clone() }
+    }
+
+    /// Execute an authorized call: stage this capability's credentials, run
+    /// the component, bound the output.
+    async fn dispatch(&self, binding: &Binding, invocation: &Invocation, authorized_by: AuthorizedBy) -> InvokeOutcome {
+        let capability = &binding.capability;
+        let session = match self.shared.egress.session(
+            &capability.id,
+            &binding.extension_id,
+            &capability.credentials,
+            &capability.network_targets,
+            capability.max_egress_bytes.unwrap_or(u64::MAX),
+        ) {
+            Ok(session) => Arc::new(session),
+            Err(error) => {
+                tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
+                return InvokeOutcome::Failed(CallFailure::Runtime {
+                    error: warden_runtime::RuntimeError::HostUnavailable { reason: Unavailable::NetworkSetup },
+                    usage: Default::default(),
+                    logs: Vec::new(),
+                });
+            }
+        };
+        let network: Arc<dyn CallNetwork> = session;
+        let request = CallRequest::new(capability.id.clone(), invocation.input.to_string())
+            .call_id(invocation.call_id.clone().unwrap_or_else(next_call_id))
+            .origin(invocation.origin)
+            .network(network);
+        let outcome = binding.component.call(request).await;
+        match outcome.result {
+            Ok(output) => {
+                let rendered = serde_json::to_string_pretty(&output).unwrap_or_default();
+                let (text, truncation) = match self.shared.bounder.bound(&rendered) {
+                    Ok(bounded) => (bounded.text, bounded.truncation),
+                    Err(error) => {
+                        tracing::warn!(%error, "could not keep the full output; sending it uncut");
+                        (rendered, None)
+                    }
+                };
+                InvokeOutcome::Completed(Completed {
+                    capability_id: capability.id.clone(),
+                    output,
+                    text,
+                    truncation,
+                    usage: outcome.usage,
+                    logs: outcome.logs,
+                    authorized_by,
+                })
+            }
+            Err(error) => InvokeOutcome::Failed(CallFailure::Runtime { error, usage: outcome.usage, logs: outcome.logs }),
+        }
+    }
+}
+
+/// Find a tool by model name, or by capability id (`github.get_repo`
+/// flattens to the same model name).
+fn find<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<(&'s Arc<RegisteredTool>, &'s Binding)> {
+    let found = snapshot.lookup(tool).or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
+    let binding = found.def().executor.payload::<Binding>()?;
+    Some((found, binding))
+}
+
+/// Typed refusals become tool failures, and so does an approval that cannot
+/// be used (unknown, still pending, already used); store defects and
+/// interruptions stay errors: they are never the tool's failure.
+fn refused(error: ApprovalError) -> Result<InvokeOutcome, HostError> {
+    match error.into_tool_failure() {
+        Ok(failure) => Ok(InvokeOutcome::Failed(CallFailure::Refused(failure))),
+        Err(error @ (ApprovalError::Store(_) | ApprovalError::Interrupted)) => Err(HostError::Approval(error)),
+        Err(unusable) => Ok(InvokeOutcome::Failed(CallFailure::Approval(unusable))),
+    }
+}
+
+/// A process-unique call id.
+fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("call-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}

@@ -1,0 +1,143 @@
+//! What an invocation asks for and what it ends with.
+
+use serde_json::Value;
+use warden_core::Origin;
+use warden_registry::{ApprovalError, ApprovalId, ApprovalRequest, Rule, ToolFailure, Truncation};
+use warden_runtime::{LogEntry, RuntimeError, Usage};
+
+/// One call of a tool, as a model or product makes it.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The model-facing name (`github_get_repo`) or the capability id (`github.get_repo`).
+    pub tool: String,
+    /// The input JSON.
+    pub input: Value,
+    /// Who calls.
+    pub origin: Origin,
+    /// The session within the Location, scoping grants; `None` for Location-wide.
+    pub session: Option<String>,
+    /// The caller's id for this call (a fresh one is made when `None`).
+    pub call_id: Option<String>,
+}
+
+impl Invocation {
+    /// A call of `tool` with `input` from `origin`, Location-wide.
+    pub fn new(tool: impl Into<String>, input: Value, origin: Origin) -> Self {
+        Invocation { tool: tool.into(), input, origin, session: None, call_id: None }
+    }
+}
+
+/// How an invocation ended. Host defects are not here: they are the `Err` of
+/// [`crate::Location::invoke`].
+#[derive(Debug)]
+pub enum InvokeOutcome {
+    /// The tool ran and returned valid output.
+    Completed(Completed),
+    /// A person must approve first; resume with [`crate::Location::resume`].
+    NeedsApproval(Box<ApprovalRequest>),
+    /// The call was refused or the tool failed; the model sees the code and message.
+    Failed(CallFailure),
+}
+
+/// A successful call.
+#[derive(Debug)]
+pub struct Completed {
+    /// The capability that ran.
+    pub capability_id: String,
+    /// The output JSON, validated against the output schema.
+    pub output: Value,
+    /// The output as text for a model, bounded (head + tail when cut).
+    pub text: String,
+    /// Set when `text` was cut; says where the full output was kept.
+    pub truncation: Option<Truncation>,
+    /// What the call consumed.
+    pub usage: Usage,
+    /// Guest log entries (redacted, bounded).
+    pub logs: Vec<LogEntry>,
+    /// What let it run: the authorization rule, or the approval a person gave.
+    pub authorized_by: AuthorizedBy,
+}
+
+/// What let a call run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthorizedBy {
+    /// Authorization allowed it outright (the rule says which clause).
+    Rule(Rule),
+    /// A person approved it; the lease of this approval was claimed.
+    Approval(ApprovalId),
+}
+
+/// Why a call produced no output.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// No tool of that name in the snapshot.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// Authorization or the approval refused the call (denied, declined,
+    /// dismissed, input changed, expired).
+    Refused(ToolFailure),
+    /// The approval named on a resume cannot be used: unknown, not yet
+    /// answered, or already used by the one dispatch it allows.
+    Approval(ApprovalError),
+    /// The runtime refused the input or the guest failed; usage is still reported.
+    Runtime {
+        /// The typed error.
+        error: RuntimeError,
+        /// What the call consumed.
+        usage: Usage,
+        /// Guest log entries.
+        logs: Vec<LogEntry>,
+    },
+}
+
+impl CallFailure {
+    /// A stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CallFailure::UnknownTool { .. } => "unknown_tool",
+            CallFailure::Refused(failure) => refusal_code(failure),
+            CallFailure::Approval(error) => match error {
+                ApprovalError::AlreadyDispatched(_) => "approval_already_used",
+                ApprovalError::Pending(_) => "approval_pending",
+                ApprovalError::NotFound(_) => "approval_not_found",
+                _ => "approval_unusable",
+            },
+            CallFailure::Runtime { error, .. } => error.code(),
+        }
+    }
+
+    /// A message fit for a model (no secrets, bounded by the layers below).
+    pub fn message(&self) -> String {
+        match self {
+            CallFailure::UnknownTool { name } => format!("no tool named `{name}` is available"),
+            CallFailure::Refused(failure) => match failure {
+                ToolFailure::Declined { feedback: Some(feedback), .. } => {
+                    format!("the user declined this call: {feedback}")
+                }
+                other => other.to_string(),
+            },
+            CallFailure::Approval(error) => error.to_string(),
+            CallFailure::Runtime { error, .. } => error.to_string(),
+        }
+    }
+}
+
+fn refusal_code(failure: &ToolFailure) -> &'static str {
+    match failure {
+        ToolFailure::Denied { .. } => "not_permitted",
+        ToolFailure::Declined { .. } => "user_declined",
+        ToolFailure::Dismissed { .. } => "user_dismissed",
+        ToolFailure::InputChanged { .. } => "approval_input_changed",
+        ToolFailure::ApprovalExpired { .. } => "approval_expired",
+        _ => "refused",
+    }
+}
+
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}

@@ -1,0 +1,80 @@
+//! Approvals through the host: pending across a restart, resumed once.
+
+use serde_json::json;
+use warden_host::{AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, Resolution};
+use warden_registry::{ToolFailure, now_millis};
+
+fn host(dir: &std::path::Path) -> Host {
+    Host::builder(HostConfig { data_dir: Some(dir.to_path_buf()), ..HostConfig::default() }).build().unwrap()
+}
+
+fn echo_from_automation() -> Invocation {
+    // echo's gate for automation is gated_unless_granted: it asks.
+    Invocation::new("echo.echo", json!({ "text": "approved" }), Origin::Automation)
+}
+
+#[tokio::test]
+async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
+    let data = tempfile::tempdir().unwrap();
+    let id = {
+        let host = host(data.path());
+        let location = host.open_location("p");
+        location.install_embedded().unwrap();
+        let InvokeOutcome::NeedsApproval(request) = location.invoke(echo_from_automation()).await.unwrap() else {
+            panic!("automation must ask")
+        };
+        request.id
+    };
+    // A new host process on the same data dir.
+    let host = host(data.path());
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    assert!(host.approvals().pending(&"p".into()).unwrap().iter().any(|r| r.id == id));
+    host.approvals().resolve(&id, Resolution::ApproveOnce, now_millis()).unwrap();
+
+    let mut changed = echo_from_automation();
+    changed.input = json!({ "text": "something else" });
+    let InvokeOutcome::Failed(CallFailure::Refused(ToolFailure::InputChanged { .. })) =
+        location.resume(&id, changed).await.unwrap()
+    else {
+        panic!("a changed input is refused")
+    };
+
+    let InvokeOutcome::Completed(done) = location.resume(&id, echo_from_automation()).await.unwrap() else {
+        panic!("the approved call runs")
+    };
+    assert_eq!(done.authorized_by, AuthorizedBy::Approval(id.clone()));
+    let InvokeOutcome::Failed(CallFailure::Approval(_)) = location.resume(&id, echo_from_automation()).await.unwrap()
+    else {
+        panic!("the lease is spent")
+    };
+}
+
+#[tokio::test]
+async fn a_denial_with_feedback_is_a_failure_the_model_sees() {
+    let data = tempfile::tempdir().unwrap();
+    let host = host(data.path());
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(echo_from_automation()).await.unwrap() else {
+        panic!("asks")
+    };
+    host.approvals().resolve(&request.id, Resolution::DenyWithFeedback("use a shorter text".into()), now_millis()).unwrap();
+    let InvokeOutcome::Failed(failure) = location.resume(&request.id, echo_from_automation()).await.unwrap() else {
+        panic!("declined")
+    };
+    assert_eq!(failure.code(), "user_declined");
+    assert!(failure.message().contains("use a shorter text"));
+}
+
+#[tokio::test]
+async fn invalid_input_never_reaches_an_approval() {
+    let data = tempfile::tempdir().unwrap();
+    let host = host(data.path());
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let call = Invocation::new("echo.echo", json!({ "text": 1 }), Origin::Automation);
+    let InvokeOutcome::Failed(failure) = location.invoke(call).await.unwrap() else { panic!("invalid") };
+    assert_eq!(failure.code(), "invalid_input");
+    assert!(host.approvals().pending(&"p".into()).unwrap().is_empty());
+}
