@@ -1,30 +1,43 @@
 //! The CLI on the built-in packages: list, describe, check, call echo.
 
-use warden_tests::Warden;
-
 #[test]
 fn list_shows_the_built_in_tools() {
-    let warden = Warden::new();
+    let warden = crate::warden();
     let run = warden.run(&["--json", "list"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let names: Vec<String> = run.json().as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    let names: Vec<String> = run
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
     assert!(names.contains(&"echo_echo".to_owned()), "{names:?}");
     assert!(names.contains(&"github_get_repo".to_owned()), "{names:?}");
 }
 
 #[test]
 fn call_echo_runs_through_the_host() {
-    let warden = Warden::new();
-    let run = warden.run(&["--json", "call", "echo.echo", "--input", r#"{"text": "Hello", "transform": "reverse"}"#]);
+    let warden = crate::warden();
+    let run = warden.run(&[
+        "--json",
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"text": "Hello", "transform": "reverse"}"#,
+    ]);
     assert_eq!(run.code, 0, "{run:?}");
     let out = run.json();
     assert_eq!(out["status"], "ok");
-    assert_eq!(out["output"], serde_json::json!({ "text": "olleH", "chars": 5 }));
+    assert_eq!(
+        out["output"],
+        serde_json::json!({ "text": "olleH", "chars": 5 })
+    );
 }
 
 #[test]
 fn invalid_input_is_refused_with_its_pointer() {
-    let warden = Warden::new();
+    let warden = crate::warden();
     let run = warden.run(&["--json", "call", "echo_echo", "--input", r#"{"text": 5}"#]);
     assert_eq!(run.code, 1, "{run:?}");
     let out = run.json();
@@ -34,27 +47,42 @@ fn invalid_input_is_refused_with_its_pointer() {
 
 #[test]
 fn describe_shows_gates_and_credentials() {
-    let warden = Warden::new();
+    let warden = crate::warden();
     let run = warden.run(&["--json", "describe", "github.create_issue"]);
     assert_eq!(run.code, 0, "{run:?}");
     let out = run.json();
     assert_eq!(out["default_permission"], "ask");
-    assert!(out["effects"].as_array().unwrap().contains(&serde_json::json!("external_write")));
+    assert!(
+        out["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("external_write"))
+    );
     assert_eq!(out["credentials"][0]["vendor"], "github");
-    assert_eq!(out["origin_gate_matrix"]["loop_run"], "gated_unless_granted");
+    assert_eq!(
+        out["origin_gate_matrix"]["loop_run"],
+        "gated_unless_granted"
+    );
 }
 
 #[test]
 fn check_reports_an_invalid_package_and_passes_a_valid_one() {
-    let warden = Warden::new();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let warden = crate::warden();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let ok = warden.run(&["check", root.join("packages/echo").to_str().unwrap()]);
     assert_eq!(ok.code, 0, "{ok:?}");
     assert!(ok.stdout.contains("echo 0.1.0"), "{ok:?}");
 
     let bad = tempfile::tempdir().unwrap();
-    std::fs::write(bad.path().join("manifest.toml"), "schema_version = \"reborn.extension_manifest.v3\"\nid = \"Bad/Id\"\n").unwrap();
+    std::fs::write(
+        bad.path().join("manifest.toml"),
+        "schema_version = \"reborn.extension_manifest.v3\"\nid = \"Bad/Id\"\n",
+    )
+    .unwrap();
     let run = warden.run(&["check", bad.path().to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("manifest.toml:2"), "diagnostic names the line: {run:?}");
+    assert!(
+        run.stderr.contains("manifest.toml:2"),
+        "diagnostic names the line: {run:?}"
+    );
 }

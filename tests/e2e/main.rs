@@ -3,3 +3,9 @@
 
 mod cli;
 mod github;
+mod mcp;
+
+/// A fresh data directory for the `warden` binary cargo built for this test.
+fn warden() -> warden_tests::Warden {
+    warden_tests::Warden::new(env!("CARGO_BIN_EXE_warden"))
+}

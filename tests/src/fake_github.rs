@@ -19,7 +19,9 @@ impl FakeGitHub {
     /// Start it on 127.0.0.1 with a certificate for `api.github.com`.
     pub async fn start() -> FakeGitHub {
         let ca = TestCa::new();
-        let server = TestServer::start(&ca, &["api.github.com"], respond).await.expect("fake GitHub starts");
+        let server = TestServer::start(&ca, &["api.github.com"], respond)
+            .await
+            .expect("fake GitHub starts");
         FakeGitHub { ca, server }
     }
 
@@ -30,7 +32,10 @@ impl FakeGitHub {
 
     /// How many requests with `method` to `path` arrived.
     pub fn count(&self, method: &str, path: &str) -> usize {
-        self.requests().iter().filter(|r| r.method == method && r.target.split('?').next() == Some(path)).count()
+        self.requests()
+            .iter()
+            .filter(|r| r.method == method && r.target.split('?').next() == Some(path))
+            .count()
     }
 
     /// Point `warden` at this server: trust its CA, resolve `api.github.com`
@@ -47,7 +52,10 @@ impl FakeGitHub {
 
 fn respond(request: &RecordedRequest) -> TestResponse {
     if request.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
-        return json_status(401, &json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest" }));
+        return json_status(
+            401,
+            &json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest" }),
+        );
     }
     let path = request.target.split('?').next().unwrap_or_default();
     match (request.method.as_str(), path) {
@@ -62,7 +70,10 @@ fn respond(request: &RecordedRequest) -> TestResponse {
 }
 
 fn json_status(status: u16, body: &serde_json::Value) -> TestResponse {
-    TestResponse { status, ..TestResponse::json(body) }
+    TestResponse {
+        status,
+        ..TestResponse::json(body)
+    }
 }
 
 fn repo() -> serde_json::Value {

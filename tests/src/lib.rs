@@ -11,4 +11,4 @@ mod fake_github;
 mod warden;
 
 pub use fake_github::{FakeGitHub, TOKEN};
-pub use warden::{Run, Warden, binary};
+pub use warden::{Run, Warden};

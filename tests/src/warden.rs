@@ -3,30 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-
-/// The `warden` binary, built once per test run (`cargo build -p warden`).
-pub fn binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "warden"])
-            .current_dir(root)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building warden failed");
-        // Tests run from <target>/debug/deps/; the binary is in <target>/debug/.
-        let exe = std::env::current_exe().expect("test executable");
-        let dir = exe.parent().and_then(Path::parent).expect("target profile dir");
-        dir.join("warden")
-    })
-}
 
 /// A data directory and the commands run against it.
 #[derive(Debug)]
 pub struct Warden {
+    binary: PathBuf,
     dir: tempfile::TempDir,
 }
 
@@ -44,7 +25,8 @@ pub struct Run {
 impl Run {
     /// stdout parsed as JSON.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{self:?}"))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{self:?}"))
     }
 
     /// Everything printed.
@@ -53,16 +35,14 @@ impl Run {
     }
 }
 
-impl Default for Warden {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Warden {
-    /// A fresh data directory.
-    pub fn new() -> Self {
-        Warden { dir: tempfile::tempdir().expect("temp dir") }
+    /// A fresh data directory for the `warden` binary at `binary`
+    /// (an integration test passes `env!("CARGO_BIN_EXE_warden")`).
+    pub fn new(binary: impl Into<PathBuf>) -> Self {
+        Warden {
+            binary: binary.into(),
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     /// The data directory.
@@ -77,7 +57,7 @@ impl Warden {
 
     /// A command with `--data-dir` set, for callers that drive the process themselves.
     pub fn command(&self) -> Command {
-        let mut command = Command::new(binary());
+        let mut command = Command::new(&self.binary);
         command.arg("--data-dir").arg(self.dir.path());
         command
     }
@@ -92,7 +72,12 @@ impl Warden {
             .stderr(Stdio::piped())
             .spawn()
             .expect("warden starts");
-        child.stdin.take().expect("piped").write_all(stdin.as_bytes()).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
         finish(child.wait_with_output().expect("warden finishes"))
     }
 

@@ -60,7 +60,12 @@ impl Server {
                 }
             }
         });
-        Ok(Server { child, stdin, lines, next_id: 1 })
+        Ok(Server {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+        })
     }
 
     fn send(&mut self, method: &str, params: Value) -> Result<u64> {
@@ -72,14 +77,21 @@ impl Server {
     }
 
     fn notify(&mut self, method: &str) -> Result<()> {
-        writeln!(self.stdin, "{}", json!({ "jsonrpc": "2.0", "method": method }))?;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({ "jsonrpc": "2.0", "method": method })
+        )?;
         Ok(())
     }
 
     /// The next response (notifications are skipped).
     fn response(&self) -> Result<Value> {
         loop {
-            let value = self.lines.recv_timeout(Duration::from_secs(30)).context("no answer from warden serve")?;
+            let value = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .context("no answer from warden serve")?;
             if value.get("id").is_some() {
                 if let Some(error) = value.get("error") {
                     bail!("JSON-RPC error: {error}");
@@ -104,15 +116,27 @@ impl Server {
 
     fn cpu(&self) -> Result<Duration> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        let fields: Vec<&str> = stat.rsplit_once(')').context("stat format")?.1.split_whitespace().collect();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("stat format")?
+            .1
+            .split_whitespace()
+            .collect();
         let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
         Ok(Duration::from_secs_f64(ticks as f64 / 100.0))
     }
 
     fn peak_rss_kib(&self) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("VmHWM")?;
-        Ok(line.split_whitespace().nth(1).context("VmHWM value")?.parse()?)
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .context("VmHWM")?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .context("VmHWM value")?
+            .parse()?)
     }
 }
 
@@ -163,7 +187,11 @@ fn sequential(server: &mut Server, calls: usize) -> Result<Phase> {
         latencies.push(sent.elapsed());
         check_echo(&answer)?;
     }
-    Ok(Phase { latencies, elapsed: start.elapsed(), cpu: server.cpu()? - cpu })
+    Ok(Phase {
+        latencies,
+        elapsed: start.elapsed(),
+        cpu: server.cpu()? - cpu,
+    })
 }
 
 fn concurrent(server: &mut Server, calls: usize, inflight: usize) -> Result<Phase> {
@@ -180,14 +208,27 @@ fn concurrent(server: &mut Server, calls: usize, inflight: usize) -> Result<Phas
         }
         let answer = server.response()?;
         let id = answer["id"].as_u64().context("response id")?;
-        latencies.push(sent_at.remove(&id).context("unknown response id")?.elapsed());
+        latencies.push(
+            sent_at
+                .remove(&id)
+                .context("unknown response id")?
+                .elapsed(),
+        );
         check_echo(&answer)?;
     }
-    Ok(Phase { latencies, elapsed: start.elapsed(), cpu: server.cpu()? - cpu })
+    Ok(Phase {
+        latencies,
+        elapsed: start.elapsed(),
+        cpu: server.cpu()? - cpu,
+    })
 }
 
 fn check_echo(answer: &Value) -> Result<()> {
-    if answer["result"]["isError"] == json!(true) || answer["result"]["structuredContent"]["text"].as_str().is_none() {
+    if answer["result"]["isError"] == json!(true)
+        || answer["result"]["structuredContent"]["text"]
+            .as_str()
+            .is_none()
+    {
         bail!("echo call failed: {answer}");
     }
     Ok(())
@@ -198,7 +239,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let binary = match &args.binary {
         Some(path) => path.clone(),
         None => {
-            let status = workspace::cargo().args(["build", "--release", "-p", "warden"]).status()?;
+            let status = workspace::cargo()
+                .args(["build", "--release", "-p", "warden"])
+                .status()?;
             if !status.success() {
                 bail!("building warden failed");
             }
@@ -222,14 +265,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     for i in 0..50 {
         check_echo(&server.request("tools/call", echo_call(i))?)?;
     }
-    println!("spawn to tools/list (warm cache): {:.1} ms ({count} tools)", to_list.as_secs_f64() * 1e3);
+    println!(
+        "spawn to tools/list (warm cache): {:.1} ms ({count} tools)",
+        to_list.as_secs_f64() * 1e3
+    );
     println!();
     println!("| phase | calls | p50 | p99 | calls/s | server CPU/call |");
     println!("|---|---|---|---|---|---|");
     sequential(&mut server, args.calls)?.print("sequential");
-    concurrent(&mut server, args.calls, args.inflight)?.print(&format!("{} in flight", args.inflight));
+    concurrent(&mut server, args.calls, args.inflight)?
+        .print(&format!("{} in flight", args.inflight));
     println!();
-    println!("peak RSS: {:.1} MiB", server.peak_rss_kib()? as f64 / 1024.0);
+    println!(
+        "peak RSS: {:.1} MiB",
+        server.peak_rss_kib()? as f64 / 1024.0
+    );
     drop(server);
     let _ = std::fs::remove_dir_all(&data_dir);
     Ok(())

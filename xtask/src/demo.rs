@@ -10,7 +10,10 @@ use crate::{bundle, workspace};
 pub(crate) fn run() -> Result<()> {
     bundle::run(&bundle::Args::default())?;
     println!("demo: building the warden binary");
-    let status = workspace::cargo().args(["build", "--quiet", "-p", "warden"]).status().context("starting cargo")?;
+    let status = workspace::cargo()
+        .args(["build", "--quiet", "-p", "warden"])
+        .status()
+        .context("starting cargo")?;
     if !status.success() {
         bail!("building warden failed");
     }
@@ -31,7 +34,12 @@ pub(crate) fn run() -> Result<()> {
     };
     warden(&["list"])?;
     warden(&["describe", "echo.echo"])?;
-    warden(&["call", "echo.echo", "--input", r#"{"text": "Hello, Warden!", "transform": "reverse"}"#])?;
+    warden(&[
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"text": "Hello, Warden!", "transform": "reverse"}"#,
+    ])?;
     println!(
         "\ndemo: done. Serve these tools to an MCP client with `{} --data-dir {} serve`.",
         binary.display(),

@@ -35,8 +35,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     }
     // The guests' pure logic (validation, URL building, compaction) runs natively.
     let guests = workspace::guests_dir().join("Cargo.toml");
-    let guests = guests.to_str().context("guest workspace path is not UTF-8")?;
-    step("guest unit tests", &["test", "--manifest-path", guests, "-p", "warden-guest", "-p", "github"])?;
+    let guests = guests
+        .to_str()
+        .context("guest workspace path is not UTF-8")?;
+    step(
+        "guest unit tests",
+        &[
+            "test",
+            "--manifest-path",
+            guests,
+            "-p",
+            "warden-guest",
+            "-p",
+            "github",
+        ],
+    )?;
     let mut test = vec!["test", "--workspace"];
     test.extend(args.cargo_args.iter().map(String::as_str));
     step("cargo test", &test)

@@ -54,7 +54,10 @@ impl EmbeddedPackage {
     pub fn verify(&self) -> Result<(), DigestMismatch> {
         for file in self.files {
             if hex::encode(Sha256::digest(file.bytes)) != file.sha256 {
-                return Err(DigestMismatch { package: self.name, path: file.path });
+                return Err(DigestMismatch {
+                    package: self.name,
+                    path: file.path,
+                });
             }
         }
         Ok(())
@@ -69,16 +72,38 @@ mod tests {
 
     #[test]
     fn a_tampered_file_fails_verification() {
-        static FILES: [EmbeddedFile; 1] = [EmbeddedFile { path: "manifest.toml", sha256: "00", bytes: b"id = 1" }];
-        let package = EmbeddedPackage { name: "x", files: &FILES };
-        assert_eq!(package.verify(), Err(DigestMismatch { package: "x", path: "manifest.toml" }));
+        static FILES: [EmbeddedFile; 1] = [EmbeddedFile {
+            path: "manifest.toml",
+            sha256: "00",
+            bytes: b"id = 1",
+        }];
+        let package = EmbeddedPackage {
+            name: "x",
+            files: &FILES,
+        };
+        assert_eq!(
+            package.verify(),
+            Err(DigestMismatch {
+                package: "x",
+                path: "manifest.toml"
+            })
+        );
     }
 
     #[test]
     fn bundled_packages_are_embedded_whole() {
-        assert!(UNBUILT.is_empty(), "packages not bundled: {UNBUILT:?}; run `cargo xtask bundle`");
-        let echo = PACKAGES.iter().find(|p| p.name == "echo").expect("echo is bundled");
+        assert!(
+            UNBUILT.is_empty(),
+            "packages not bundled: {UNBUILT:?}; run `cargo xtask bundle`"
+        );
+        let echo = PACKAGES
+            .iter()
+            .find(|p| p.name == "echo")
+            .expect("echo is bundled");
         echo.verify().unwrap();
-        assert!(echo.file("wasm/echo.wasm").is_some_and(|b| b.starts_with(b"\0asm")));
+        assert!(
+            echo.file("wasm/echo.wasm")
+                .is_some_and(|b| b.starts_with(b"\0asm"))
+        );
     }
 }

@@ -25,7 +25,11 @@ type Pending = Arc<Mutex<HashMap<String, Invocation>>>;
 
 impl HostBackend {
     pub(crate) fn new(host: Host, location: Location) -> Arc<Self> {
-        Arc::new(HostBackend { host, location, pending: Pending::default() })
+        Arc::new(HostBackend {
+            host,
+            location,
+            pending: Pending::default(),
+        })
     }
 }
 
@@ -35,13 +39,17 @@ impl Backend for HostBackend {
             .entries()
             .iter()
             .map(|entry| {
-                let tool = ToolEntry::new(entry.name.clone(), entry.description.clone(), entry.input_schema.clone())
-                    .with_hints(ToolHints {
-                        read_only: entry.read_only,
-                        destructive: entry.destructive,
-                        open_world: entry.open_world,
-                        idempotent: false,
-                    });
+                let tool = ToolEntry::new(
+                    entry.name.clone(),
+                    entry.description.clone(),
+                    entry.input_schema.clone(),
+                )
+                .with_hints(ToolHints {
+                    read_only: entry.read_only,
+                    destructive: entry.destructive,
+                    open_world: entry.open_world,
+                    idempotent: false,
+                });
                 match &entry.output_schema {
                     Some(schema) => tool.with_output_schema(schema.clone()),
                     None => tool,
@@ -57,9 +65,15 @@ impl Backend for HostBackend {
             match location.invoke(invocation.clone()).await {
                 Ok(InvokeOutcome::NeedsApproval(request)) => {
                     let id = request.id.to_string();
-                    pending.lock().expect("pending lock").insert(id.clone(), invocation);
+                    pending
+                        .lock()
+                        .expect("pending lock")
+                        .insert(id.clone(), invocation);
                     CallResult::NeedsApproval {
-                        summary: format!("`{}` needs approval ({})", request.capability_id, request.rule),
+                        summary: format!(
+                            "`{}` needs approval ({})",
+                            request.capability_id, request.rule
+                        ),
                         how_to_approve: format!(
                             "run `warden approvals approve {id}` and call the tool again, or answer the approval prompt"
                         ),
@@ -72,16 +86,29 @@ impl Backend for HostBackend {
         })
     }
 
-    fn resolve(&self, approval_id: String, answer: ApprovalAnswer) -> BoxFuture<'static, CallResult> {
-        let (host, location, pending) = (self.host.clone(), self.location.clone(), self.pending.clone());
+    fn resolve(
+        &self,
+        approval_id: String,
+        answer: ApprovalAnswer,
+    ) -> BoxFuture<'static, CallResult> {
+        let (host, location, pending) = (
+            self.host.clone(),
+            self.location.clone(),
+            self.pending.clone(),
+        );
         Box::pin(async move {
-            let Some(invocation) = pending.lock().expect("pending lock").remove(&approval_id) else {
-                return CallResult::Protocol(format!("no pending call for approval `{approval_id}`"));
+            let Some(invocation) = pending.lock().expect("pending lock").remove(&approval_id)
+            else {
+                return CallResult::Protocol(format!(
+                    "no pending call for approval `{approval_id}`"
+                ));
             };
             let id = ApprovalId(approval_id);
             let resolution = match answer {
                 ApprovalAnswer::ApproveOnce => Resolution::ApproveOnce,
-                ApprovalAnswer::ApproveAndGrant => Resolution::ApproveAndGrant(GrantTerms::default()),
+                ApprovalAnswer::ApproveAndGrant => {
+                    Resolution::ApproveAndGrant(GrantTerms::default())
+                }
                 ApprovalAnswer::Deny => Resolution::Deny,
                 ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
             };
@@ -104,13 +131,20 @@ impl Backend for HostBackend {
 /// A finished outcome as an MCP result.
 fn result(outcome: InvokeOutcome) -> CallResult {
     match outcome {
-        InvokeOutcome::Completed(done) => CallResult::Output { structured: done.output, text: done.text },
-        InvokeOutcome::Failed(failure) => {
-            CallResult::ToolError { code: failure.code().to_owned(), message: failure.message() }
-        }
+        InvokeOutcome::Completed(done) => CallResult::Output {
+            structured: done.output,
+            text: done.text,
+        },
+        InvokeOutcome::Failed(failure) => CallResult::ToolError {
+            code: failure.code().to_owned(),
+            message: failure.message(),
+        },
         InvokeOutcome::NeedsApproval(request) => CallResult::ToolError {
             code: "approval_required".into(),
-            message: format!("`{}` needs a new approval (id {})", request.capability_id, request.id),
+            message: format!(
+                "`{}` needs a new approval (id {})",
+                request.capability_id, request.id
+            ),
         },
     }
 }

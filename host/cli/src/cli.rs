@@ -16,7 +16,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, env = "WARDEN_CONFIG")]
     pub(crate) config: Option<PathBuf>,
     /// The Location (workspace) to act in.
-    #[arg(long, global = true, default_value = "default", env = "WARDEN_LOCATION")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "default",
+        env = "WARDEN_LOCATION"
+    )]
     pub(crate) location: String,
     /// Print JSON instead of text.
     #[arg(long, global = true)]

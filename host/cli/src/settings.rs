@@ -67,7 +67,8 @@ impl Settings {
                 default
             }
         };
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("{}: invalid configuration", path.display()))
     }
 
@@ -75,7 +76,8 @@ impl Settings {
     pub(crate) fn egress(&self) -> Result<EgressConfig> {
         let mut config = EgressConfig::default();
         for root in &self.egress.extra_roots {
-            let pem = std::fs::read_to_string(root).with_context(|| format!("reading trust root {}", root.display()))?;
+            let pem = std::fs::read_to_string(root)
+                .with_context(|| format!("reading trust root {}", root.display()))?;
             config = config.with_extra_root_pem(pem);
         }
         for target in &self.egress.allow_private {
@@ -94,12 +96,10 @@ impl Settings {
         if self.resolve.is_empty() {
             return Arc::new(SystemResolver);
         }
-        let resolver = self
-            .resolve
-            .iter()
-            .fold(OverrideResolver::with_fallback(Arc::new(SystemResolver)), |r, (host, addrs)| {
-                r.with_socket(host, addrs.iter().copied())
-            });
+        let resolver = self.resolve.iter().fold(
+            OverrideResolver::with_fallback(Arc::new(SystemResolver)),
+            |r, (host, addrs)| r.with_socket(host, addrs.iter().copied()),
+        );
         Arc::new(resolver)
     }
 }
@@ -109,7 +109,9 @@ fn host_port(text: &str) -> Result<(&str, u16)> {
     let Some((host, port)) = text.rsplit_once(':') else {
         bail!("`{text}`: expected an exact host:port");
     };
-    let port = port.parse().with_context(|| format!("`{text}`: invalid port"))?;
+    let port = port
+        .parse()
+        .with_context(|| format!("`{text}`: invalid port"))?;
     if host.is_empty() || host.contains('*') {
         bail!("`{text}`: the host must be a literal name");
     }

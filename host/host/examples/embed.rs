@@ -25,9 +25,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One model request: a snapshot, its catalog, then a call it makes.
     let snapshot = location.snapshot();
     let catalog = Catalog::from_snapshot(&snapshot);
-    println!("{} tools for the model, e.g. {}", catalog.entries().len(), catalog.openai_tools()[0]["function"]["name"]);
+    println!(
+        "{} tools for the model, e.g. {}",
+        catalog.entries().len(),
+        catalog.openai_tools()[0]["function"]["name"]
+    );
 
-    let call = Invocation::new("echo_echo", json!({ "text": "embedded", "transform": "upper" }), Origin::LoopRun);
+    let call = Invocation::new(
+        "echo_echo",
+        json!({ "text": "embedded", "transform": "upper" }),
+        Origin::LoopRun,
+    );
     match location.invoke_in(&snapshot, call).await? {
         InvokeOutcome::Completed(done) => println!("echo said {}", done.output["text"]),
         InvokeOutcome::NeedsApproval(request) => println!("needs approval: {}", request.id),

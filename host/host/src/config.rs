@@ -34,7 +34,10 @@ impl Default for HostConfig {
             data_dir: None,
             runtime: RuntimeConfig::default(),
             egress: EgressConfig::default(),
-            ungated_allowlist: warden_core::REVIEWED_UNGATED_LOOP_RUN.iter().map(|s| s.to_string()).collect(),
+            ungated_allowlist: warden_core::REVIEWED_UNGATED_LOOP_RUN
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),
         }

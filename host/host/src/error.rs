@@ -68,6 +68,9 @@ pub enum HostError {
 
 impl HostError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        HostError::Io { path: path.to_path_buf(), source }
+        HostError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

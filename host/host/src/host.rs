@@ -9,7 +9,8 @@ use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
 use warden_manifest::ValidationOptions;
 use warden_registry::{
-    ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder, SqliteStore,
+    ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder,
+    SqliteStore,
 };
 use warden_runtime::Runtime;
 
@@ -39,7 +40,9 @@ pub struct Host {
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host").field("runtime", &self.shared.runtime.config()).finish_non_exhaustive()
+        f.debug_struct("Host")
+            .field("runtime", &self.shared.runtime.config())
+            .finish_non_exhaustive()
     }
 }
 
@@ -54,7 +57,9 @@ pub struct HostBuilder {
 
 impl std::fmt::Debug for HostBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostBuilder").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("HostBuilder")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -81,7 +86,14 @@ impl HostBuilder {
 
     /// Create the host: the engine, the stores and the egress client.
     pub fn build(self) -> Result<Host, HostError> {
-        let HostConfig { data_dir, mut runtime, egress, ungated_allowlist, mut bound, lease_ttl } = self.config;
+        let HostConfig {
+            data_dir,
+            mut runtime,
+            egress,
+            ungated_allowlist,
+            mut bound,
+            lease_ttl,
+        } = self.config;
         if let Some(dir) = &data_dir {
             std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
             runtime.cache_dir.get_or_insert_with(|| dir.join("cache"));
@@ -101,18 +113,25 @@ impl HostBuilder {
             (None, None) => Arc::new(MemoryStore::new()),
         };
         let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
-        let validation = ungated_allowlist
-            .iter()
-            .fold(ValidationOptions::default().require_module(true), |opts, id| opts.allow_ungated_loop_run(id.clone()));
+        let validation = ungated_allowlist.iter().fold(
+            ValidationOptions::default().require_module(true),
+            |opts, id| opts.allow_ungated_loop_run(id.clone()),
+        );
         let shared = Shared {
             runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
             egress: Egress::new(egress, secrets, resolver)?,
-            approvals: Approvals::new(approval_store, ApprovalConfig { lease_ttl, ..ApprovalConfig::default() }),
+            approvals: Approvals::new(
+                approval_store,
+                ApprovalConfig { lease_ttl },
+            ),
             authorizer: Authorizer::new(ungated_allowlist),
             bounder: OutputBounder::new(bound),
             validation,
         };
-        Ok(Host { shared: Arc::new(shared), locations: Arc::default() })
+        Ok(Host {
+            shared: Arc::new(shared),
+            locations: Arc::default(),
+        })
     }
 }
 
@@ -128,14 +147,20 @@ fn default_secret_store(dir: &Path) -> Result<Arc<dyn SecretStore>, HostError> {
         Some(_) => KeySource::Env(SECRET_KEY_ENV.to_owned()),
         None => KeySource::File(dir.join("secret.key")),
     };
-    let store = EncryptedFileStore::open(dir.join("secrets.enc"), key).map_err(warden_egress::EgressError::Secret)?;
+    let store = EncryptedFileStore::open(dir.join("secrets.enc"), key)
+        .map_err(warden_egress::EgressError::Secret)?;
     Ok(Arc::new(store))
 }
 
 impl Host {
     /// Start building a host from `config`.
     pub fn builder(config: HostConfig) -> HostBuilder {
-        HostBuilder { config, secrets: None, approvals: None, resolver: None }
+        HostBuilder {
+            config,
+            secrets: None,
+            approvals: None,
+            resolver: None,
+        }
     }
 
     /// Open (or return the already open) Location `id`. Each Location has its
@@ -151,7 +176,10 @@ impl Host {
     /// The Location `id`, if open.
     pub fn location(&self, id: &str) -> Result<Location, HostError> {
         let locations = self.locations.lock().expect("locations lock");
-        locations.get(id).cloned().ok_or_else(|| HostError::UnknownLocation(id.to_owned()))
+        locations
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HostError::UnknownLocation(id.to_owned()))
     }
 
     /// The secret store (to set or remove credentials).

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use warden_core::net::CallNetwork;
 use warden_registry::{
-    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot, ToolPolicy,
-    name, now_millis,
+    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
+    ToolPolicy, name, now_millis,
 };
 use warden_runtime::{CallRequest, Unavailable};
 
@@ -23,17 +23,36 @@ impl Location {
 
     /// Invoke a tool as `snapshot` captured it (the tools one model request
     /// advertised). Input is checked before anyone is asked to approve it.
-    pub async fn invoke_in(&self, snapshot: &Snapshot, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
+    pub async fn invoke_in(
+        &self,
+        snapshot: &Snapshot,
+        invocation: Invocation,
+    ) -> Result<InvokeOutcome, HostError> {
         let Some((tool, binding)) = find(snapshot, &invocation.tool) else {
-            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool { name: invocation.tool }));
+            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
+                name: invocation.tool,
+            }));
         };
-        if let Err(error) = binding.component.check_input(&binding.capability.id, &invocation.input.to_string()) {
-            return Ok(InvokeOutcome::Failed(CallFailure::Runtime { error, usage: Default::default(), logs: Vec::new() }));
+        if let Err(error) = binding
+            .component
+            .check_input(&binding.capability.id, &invocation.input.to_string())
+        {
+            return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
+                error,
+                usage: Default::default(),
+                logs: Vec::new(),
+            }));
         }
         let call = self.call_of(&binding.capability.id, &invocation);
         let policy = ToolPolicy::from(tool.def());
-        match self.shared.approvals.check(&self.shared.authorizer, &policy, &call, now_millis()) {
-            Ok(Gate::Run(rule)) => Ok(self.dispatch(binding, &invocation, AuthorizedBy::Rule(rule)).await),
+        match self
+            .shared
+            .approvals
+            .check(&self.shared.authorizer, &policy, &call, now_millis())
+        {
+            Ok(Gate::Run(rule)) => Ok(self
+                .dispatch(binding, &invocation, AuthorizedBy::Rule(rule))
+                .await),
             Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
             Err(error) => refused(error),
         }
@@ -42,27 +61,52 @@ impl Location {
     /// Run a call a person approved. The input must be exactly what was
     /// approved (the fingerprint is recomputed); the lease is claimed
     /// atomically, so the call runs at most once however often it is resumed.
-    pub async fn resume(&self, approval: &ApprovalId, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
+    pub async fn resume(
+        &self,
+        approval: &ApprovalId,
+        invocation: Invocation,
+    ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
         let Some((_, binding)) = find(&snapshot, &invocation.tool) else {
-            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool { name: invocation.tool }));
+            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
+                name: invocation.tool,
+            }));
         };
         let call = self.call_of(&binding.capability.id, &invocation);
         match self.shared.approvals.resume(approval, &call, now_millis()) {
-            Ok(dispatch) => Ok(self.dispatch(binding, &invocation, AuthorizedBy::Approval(dispatch.approval_id)).await),
+            Ok(dispatch) => Ok(self
+                .dispatch(
+                    binding,
+                    &invocation,
+                    AuthorizedBy::Approval(dispatch.approval_id),
+                )
+                .await),
             Err(error) => refused(error),
         }
     }
 
     fn call_of(&self, capability_id: &str, invocation: &Invocation) -> Call {
-        let mut scope = InvocationScope { location: self.id.clone(), session: None };
+        let mut scope = InvocationScope {
+            location: self.id.clone(),
+            session: None,
+        };
         scope.session.clone_from(&invocation.session);
-        Call { capability_id: capability_id.to_owned(), scope, origin: invocation.origin, input: invocation.input.clone() }
+        Call {
+            capability_id: capability_id.to_owned(),
+            scope,
+            origin: invocation.origin,
+            input: invocation.input.clone(),
+        }
     }
 
     /// Execute an authorized call: stage this capability's credentials, run
     /// the component, bound the output.
-    async fn dispatch(&self, binding: &Binding, invocation: &Invocation, authorized_by: AuthorizedBy) -> InvokeOutcome {
+    async fn dispatch(
+        &self,
+        binding: &Binding,
+        invocation: &Invocation,
+        authorized_by: AuthorizedBy,
+    ) -> InvokeOutcome {
         let capability = &binding.capability;
         let session = match self.shared.egress.session(
             &capability.id,
@@ -75,7 +119,9 @@ impl Location {
             Err(error) => {
                 tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
                 return InvokeOutcome::Failed(CallFailure::Runtime {
-                    error: warden_runtime::RuntimeError::HostUnavailable { reason: Unavailable::NetworkSetup },
+                    error: warden_runtime::RuntimeError::HostUnavailable {
+                        reason: Unavailable::NetworkSetup,
+                    },
                     usage: Default::default(),
                     logs: Vec::new(),
                 });
@@ -107,7 +153,11 @@ impl Location {
                     authorized_by,
                 })
             }
-            Err(error) => InvokeOutcome::Failed(CallFailure::Runtime { error, usage: outcome.usage, logs: outcome.logs }),
+            Err(error) => InvokeOutcome::Failed(CallFailure::Runtime {
+                error,
+                usage: outcome.usage,
+                logs: outcome.logs,
+            }),
         }
     }
 }
@@ -115,7 +165,9 @@ impl Location {
 /// Find a tool by model name, or by capability id (`github.get_repo`
 /// flattens to the same model name).
 fn find<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<(&'s Arc<RegisteredTool>, &'s Binding)> {
-    let found = snapshot.lookup(tool).or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
+    let found = snapshot
+        .lookup(tool)
+        .or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
     let binding = found.def().executor.payload::<Binding>()?;
     Some((found, binding))
 }
@@ -126,7 +178,9 @@ fn find<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<(&'s Arc<RegisteredToo
 fn refused(error: ApprovalError) -> Result<InvokeOutcome, HostError> {
     match error.into_tool_failure() {
         Ok(failure) => Ok(InvokeOutcome::Failed(CallFailure::Refused(failure))),
-        Err(error @ (ApprovalError::Store(_) | ApprovalError::Interrupted)) => Err(HostError::Approval(error)),
+        Err(error @ (ApprovalError::Store(_) | ApprovalError::Interrupted)) => {
+            Err(HostError::Approval(error))
+        }
         Err(unusable) => Ok(InvokeOutcome::Failed(CallFailure::Approval(unusable))),
     }
 }
@@ -134,5 +188,9 @@ fn refused(error: ApprovalError) -> Result<InvokeOutcome, HostError> {
 /// A process-unique call id.
 fn next_call_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("call-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "call-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }

@@ -41,7 +41,9 @@ pub struct Location {
 
 impl std::fmt::Debug for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Location").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Location")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -70,49 +72,69 @@ impl Location {
 
     /// Install every package built into the binary.
     pub fn install_embedded(&self) -> Result<Vec<Arc<Package>>, HostError> {
-        warden_bundle::PACKAGES.iter().map(|p| self.install(&PackageSource::Embedded(p))).collect()
+        warden_bundle::PACKAGES
+            .iter()
+            .map(|p| self.install(&PackageSource::Embedded(p)))
+            .collect()
     }
 
     fn install_loaded(&self, loaded: LoadedPackage) -> Result<Arc<Package>, HostError> {
-        let LoadedPackage { package, module, .. } = loaded;
+        let LoadedPackage {
+            package, module, ..
+        } = loaded;
         let Some(module) = module else {
             return Err(HostError::InvalidPackage {
                 package: package.id.clone(),
                 reason: "only `[runtime] kind = \"wasm\"` packages can run in this host".into(),
             });
         };
-        let spec = package.capabilities.iter().fold(ComponentSpec::new(package.id.clone(), module), |spec, cap| {
-            spec.with_capability(capability_spec(cap))
-        });
-        let component = Arc::new(
-            self.shared
-                .runtime
-                .install(spec)
-                .map_err(|source| HostError::Install { package: package.id.clone(), source })?,
+        let spec = package.capabilities.iter().fold(
+            ComponentSpec::new(package.id.clone(), module),
+            |spec, cap| spec.with_capability(capability_spec(cap)),
         );
-        let registration = self.registry.transform(format!("package:{}", package.id), |draft| {
-            for capability in &package.capabilities {
-                let binding = Binding {
-                    extension_id: package.id.clone(),
-                    capability: capability.clone(),
-                    component: component.clone(),
-                };
-                draft.add(tool_def(&package.id, capability, binding))?;
-            }
-            Ok(())
-        })?;
+        let component =
+            Arc::new(
+                self.shared
+                    .runtime
+                    .install(spec)
+                    .map_err(|source| HostError::Install {
+                        package: package.id.clone(),
+                        source,
+                    })?,
+            );
+        let registration = self
+            .registry
+            .transform(format!("package:{}", package.id), |draft| {
+                for capability in &package.capabilities {
+                    let binding = Binding {
+                        extension_id: package.id.clone(),
+                        capability: capability.clone(),
+                        component: component.clone(),
+                    };
+                    draft.add(tool_def(&package.id, capability, binding))?;
+                }
+                Ok(())
+            })?;
         let package = Arc::new(package);
-        self.installed
-            .lock()
-            .expect("installed lock")
-            .insert(package.id.clone(), Installed { package: package.clone(), _registration: registration });
+        self.installed.lock().expect("installed lock").insert(
+            package.id.clone(),
+            Installed {
+                package: package.clone(),
+                _registration: registration,
+            },
+        );
         self.changes.send_modify(|generation| *generation += 1);
         Ok(package)
     }
 
     /// Remove an installed package's tools. Returns whether it was installed.
     pub fn uninstall(&self, package_id: &str) -> bool {
-        let removed = self.installed.lock().expect("installed lock").remove(package_id).is_some();
+        let removed = self
+            .installed
+            .lock()
+            .expect("installed lock")
+            .remove(package_id)
+            .is_some();
         if removed {
             self.changes.send_modify(|generation| *generation += 1);
         }
@@ -121,7 +143,12 @@ impl Location {
 
     /// The packages installed here, by id.
     pub fn packages(&self) -> Vec<Arc<Package>> {
-        self.installed.lock().expect("installed lock").values().map(|i| i.package.clone()).collect()
+        self.installed
+            .lock()
+            .expect("installed lock")
+            .values()
+            .map(|i| i.package.clone())
+            .collect()
     }
 
     /// The effective tools one model request advertises; later installs only
@@ -156,7 +183,10 @@ fn capability_spec(cap: &Capability) -> CapabilitySpec {
 /// name = the capability's local name, so `github.get_repo` is published to
 /// the model as `github_get_repo`.
 fn tool_def(extension_id: &str, cap: &Capability, binding: Binding) -> ToolDef {
-    let input_schema = cap.input_schema.clone().unwrap_or_else(|| serde_json::json!({ "type": "object" }));
+    let input_schema = cap
+        .input_schema
+        .clone()
+        .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
     let mut def = ToolDef::new(
         cap.local_name(extension_id),
         cap.description.clone(),

@@ -23,7 +23,13 @@ pub struct Invocation {
 impl Invocation {
     /// A call of `tool` with `input` from `origin`, Location-wide.
     pub fn new(tool: impl Into<String>, input: Value, origin: Origin) -> Self {
-        Invocation { tool: tool.into(), input, origin, session: None, call_id: None }
+        Invocation {
+            tool: tool.into(),
+            input,
+            origin,
+            session: None,
+            call_id: None,
+        }
     }
 }
 
@@ -114,7 +120,10 @@ impl CallFailure {
         match self {
             CallFailure::UnknownTool { name } => format!("no tool named `{name}` is available"),
             CallFailure::Refused(failure) => match failure {
-                ToolFailure::Declined { feedback: Some(feedback), .. } => {
+                ToolFailure::Declined {
+                    feedback: Some(feedback),
+                    ..
+                } => {
                     format!("the user declined this call: {feedback}")
                 }
                 other => other.to_string(),

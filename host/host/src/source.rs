@@ -32,7 +32,11 @@ impl PackageSource {
     /// A directory or an archive, by what `path` is.
     pub fn from_path(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
-        if path.is_dir() { PackageSource::Dir(path) } else { PackageSource::Archive(path) }
+        if path.is_dir() {
+            PackageSource::Dir(path)
+        } else {
+            PackageSource::Archive(path)
+        }
     }
 
     /// A short description for messages.
@@ -61,8 +65,17 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
         PackageSource::Dir(dir) => (dir.clone(), read_dir_files(dir)?),
         PackageSource::Archive(path) => (path.clone(), read_archive(path)?),
         PackageSource::Embedded(p) => {
-            p.verify().map_err(|e| HostError::Digest { package: source.describe(), path: e.path.to_owned() })?;
-            (PathBuf::from(p.name), p.files.iter().map(|f| (f.path.to_owned(), f.bytes.to_vec())).collect())
+            p.verify().map_err(|e| HostError::Digest {
+                package: source.describe(),
+                path: e.path.to_owned(),
+            })?;
+            (
+                PathBuf::from(p.name),
+                p.files
+                    .iter()
+                    .map(|f| (f.path.to_owned(), f.bytes.to_vec()))
+                    .collect(),
+            )
         }
     };
     // The embedded bundle was verified above; an archive must carry its
@@ -70,38 +83,63 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
     match files.get(SUMS_FILE) {
         Some(sums) => verify_sums(&source.describe(), sums, &files)?,
         None if matches!(source, PackageSource::Archive(_)) => {
-            return Err(HostError::Digest { package: source.describe(), path: SUMS_FILE.into() });
+            return Err(HostError::Digest {
+                package: source.describe(),
+                path: SUMS_FILE.into(),
+            });
         }
         None => {}
     }
     let manifest = files
         .get("manifest.toml")
-        .ok_or_else(|| HostError::InvalidPackage { package: source.describe(), reason: "no manifest.toml".into() })?;
+        .ok_or_else(|| HostError::InvalidPackage {
+            package: source.describe(),
+            reason: "no manifest.toml".into(),
+        })?;
     let mem: MemFiles = files.iter().map(|(p, b)| (p.clone(), b.clone())).collect();
     let package = warden_manifest::load_from_files("manifest.toml", manifest, &root, &mem, opts)
-        .map_err(|diagnostics| HostError::Manifest { package: source.describe(), diagnostics: Box::new(diagnostics) })?;
+        .map_err(|diagnostics| HostError::Manifest {
+            package: source.describe(),
+            diagnostics: Box::new(diagnostics),
+        })?;
     let module = match &package.implementation {
-        Implementation::Wasm { module } => Some(files.get(module.as_str()).cloned().ok_or_else(|| {
-            HostError::InvalidPackage {
+        Implementation::Wasm { module } => Some(files.get(module.as_str()).cloned().ok_or_else(
+            || HostError::InvalidPackage {
                 package: source.describe(),
                 reason: format!("module `{module}` is missing; run `cargo xtask bundle`"),
-            }
-        })?),
+            },
+        )?),
         _ => None,
     };
-    Ok(LoadedPackage { package, module, files })
+    Ok(LoadedPackage {
+        package,
+        module,
+        files,
+    })
 }
 
 /// Check every line of a `SHA256SUMS` against the files.
-fn verify_sums(package: &str, sums: &[u8], files: &BTreeMap<String, Vec<u8>>) -> Result<(), HostError> {
-    let text = std::str::from_utf8(sums)
-        .map_err(|_| HostError::Digest { package: package.to_owned(), path: SUMS_FILE.into() })?;
+fn verify_sums(
+    package: &str,
+    sums: &[u8],
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), HostError> {
+    let text = std::str::from_utf8(sums).map_err(|_| HostError::Digest {
+        package: package.to_owned(),
+        path: SUMS_FILE.into(),
+    })?;
     for line in text.lines() {
-        let mismatch = || HostError::Digest { package: package.to_owned(), path: line.to_owned() };
+        let mismatch = || HostError::Digest {
+            package: package.to_owned(),
+            path: line.to_owned(),
+        };
         let (digest, path) = line.split_once("  ").ok_or_else(mismatch)?;
         let bytes = files.get(path).ok_or_else(mismatch)?;
         if hex::encode(Sha256::digest(bytes)) != digest {
-            return Err(HostError::Digest { package: package.to_owned(), path: path.to_owned() });
+            return Err(HostError::Digest {
+                package: package.to_owned(),
+                path: path.to_owned(),
+            });
         }
     }
     Ok(())
@@ -123,8 +161,14 @@ fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
     Ok(files)
 }
 
-fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Result<(), HostError> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+fn collect(
+    root: &Path,
+    dir: &Path,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), HostError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
     for entry in entries {
         let path = entry.map_err(|e| HostError::io(dir, e))?.path();
         // Symlinks are not followed: a package cannot pull files from outside itself.
@@ -132,7 +176,11 @@ fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Re
         if meta.is_dir() {
             collect(root, &path, files)?;
         } else if meta.is_file() {
-            let rel = path.strip_prefix(root).expect("under root").to_string_lossy().replace('\\', "/");
+            let rel = path
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .replace('\\', "/");
             files.insert(rel, read(&path)?);
         }
     }
@@ -145,22 +193,34 @@ fn read(path: &Path) -> Result<Vec<u8>, HostError> {
 
 /// Unpack a `.tar.gz` into memory, refusing unsafe or oversized entries.
 fn read_archive(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
-    let bad = |reason: String| HostError::InvalidPackage { package: path.display().to_string(), reason };
+    let bad = |reason: String| HostError::InvalidPackage {
+        package: path.display().to_string(),
+        reason,
+    };
     let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
     let gz = flate2::read::GzDecoder::new(file).take(MAX_ARCHIVE_BYTES);
     let mut archive = tar::Archive::new(gz);
     let mut files = BTreeMap::new();
-    for entry in archive.entries().map_err(|e| bad(format!("not a .tar.gz archive: {e}")))? {
+    for entry in archive
+        .entries()
+        .map_err(|e| bad(format!("not a .tar.gz archive: {e}")))?
+    {
         let mut entry = entry.map_err(|e| bad(format!("corrupt archive: {e}")))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
-        let name = entry.path().map_err(|e| bad(format!("bad entry name: {e}")))?.to_string_lossy().into_owned();
+        let name = entry
+            .path()
+            .map_err(|e| bad(format!("bad entry name: {e}")))?
+            .to_string_lossy()
+            .into_owned();
         if name.starts_with('/') || name.split('/').any(|s| s == "..") || name.contains('\\') {
             return Err(bad(format!("entry `{name}` escapes the package")));
         }
         let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|e| bad(format!("reading `{name}`: {e}")))?;
+        entry
+            .read_to_end(&mut bytes)
+            .map_err(|e| bad(format!("reading `{name}`: {e}")))?;
         files.insert(name.trim_start_matches("./").to_owned(), bytes);
     }
     Ok(files)

@@ -113,9 +113,15 @@ impl InstalledComponent {
     /// before asking a person to approve a call. [`Self::call`] checks again.
     pub fn check_input(&self, capability_id: &str, input_json: &str) -> Result<(), RuntimeError> {
         let capability = self.inner.capabilities.get(capability_id).ok_or_else(|| {
-            RuntimeError::UnknownCapability { capability_id: capability_id.to_owned() }
+            RuntimeError::UnknownCapability {
+                capability_id: capability_id.to_owned(),
+            }
         })?;
-        check_input(input_json, capability, self.inner.shared.config.max_input_bytes)
+        check_input(
+            input_json,
+            capability,
+            self.inner.shared.config.max_input_bytes,
+        )
     }
 
     async fn call_inner(&self, request: CallRequest, queued: Instant) -> CallOutcome {

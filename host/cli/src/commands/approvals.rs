@@ -24,15 +24,24 @@ pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
                 println!("no pending approvals in `{}`", cx.location);
             } else {
                 for request in pending {
-                    println!("{}  {}  ({})  input: {}", request.id, request.capability_id, request.rule, request.input);
+                    println!(
+                        "{}  {}  ({})  input: {}",
+                        request.id, request.capability_id, request.rule, request.input
+                    );
                 }
             }
         }
         ApprovalsCommand::Approve { id, grant } => {
-            let resolution = if grant { Resolution::ApproveAndGrant(GrantTerms::default()) } else { Resolution::ApproveOnce };
+            let resolution = if grant {
+                Resolution::ApproveAndGrant(GrantTerms::default())
+            } else {
+                Resolution::ApproveOnce
+            };
             let resolved = approvals.resolve(&ApprovalId(id.clone()), resolution, now_millis())?;
             if cx.json {
-                render::json(&json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }));
+                render::json(
+                    &json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }),
+                );
             } else {
                 println!("approved {id}; run the same call with `--resume {id}`");
             }

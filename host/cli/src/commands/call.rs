@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
-use warden_host::{ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution};
+use warden_host::{
+    ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution,
+};
 use warden_registry::{GrantTerms, now_millis};
 
 use super::{Context, EXIT_PENDING};
@@ -18,19 +20,22 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let (host, location) = cx.open()?;
     let invocation = Invocation::new(args.tool.clone(), input, args.origin.into());
     let outcome = match &args.resume {
-        Some(id) => location.resume(&ApprovalId(id.clone()), invocation.clone()).await?,
+        Some(id) => {
+            location
+                .resume(&ApprovalId(id.clone()), invocation.clone())
+                .await?
+        }
         None => location.invoke(invocation.clone()).await?,
     };
     let outcome = match outcome {
-        InvokeOutcome::NeedsApproval(request) => {
-            match decide(&request, args.approve_once)? {
-                Some(resolution) => {
-                    host.approvals().resolve(&request.id, resolution, now_millis())?;
-                    location.resume(&request.id, invocation).await?
-                }
-                None => return Ok(pending(cx, &request)),
+        InvokeOutcome::NeedsApproval(request) => match decide(&request, args.approve_once)? {
+            Some(resolution) => {
+                host.approvals()
+                    .resolve(&request.id, resolution, now_millis())?;
+                location.resume(&request.id, invocation).await?
             }
-        }
+            None => return Ok(pending(cx, &request)),
+        },
         other => other,
     };
     Ok(report(cx, outcome))
@@ -41,10 +46,13 @@ fn read_input(arg: &str) -> Result<Value> {
     let text = match arg.strip_prefix('@') {
         Some("-") => {
             let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).context("reading the input from stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading the input from stdin")?;
             text
         }
-        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading the input from {path}"))?,
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading the input from {path}"))?,
         None => arg.to_owned(),
     };
     serde_json::from_str(&text).context("--input is not valid JSON")
@@ -59,9 +67,20 @@ fn decide(request: &ApprovalRequest, approve_once: bool) -> Result<Option<Resolu
         return Ok(None);
     }
     let mut err = std::io::stderr();
-    writeln!(err, "`{}` needs your approval ({}).", request.capability_id, request.rule)?;
-    writeln!(err, "input: {}", serde_json::to_string_pretty(&request.input)?)?;
-    write!(err, "Run it? [y]es once / [a]lways in this location / [N]o: ")?;
+    writeln!(
+        err,
+        "`{}` needs your approval ({}).",
+        request.capability_id, request.rule
+    )?;
+    writeln!(
+        err,
+        "input: {}",
+        serde_json::to_string_pretty(&request.input)?
+    )?;
+    write!(
+        err,
+        "Run it? [y]es once / [a]lways in this location / [N]o: "
+    )?;
     err.flush()?;
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
@@ -73,7 +92,10 @@ fn decide(request: &ApprovalRequest, approve_once: bool) -> Result<Option<Resolu
 }
 
 fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
-    let how = format!("warden approvals approve {} && warden call ... --resume {}", request.id, request.id);
+    let how = format!(
+        "warden approvals approve {} && warden call ... --resume {}",
+        request.id, request.id
+    );
     if cx.json {
         render::json(&json!({
             "status": "needs_approval",
@@ -83,9 +105,15 @@ fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
             "how_to_approve": how,
         }));
     } else {
-        eprintln!("`{}` needs approval ({}).", request.capability_id, request.rule);
+        eprintln!(
+            "`{}` needs approval ({}).",
+            request.capability_id, request.rule
+        );
         eprintln!("approval id: {}", request.id);
-        eprintln!("approve it with `warden approvals approve {}`, then run the same call with `--resume {}`", request.id, request.id);
+        eprintln!(
+            "approve it with `warden approvals approve {}`, then run the same call with `--resume {}`",
+            request.id, request.id
+        );
     }
     ExitCode::from(EXIT_PENDING)
 }

@@ -48,7 +48,9 @@ fn tool_summary(tool: &RegisteredTool) -> serde_json::Value {
 /// `warden describe <tool>`.
 pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
     let (_host, location) = cx.open()?;
-    let Some(package) = location.packages().into_iter().find(|p| p.capability(tool).is_some() || p.capabilities.iter().any(|c| model_name(&p.id, c) == tool)) else {
+    let Some(package) = location.packages().into_iter().find(|p| {
+        p.capability(tool).is_some() || p.capabilities.iter().any(|c| model_name(&p.id, c) == tool)
+    }) else {
         bail!("no tool `{tool}`; `warden list` shows what is installed");
     };
     let capability = package
@@ -58,7 +60,12 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         .expect("found above");
     let gates: serde_json::Map<String, serde_json::Value> = Origin::ALL
         .iter()
-        .map(|o| (o.as_str().to_owned(), json!(capability.origin_gate_matrix.policy(*o))))
+        .map(|o| {
+            (
+                o.as_str().to_owned(),
+                json!(capability.origin_gate_matrix.policy(*o)),
+            )
+        })
         .collect();
     let credentials: Vec<_> = capability
         .credentials
@@ -89,14 +96,17 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
 }
 
 fn model_name(extension: &str, capability: &warden_manifest::Capability) -> String {
-    warden_registry::name::model_name(Some(extension), capability.local_name(extension)).unwrap_or_default()
+    warden_registry::name::model_name(Some(extension), capability.local_name(extension))
+        .unwrap_or_default()
 }
 
 /// `warden check <dir>...`: every diagnostic of every package.
 pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
     let host_options = warden_core::REVIEWED_UNGATED_LOOP_RUN
         .iter()
-        .fold(warden_manifest::ValidationOptions::default(), |o, id| o.allow_ungated_loop_run(*id));
+        .fold(warden_manifest::ValidationOptions::default(), |o, id| {
+            o.allow_ungated_loop_run(*id)
+        });
     let mut report = Vec::new();
     let mut invalid = 0;
     for dir in dirs {
@@ -112,7 +122,8 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
                 if !cx.json {
                     eprintln!("{diagnostics}");
                 }
-                let parsed: serde_json::Value = serde_json::from_str(&diagnostics.to_json()).unwrap_or_default();
+                let parsed: serde_json::Value =
+                    serde_json::from_str(&diagnostics.to_json()).unwrap_or_default();
                 report.push(json!({ "dir": dir, "valid": false, "diagnostics": parsed }));
             }
         }
@@ -120,5 +131,9 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
     if cx.json {
         render::json(&report);
     }
-    Ok(if invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if invalid == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -29,7 +29,8 @@ pub(crate) fn run(cx: &Context, path: &Path) -> Result<ExitCode> {
         std::fs::write(&file, bytes).with_context(|| format!("writing {}", file.display()))?;
     }
     let _ = std::fs::remove_dir_all(&target);
-    std::fs::rename(&staging, &target).with_context(|| format!("installing into {}", target.display()))?;
+    std::fs::rename(&staging, &target)
+        .with_context(|| format!("installing into {}", target.display()))?;
     let summary = warden_manifest::summary(&loaded.package);
     if cx.json {
         render::json(&serde_json::json!({ "installed": id, "dir": target, "summary": summary }));

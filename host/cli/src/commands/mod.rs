@@ -39,9 +39,13 @@ impl Context {
     pub(crate) fn open(&self) -> Result<(Host, Location)> {
         let host = self.host()?;
         let location = host.open_location(&self.location);
-        location.install_embedded().context("installing the built-in packages")?;
+        location
+            .install_embedded()
+            .context("installing the built-in packages")?;
         for dir in installed_dirs(&self.packages_dir())? {
-            location.install(&PackageSource::Dir(dir.clone())).with_context(|| format!("loading {}", dir.display()))?;
+            location
+                .install(&PackageSource::Dir(dir.clone()))
+                .with_context(|| format!("loading {}", dir.display()))?;
         }
         Ok((host, location))
     }
@@ -53,15 +57,21 @@ impl Context {
             egress: self.settings.egress()?,
             ..HostConfig::default()
         };
-        Ok(Host::builder(config).resolver(self.settings.resolver()).build()?)
+        Ok(Host::builder(config)
+            .resolver(self.settings.resolver())
+            .build()?)
     }
 }
 
 fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
     let mut dirs = Vec::new();
     for entry in entries {
-        let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
+        let path = entry
+            .with_context(|| format!("reading {}", dir.display()))?
+            .path();
         if path.join("manifest.toml").is_file() {
             dirs.push(path);
         }

@@ -48,7 +48,11 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
 }
 
 fn key(args: &SecretKeyArgs) -> AccountKey {
-    AccountKey::new(args.vendor.clone(), args.handle.clone(), args.scopes.iter().cloned())
+    AccountKey::new(
+        args.vendor.clone(),
+        args.handle.clone(),
+        args.scopes.iter().cloned(),
+    )
 }
 
 /// Prompt without echo on a terminal; otherwise read stdin (one trailing newline dropped).
@@ -57,8 +61,13 @@ fn read_value(key: &AccountKey) -> Result<SecretString> {
         rpassword::prompt_password(format!("value for {key}: ")).context("reading the secret")?
     } else {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("reading the secret from stdin")?;
-        let trimmed = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the secret from stdin")?;
+        let trimmed = text
+            .strip_suffix('\n')
+            .map(|t| t.strip_suffix('\r').unwrap_or(t))
+            .unwrap_or(&text);
         trimmed.to_owned()
     };
     if value.is_empty() {

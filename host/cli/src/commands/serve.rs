@@ -15,7 +15,10 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
         None => warden_mcp::serve_stdio(backend).await?,
         Some(addr) => {
             let server = warden_mcp::serve_http(backend, addr).await?;
-            eprintln!("warden: MCP over streamable HTTP at {} (Ctrl-C stops)", server.url());
+            eprintln!(
+                "warden: MCP over streamable HTTP at {} (Ctrl-C stops)",
+                server.url()
+            );
             tokio::signal::ctrl_c().await?;
             server.shutdown().await;
         }

@@ -1,16 +1,27 @@
 //! Approvals through the host: pending across a restart, resumed once.
 
 use serde_json::json;
-use warden_host::{AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, Resolution};
+use warden_host::{
+    AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, Resolution,
+};
 use warden_registry::{ToolFailure, now_millis};
 
 fn host(dir: &std::path::Path) -> Host {
-    Host::builder(HostConfig { data_dir: Some(dir.to_path_buf()), ..HostConfig::default() }).build().unwrap()
+    Host::builder(HostConfig {
+        data_dir: Some(dir.to_path_buf()),
+        ..HostConfig::default()
+    })
+    .build()
+    .unwrap()
 }
 
 fn echo_from_automation() -> Invocation {
     // echo's gate for automation is gated_unless_granted: it asks.
-    Invocation::new("echo.echo", json!({ "text": "approved" }), Origin::Automation)
+    Invocation::new(
+        "echo.echo",
+        json!({ "text": "approved" }),
+        Origin::Automation,
+    )
 }
 
 #[tokio::test]
@@ -20,7 +31,9 @@ async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
         let host = host(data.path());
         let location = host.open_location("p");
         location.install_embedded().unwrap();
-        let InvokeOutcome::NeedsApproval(request) = location.invoke(echo_from_automation()).await.unwrap() else {
+        let InvokeOutcome::NeedsApproval(request) =
+            location.invoke(echo_from_automation()).await.unwrap()
+        else {
             panic!("automation must ask")
         };
         request.id
@@ -29,8 +42,16 @@ async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
     let host = host(data.path());
     let location = host.open_location("p");
     location.install_embedded().unwrap();
-    assert!(host.approvals().pending(&"p".into()).unwrap().iter().any(|r| r.id == id));
-    host.approvals().resolve(&id, Resolution::ApproveOnce, now_millis()).unwrap();
+    assert!(
+        host.approvals()
+            .pending(&"p".into())
+            .unwrap()
+            .iter()
+            .any(|r| r.id == id)
+    );
+    host.approvals()
+        .resolve(&id, Resolution::ApproveOnce, now_millis())
+        .unwrap();
 
     let mut changed = echo_from_automation();
     changed.input = json!({ "text": "something else" });
@@ -40,11 +61,14 @@ async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
         panic!("a changed input is refused")
     };
 
-    let InvokeOutcome::Completed(done) = location.resume(&id, echo_from_automation()).await.unwrap() else {
+    let InvokeOutcome::Completed(done) =
+        location.resume(&id, echo_from_automation()).await.unwrap()
+    else {
         panic!("the approved call runs")
     };
     assert_eq!(done.authorized_by, AuthorizedBy::Approval(id.clone()));
-    let InvokeOutcome::Failed(CallFailure::Approval(_)) = location.resume(&id, echo_from_automation()).await.unwrap()
+    let InvokeOutcome::Failed(CallFailure::Approval(_)) =
+        location.resume(&id, echo_from_automation()).await.unwrap()
     else {
         panic!("the lease is spent")
     };
@@ -56,11 +80,23 @@ async fn a_denial_with_feedback_is_a_failure_the_model_sees() {
     let host = host(data.path());
     let location = host.open_location("p");
     location.install_embedded().unwrap();
-    let InvokeOutcome::NeedsApproval(request) = location.invoke(echo_from_automation()).await.unwrap() else {
+    let InvokeOutcome::NeedsApproval(request) =
+        location.invoke(echo_from_automation()).await.unwrap()
+    else {
         panic!("asks")
     };
-    host.approvals().resolve(&request.id, Resolution::DenyWithFeedback("use a shorter text".into()), now_millis()).unwrap();
-    let InvokeOutcome::Failed(failure) = location.resume(&request.id, echo_from_automation()).await.unwrap() else {
+    host.approvals()
+        .resolve(
+            &request.id,
+            Resolution::DenyWithFeedback("use a shorter text".into()),
+            now_millis(),
+        )
+        .unwrap();
+    let InvokeOutcome::Failed(failure) = location
+        .resume(&request.id, echo_from_automation())
+        .await
+        .unwrap()
+    else {
         panic!("declined")
     };
     assert_eq!(failure.code(), "user_declined");
@@ -74,7 +110,9 @@ async fn invalid_input_never_reaches_an_approval() {
     let location = host.open_location("p");
     location.install_embedded().unwrap();
     let call = Invocation::new("echo.echo", json!({ "text": 1 }), Origin::Automation);
-    let InvokeOutcome::Failed(failure) = location.invoke(call).await.unwrap() else { panic!("invalid") };
+    let InvokeOutcome::Failed(failure) = location.invoke(call).await.unwrap() else {
+        panic!("invalid")
+    };
     assert_eq!(failure.code(), "invalid_input");
     assert!(host.approvals().pending(&"p".into()).unwrap().is_empty());
 }

@@ -1,7 +1,9 @@
 //! Installing from the bundle, a directory and an archive; what is refused.
 
 use serde_json::json;
-use warden_host::{CallFailure, Host, HostConfig, HostError, Invocation, InvokeOutcome, Origin, PackageSource};
+use warden_host::{
+    CallFailure, Host, HostConfig, HostError, Invocation, InvokeOutcome, Origin, PackageSource,
+};
 
 use crate::root;
 
@@ -14,8 +16,14 @@ async fn embedded_echo_runs_from_the_model_origin() {
     let location = host().open_location("p");
     let installed = location.install_embedded().unwrap();
     assert!(installed.iter().any(|p| p.id == "echo"));
-    let call = Invocation::new("echo_echo", json!({ "text": "abc", "transform": "upper" }), Origin::LoopRun);
-    let InvokeOutcome::Completed(done) = location.invoke(call).await.unwrap() else { panic!("echo completes") };
+    let call = Invocation::new(
+        "echo_echo",
+        json!({ "text": "abc", "transform": "upper" }),
+        Origin::LoopRun,
+    );
+    let InvokeOutcome::Completed(done) = location.invoke(call).await.unwrap() else {
+        panic!("echo completes")
+    };
     assert_eq!(done.output, json!({ "text": "ABC", "chars": 3 }));
     assert!(done.usage.fuel_consumed > 0, "usage is reported");
 }
@@ -25,11 +33,13 @@ async fn locations_have_their_own_registries() {
     let host = host();
     let a = host.open_location("a");
     let b = host.open_location("b");
-    a.install(&PackageSource::Dir(root().join("packages/echo"))).unwrap();
+    a.install(&PackageSource::Dir(root().join("packages/echo")))
+        .unwrap();
     assert!(a.snapshot().lookup("echo_echo").is_some());
     assert!(b.snapshot().lookup("echo_echo").is_none());
     let call = Invocation::new("echo.echo", json!({ "text": "x" }), Origin::LoopRun);
-    let InvokeOutcome::Failed(CallFailure::UnknownTool { .. }) = b.invoke(call).await.unwrap() else {
+    let InvokeOutcome::Failed(CallFailure::UnknownTool { .. }) = b.invoke(call).await.unwrap()
+    else {
         panic!("b has no echo")
     };
 }
@@ -38,8 +48,13 @@ async fn locations_have_their_own_registries() {
 async fn a_snapshot_keeps_the_tools_it_captured() {
     let location = host().open_location("p");
     let before = location.snapshot();
-    location.install(&PackageSource::Dir(root().join("packages/echo"))).unwrap();
-    assert!(before.lookup("echo_echo").is_none(), "earlier snapshots do not change");
+    location
+        .install(&PackageSource::Dir(root().join("packages/echo")))
+        .unwrap();
+    assert!(
+        before.lookup("echo_echo").is_none(),
+        "earlier snapshots do not change"
+    );
     assert!(location.snapshot().lookup("echo_echo").is_some());
     assert!(location.uninstall("echo"));
     assert!(location.snapshot().lookup("echo_echo").is_none());
@@ -49,7 +64,9 @@ async fn a_snapshot_keeps_the_tools_it_captured() {
 fn an_archive_installs_and_a_tampered_one_is_refused() {
     let archive = root().join("target/packages/echo.tar.gz");
     let location = host().open_location("p");
-    location.install(&PackageSource::Archive(archive.clone())).unwrap();
+    location
+        .install(&PackageSource::Archive(archive.clone()))
+        .unwrap();
 
     // Rewrite the archive with one schema byte changed but the old SHA256SUMS.
     let bytes = std::fs::read(&archive).unwrap();
@@ -72,18 +89,36 @@ fn an_archive_installs_and_a_tampered_one_is_refused() {
         header.set_size(data.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        out.append_data(&mut header, &path, data.as_slice()).unwrap();
+        out.append_data(&mut header, &path, data.as_slice())
+            .unwrap();
     }
     out.into_inner().unwrap().finish().unwrap();
-    let error = location.install(&PackageSource::Archive(tampered)).unwrap_err();
-    assert!(matches!(&error, HostError::Digest { path, .. } if path == "prompts/echo/echo.md"), "{error}");
+    let error = location
+        .install(&PackageSource::Archive(tampered))
+        .unwrap_err();
+    assert!(
+        matches!(&error, HostError::Digest { path, .. } if path == "prompts/echo/echo.md"),
+        "{error}"
+    );
 }
 
 #[test]
 fn an_invalid_manifest_is_refused_with_its_diagnostics() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("manifest.toml"), "schema_version = \"reborn.extension_manifest.v3\"\n[[host_api]]\n").unwrap();
-    let error = host().open_location("p").install(&PackageSource::Dir(dir.path().to_path_buf())).unwrap_err();
-    let HostError::Manifest { diagnostics, .. } = &error else { panic!("{error}") };
-    assert!(diagnostics.to_string().contains("[[tools]]"), "{diagnostics}");
+    std::fs::write(
+        dir.path().join("manifest.toml"),
+        "schema_version = \"reborn.extension_manifest.v3\"\n[[host_api]]\n",
+    )
+    .unwrap();
+    let error = host()
+        .open_location("p")
+        .install(&PackageSource::Dir(dir.path().to_path_buf()))
+        .unwrap_err();
+    let HostError::Manifest { diagnostics, .. } = &error else {
+        panic!("{error}")
+    };
+    assert!(
+        diagnostics.to_string().contains("[[tools]]"),
+        "{diagnostics}"
+    );
 }

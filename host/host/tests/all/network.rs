@@ -22,7 +22,10 @@ async fn github(secrets: MemoryStore, description: String) -> (Location, TestSer
     })
     .await
     .unwrap();
-    let config = HostConfig { egress: warden_egress::testing::config(&ca, &[("api.github.com", 443)]), ..HostConfig::default() };
+    let config = HostConfig {
+        egress: warden_egress::testing::config(&ca, &[("api.github.com", 443)]),
+        ..HostConfig::default()
+    };
     let host = Host::builder(config)
         .secret_store(Arc::new(secrets))
         .resolver(Arc::new(server.resolver(&["api.github.com"])))
@@ -34,31 +37,53 @@ async fn github(secrets: MemoryStore, description: String) -> (Location, TestSer
 }
 
 fn get_repo() -> Invocation {
-    Invocation::new("github.get_repo", json!({ "owner": "octo", "repo": "hello" }), Origin::Product)
+    Invocation::new(
+        "github.get_repo",
+        json!({ "owner": "octo", "repo": "hello" }),
+        Origin::Product,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_token_is_injected_and_redacted_from_what_comes_back() {
-    let secrets = MemoryStore::new().with(AccountKey::new("github", "github_runtime_token", ["repo"]), TOKEN);
+    let secrets = MemoryStore::new().with(
+        AccountKey::new("github", "github_runtime_token", ["repo"]),
+        TOKEN,
+    );
     let (location, server) = github(secrets, format!("leaked {TOKEN} here")).await;
     let outcome = location.invoke(get_repo()).await.unwrap();
-    let InvokeOutcome::Completed(done) = outcome else { panic!("get_repo runs: {outcome:?}") };
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("get_repo runs: {outcome:?}")
+    };
     assert_eq!(done.output["full_name"], "octo/hello");
     let description = done.output["description"].as_str().unwrap();
-    assert!(description.contains("[REDACTED]") && !description.contains(TOKEN), "{description}");
+    assert!(
+        description.contains("[REDACTED]") && !description.contains(TOKEN),
+        "{description}"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
     assert_eq!(done.usage.http_requests, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_secret_is_auth_required_with_vendor_and_scopes() {
     let (location, server) = github(MemoryStore::new(), String::new()).await;
-    let InvokeOutcome::Failed(failure) = location.invoke(get_repo()).await.unwrap() else { panic!("fails") };
-    let CallFailure::Runtime { error, .. } = &failure else { panic!("{failure}") };
+    let InvokeOutcome::Failed(failure) = location.invoke(get_repo()).await.unwrap() else {
+        panic!("fails")
+    };
+    let CallFailure::Runtime { error, .. } = &failure else {
+        panic!("{failure}")
+    };
     assert_eq!(error.code(), "auth_required", "{error}");
     let message = failure.message();
-    assert!(message.contains("github") && message.contains("repo"), "{message}");
+    assert!(
+        message.contains("github") && message.contains("repo"),
+        "{message}"
+    );
     assert!(server.requests().is_empty());
 }
