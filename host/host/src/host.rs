@@ -120,10 +120,7 @@ impl HostBuilder {
         let shared = Shared {
             runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
             egress: Egress::new(egress, secrets, resolver)?,
-            approvals: Approvals::new(
-                approval_store,
-                ApprovalConfig { lease_ttl },
-            ),
+            approvals: Approvals::new(approval_store, ApprovalConfig { lease_ttl }),
             authorizer: Authorizer::new(ungated_allowlist),
             bounder: OutputBounder::new(bound),
             validation,
