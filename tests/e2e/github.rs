@@ -4,19 +4,7 @@ use warden_tests::{FakeGitHub, TOKEN, Warden};
 
 fn connected(fake: &FakeGitHub) -> Warden {
     let warden = crate::warden();
-    fake.configure(&warden);
-    let set = warden.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "github_runtime_token",
-            "--scope",
-            "repo",
-        ],
-        TOKEN,
-    );
-    assert_eq!(set.code, 0, "{set:?}");
+    fake.connect(&warden);
     warden
 }
 

@@ -11,7 +11,7 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use warden_tests::{FakeGitHub, TOKEN, Warden};
+use warden_tests::{FakeGitHub, Warden};
 
 /// A client that approves every elicitation once and counts them.
 #[derive(Clone, Default)]
@@ -69,19 +69,7 @@ async fn call(
 async fn an_mcp_client_lists_the_tools_and_calls_echo_and_github() {
     let fake = FakeGitHub::start().await;
     let warden = crate::warden();
-    fake.configure(&warden);
-    let set = warden.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "github_runtime_token",
-            "--scope",
-            "repo",
-        ],
-        TOKEN,
-    );
-    assert_eq!(set.code, 0, "{set:?}");
+    fake.connect(&warden);
 
     let handler = ApprovingClient::default();
     let client = serve(&warden, handler.clone()).await;

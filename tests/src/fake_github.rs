@@ -50,6 +50,16 @@ impl FakeGitHub {
     }
 }
 
+impl FakeGitHub {
+    /// [`Self::configure`], then store [`TOKEN`] with `warden secret set`
+    /// as a user would (the value on stdin, never argv).
+    pub fn connect(&self, warden: &Warden) {
+        self.configure(warden);
+        let set = warden.run_with_stdin(&["secret", "set", "github", "github_runtime_token", "--scope", "repo"], TOKEN);
+        assert_eq!(set.code, 0, "warden secret set: {set:?}");
+    }
+}
+
 fn respond(request: &RecordedRequest) -> TestResponse {
     if request.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
         return json_status(
