@@ -55,7 +55,17 @@ impl FakeGitHub {
     /// as a user would (the value on stdin, never argv).
     pub fn connect(&self, warden: &Warden) {
         self.configure(warden);
-        let set = warden.run_with_stdin(&["secret", "set", "github", "github_runtime_token", "--scope", "repo"], TOKEN);
+        let set = warden.run_with_stdin(
+            &[
+                "secret",
+                "set",
+                "github",
+                "github_runtime_token",
+                "--scope",
+                "repo",
+            ],
+            TOKEN,
+        );
         assert_eq!(set.code, 0, "warden secret set: {set:?}");
     }
 }

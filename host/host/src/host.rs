@@ -125,6 +125,10 @@ impl HostBuilder {
             bounder: OutputBounder::new(bound),
             validation,
         };
+        // Spilled outputs past their retention period are removed at start.
+        if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
+            tracing::warn!(%error, "could not clean up old spilled outputs");
+        }
         Ok(Host {
             shared: Arc::new(shared),
             locations: Arc::default(),

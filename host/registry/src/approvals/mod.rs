@@ -141,10 +141,19 @@ impl Approvals {
         invocation: &Invocation,
         now: UnixMillis,
     ) -> Result<Gate, ApprovalError> {
-        let grants = self
-            .store
-            .grants(&policy.capability_id, &invocation.scope.location, now)?;
-        match authorizer.authorize(policy, &invocation.scope, invocation.origin, &grants, now) {
+        // Grants can only turn "needs approval" into "allow", so the store is
+        // read only when the decision without grants is to ask.
+        let scope = &invocation.scope;
+        let decision = match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
+            Decision::NeedsApproval(_) => {
+                let grants = self
+                    .store
+                    .grants(&policy.capability_id, &scope.location, now)?;
+                authorizer.authorize(policy, scope, invocation.origin, &grants, now)
+            }
+            decided => decided,
+        };
+        match decision {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => Ok(Gate::Blocked(Box::new(
                 self.request(invocation, rule, now)?,
