@@ -10,9 +10,6 @@ use crate::digest::{self, SUMS_FILE};
 use crate::guests::{self, Guest};
 use crate::workspace;
 
-/// Target every guest is built for.
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
-
 /// Options of `cargo xtask bundle`.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
@@ -66,6 +63,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             .collect::<Vec<_>>(),
     )?;
     let mut built = 0;
+    let mut targets: Vec<&str> = Vec::new();
     for guest in &selected {
         if !args.force {
             if let Some(reason) = staleness(guest)? {
@@ -75,8 +73,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 continue;
             }
         }
-        if built == 0 {
-            ensure_target()?;
+        if !targets.contains(&guest.target.as_str()) {
+            ensure_target(&guest.target)?;
+            targets.push(&guest.target);
         }
         build_guest(&contract, guest)?;
         write_package(guest)?;
@@ -120,12 +119,14 @@ fn build_guest(contract: &Contract, guest: &Guest) -> Result<()> {
             "build",
             "--release",
             "--target",
-            WASM_TARGET,
+            &guest.target,
             "--package",
             &guest.name,
             "--manifest-path",
         ])
         .arg(workspace::guests_dir().join("Cargo.toml"))
+        // The output is read from the guest workspace's own target dir.
+        .env("CARGO_TARGET_DIR", workspace::guests_dir().join("target"))
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .status()
@@ -137,10 +138,15 @@ fn build_guest(contract: &Contract, guest: &Guest) -> Result<()> {
         );
     }
     let compiled = start.elapsed();
-    let core = std::fs::read(guest.core_module_path())
+    let built = std::fs::read(guest.core_module_path())
         .with_context(|| format!("reading {}", guest.core_module_path().display()))?;
-    let component = component::componentize(&guest.name, &core)?;
-    contract.check(&guest.name, &component)?;
+    // rustc already emits a component for `wasm32-wasip2` (via wasm-component-ld).
+    let component = if component::is_component(&built) {
+        built
+    } else {
+        component::componentize(&guest.name, &built)?
+    };
+    contract.check(&guest.name, &component, guest.wasi())?;
     let wasm = guest.wasm_path();
     std::fs::create_dir_all(wasm.parent().expect("wasm/ dir"))?;
     std::fs::write(&wasm, &component).with_context(|| format!("writing {}", wasm.display()))?;
@@ -206,7 +212,7 @@ fn write_archive(package_dir: &Path, sums: &str) -> Result<PathBuf> {
 }
 
 /// Install the wasm target with rustup when it is missing.
-fn ensure_target() -> Result<()> {
+fn ensure_target(target: &str) -> Result<()> {
     let installed = std::process::Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
@@ -215,16 +221,16 @@ fn ensure_target() -> Result<()> {
         )?;
     if String::from_utf8_lossy(&installed.stdout)
         .lines()
-        .any(|l| l.trim() == WASM_TARGET)
+        .any(|l| l.trim() == target)
     {
         return Ok(());
     }
-    println!("bundle: installing the {WASM_TARGET} target with rustup");
+    println!("bundle: installing the {target} target with rustup");
     let status = std::process::Command::new("rustup")
-        .args(["target", "add", WASM_TARGET])
+        .args(["target", "add", target])
         .status()?;
     if !status.success() {
-        bail!("`rustup target add {WASM_TARGET}` failed");
+        bail!("`rustup target add {target}` failed");
     }
     Ok(())
 }

@@ -44,8 +44,9 @@ impl Contract {
         Ok(Contract { world, imports })
     }
 
-    /// Check that `component` imports only contract interfaces; name every one that is not.
-    pub(crate) fn check(&self, guest: &str, component: &[u8]) -> Result<()> {
+    /// Check that `component` imports only contract interfaces (and, with
+    /// `wasi`, the runtime's WASI 0.2 allowlist); name every one that is not.
+    pub(crate) fn check(&self, guest: &str, component: &[u8], wasi: bool) -> Result<()> {
         let decoded = wit_component::decode(component)
             .with_context(|| format!("decoding the component of `{guest}`"))?;
         let DecodedWasm::Component(resolve, world_id) = decoded else {
@@ -57,10 +58,20 @@ impl Contract {
             .filter(|(_, item)| !matches!(item, WorldItem::Type { .. }))
             .map(|(key, _)| import_name(&resolve, key))
             .filter(|name| !self.imports.contains(name))
+            .filter(|name| !(wasi && warden_core::wasi::is_allowed_import(name)))
             .collect();
         if !outside.is_empty() {
+            let also = if wasi {
+                format!(
+                    " (and, built for wasm32-wasip2, WASI {}x: {})",
+                    warden_core::wasi::WASI_VERSION_PREFIX,
+                    warden_core::wasi::WASI_ALLOWED.join(", ")
+                )
+            } else {
+                String::new()
+            };
             bail!(
-                "guest `{guest}` imports {}, outside the contract world `{}`; a Warden component may import only: {}",
+                "guest `{guest}` imports {}, outside the contract world `{}`; a Warden component may import only: {}{also}",
                 outside
                     .iter()
                     .map(|n| format!("`{n}`"))
@@ -76,6 +87,11 @@ impl Contract {
 
 fn import_name(resolve: &Resolve, key: &WorldKey) -> String {
     resolve.name_world_key(key)
+}
+
+/// Whether `wasm` is a component (preamble layer 1) rather than a core module.
+pub(crate) fn is_component(wasm: &[u8]) -> bool {
+    wasm.len() >= 8 && wasm[..4] == *b"\0asm" && wasm[6..8] == [1, 0]
 }
 
 /// Encode the core module produced by wit-bindgen as a component.

@@ -7,7 +7,11 @@
 //! package = "echo"     # packages/echo/ (or tests/fixtures/packages/echo/ for fixtures)
 //! module = "echo"      # wasm/echo.wasm inside the package
 //! bundle = true        # false: built only when named with `--guest`
+//! target = "wasm32-wasip2"  # optional; default wasm32-unknown-unknown
 //! ```
+//!
+//! A `wasm32-wasip2` guest comes out of rustc as a component that may import
+//! the locked-down WASI 0.2 the runtime links ([`warden_core::wasi`]).
 //!
 //! Guests under `guests/fixtures/` are test fixtures: their packages live in
 //! `tests/fixtures/packages/` and are never embedded in the binary.
@@ -32,7 +36,15 @@ pub(crate) struct Guest {
     pub(crate) module: String,
     /// Built by a plain `bundle`.
     pub(crate) bundle: bool,
+    /// The rustc target: [`DEFAULT_TARGET`] or [`WASIP2_TARGET`].
+    pub(crate) target: String,
 }
+
+/// The target of a guest that does not name one: a core module importing only the contract.
+pub(crate) const DEFAULT_TARGET: &str = "wasm32-unknown-unknown";
+
+/// The target of a guest that may import WASI 0.2; rustc emits a component.
+pub(crate) const WASIP2_TARGET: &str = "wasm32-wasip2";
 
 impl Guest {
     /// `packages/<ext>/wasm/<module>.wasm`.
@@ -42,10 +54,17 @@ impl Guest {
             .join(format!("{}.wasm", self.module))
     }
 
-    /// The core module cargo produces.
+    /// Whether the guest may import WASI 0.2 (it is built for `wasm32-wasip2`).
+    pub(crate) fn wasi(&self) -> bool {
+        self.target == WASIP2_TARGET
+    }
+
+    /// The module (or, for `wasm32-wasip2`, the component) cargo produces.
     pub(crate) fn core_module_path(&self) -> PathBuf {
         workspace::guests_dir()
-            .join("target/wasm32-unknown-unknown/release")
+            .join("target")
+            .join(&self.target)
+            .join("release")
             .join(format!("{}.wasm", self.name.replace('-', "_")))
     }
 }
@@ -74,6 +93,8 @@ struct WardenMetadata {
     module: String,
     #[serde(default = "yes")]
     bundle: bool,
+    #[serde(default)]
+    target: Option<String>,
 }
 
 fn yes() -> bool {
@@ -126,12 +147,20 @@ fn read_guest(dir: &Path, manifest: &Path, package_root: &Path) -> Result<Option
             );
         }
     }
+    let target = meta.target.unwrap_or_else(|| DEFAULT_TARGET.to_owned());
+    if ![DEFAULT_TARGET, WASIP2_TARGET].contains(&target.as_str()) {
+        bail!(
+            "{}: [package.metadata.warden] target = {target:?} must be {DEFAULT_TARGET:?} or {WASIP2_TARGET:?}",
+            manifest.display()
+        );
+    }
     Ok(Some(Guest {
         name: parsed.package.name,
         dir: dir.to_path_buf(),
         package_dir: package_root.join(&meta.package),
         module: meta.module,
         bundle: meta.bundle,
+        target,
     }))
 }
 

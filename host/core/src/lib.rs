@@ -10,6 +10,8 @@
 //! - [`net`]: the per-call network service the runtime hands to a guest's
 //!   `http` and `credential` imports, and [`net::DenyAll`], the default when
 //!   no egress is configured.
+//! - [`wasi`]: the locked-down WASI 0.2 interfaces a `wasm32-wasip2`
+//!   component may import.
 //!
 //! ```
 //! use warden_core::{Effect, GatePolicy, Origin};
@@ -22,6 +24,7 @@ mod gate;
 pub mod net;
 pub mod spec;
 mod vocabulary;
+pub mod wasi;
 
 pub use gate::GateMatrix;
 

@@ -215,7 +215,8 @@ impl InstalledComponent {
             limits.fuel
         };
         let wall_time = start.elapsed();
-        let state = store.into_data();
+        let mut state = store.into_data();
+        state.drain_stdio(true);
         let result = match ran {
             Err(_elapsed) => Err(RuntimeError::Timeout {
                 limit: limits.timeout,

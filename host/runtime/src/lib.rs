@@ -37,6 +37,7 @@ mod outcome;
 mod runtime;
 mod state;
 mod validate;
+mod wasi;
 
 pub use call::CallRequest;
 pub use component::{

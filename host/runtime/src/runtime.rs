@@ -70,7 +70,8 @@ pub struct RuntimeStats {
 
 impl Runtime {
     /// Create the engine (pooling allocator unless configured otherwise), the
-    /// linker of the contract, and the epoch ticker.
+    /// linker of the contract and of the locked-down WASI 0.2, and the epoch
+    /// ticker.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
         let (engine, allocator) = engine::build(&config)?;
         let mut linker = Linker::new(&engine);
@@ -79,6 +80,11 @@ impl Runtime {
                 reason: format!("linking the contract: {e}"),
             },
         )?;
+        // Imports resolve per component at install: a contract-only component's
+        // `InstancePre` holds no WASI definition and its calls create no context.
+        crate::wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Internal {
+            reason: format!("linking WASI: {e}"),
+        })?;
         engine::spawn_ticker(engine.weak(), config.epoch_tick).map_err(|e| {
             RuntimeError::Engine {
                 reason: format!("starting the epoch ticker: {e}"),
@@ -214,10 +220,11 @@ impl Runtime {
     }
 }
 
-/// Refuse a component importing anything outside the contract, naming it.
+/// Refuse a component importing anything outside the contract and the
+/// allowed WASI 0.2 interfaces ([`warden_core::wasi::WASI_ALLOWED`]), naming it.
 fn check_imports(engine: &Engine, name: &str, component: &Component) -> Result<(), RuntimeError> {
     for (import, _) in component.component_type().imports(engine) {
-        if !CONTRACT_IMPORTS.contains(&import) {
+        if !CONTRACT_IMPORTS.contains(&import) && !warden_core::wasi::is_allowed_import(import) {
             return Err(RuntimeError::ImportNotAllowed {
                 component: name.to_owned(),
                 import: import.to_owned(),

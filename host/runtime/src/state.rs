@@ -8,7 +8,11 @@ use wasmtime::component::ResourceTable;
 
 use crate::config::Limits;
 use crate::limits::MemoryLimiter;
-use crate::outcome::LogEntry;
+use crate::outcome::{LogEntry, LogLevel};
+use crate::wasi::WasiState;
+
+/// Most bytes kept of each of a WASI guest's stdout and stderr per call.
+const MAX_STDIO_CAPTURE_BYTES: usize = 1 << 20;
 
 /// Per-call state; dropped with the store when the call ends.
 pub(crate) struct CallState {
@@ -27,6 +31,9 @@ pub(crate) struct CallState {
     pub(crate) auth_needed: Option<AuthNeeded>,
     /// The last `denied` answer of `http.send`, already redacted.
     pub(crate) denied: Option<String>,
+    /// WASI context and captured stdio, created on the first WASI call
+    /// (never for a contract-only component).
+    pub(crate) wasi: Option<Box<WasiState>>,
 }
 
 impl std::fmt::Debug for CallState {
@@ -79,6 +86,59 @@ impl CallState {
             handles: 0,
             auth_needed: None,
             denied: None,
+            wasi: None,
+        }
+    }
+
+    /// Record `message` at `level` in the call's log: counted against the
+    /// entry cap, redacted, bounded, and emitted through `tracing`.
+    pub(crate) fn push_log(&mut self, level: LogLevel, message: &str) {
+        if self.logs.entries.len() >= self.limits.max_log_entries as usize {
+            self.logs.dropped = self.logs.dropped.saturating_add(1);
+            return;
+        }
+        let (message, truncated) = redact_bounded(
+            self.network.as_ref(),
+            message,
+            self.limits.max_log_entry_bytes as usize,
+        );
+        crate::host::log::emit(level, &self.call_id, &self.capability_id, &message);
+        self.logs.entries.push(LogEntry {
+            level,
+            message,
+            truncated,
+        });
+    }
+
+    /// Bytes each of stdout and stderr may hold before the log takes them:
+    /// what the log could keep, plus a newline per entry.
+    pub(crate) fn stdio_capture_bytes(&self) -> usize {
+        let entries = self.limits.max_log_entries as usize;
+        entries
+            .saturating_mul(self.limits.max_log_entry_bytes as usize + 1)
+            .min(MAX_STDIO_CAPTURE_BYTES)
+    }
+
+    /// Move captured stdout (`info`) and stderr (`warn`) lines into the log;
+    /// with `all`, also an unfinished last line (the call is over).
+    pub(crate) fn drain_stdio(&mut self, all: bool) {
+        let Some(wasi) = &self.wasi else {
+            return;
+        };
+        let mut lines = Vec::new();
+        for (pipe, level) in [
+            (&wasi.stdout, LogLevel::Info),
+            (&wasi.stderr, LogLevel::Warn),
+        ] {
+            let (taken, dropped) =
+                pipe.with(|c| (c.take_lines(all), std::mem::take(&mut c.dropped)));
+            lines.extend(taken.into_iter().map(|line| (level, line)));
+            if dropped > 0 {
+                lines.push((level, format!("[{dropped} bytes of output dropped]")));
+            }
+        }
+        for (level, line) in lines {
+            self.push_log(level, &line);
         }
     }
 }

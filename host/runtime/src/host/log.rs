@@ -1,8 +1,8 @@
-//! `warden:tool/log`: bounded, redacted, emitted through `tracing`.
+//! `warden:tool/log`: bounded, redacted, emitted through `tracing` (see [`CallState::push_log`]).
 
 use crate::bindings::warden::tool::log::{Host, Level};
-use crate::outcome::{LogEntry, LogLevel};
-use crate::state::{CallState, redact_bounded};
+use crate::outcome::LogLevel;
+use crate::state::CallState;
 
 /// The prefix the guest SDK's panic hook logs a panic with.
 const PANIC_PREFIX: &str = "panic: ";
@@ -19,26 +19,15 @@ impl Host for CallState {
         if level == LogLevel::Error && message.starts_with(PANIC_PREFIX) {
             self.logs.panicked = true;
         }
-        if self.logs.entries.len() >= self.limits.max_log_entries as usize {
-            self.logs.dropped = self.logs.dropped.saturating_add(1);
-            return Ok(());
-        }
-        let (message, truncated) = redact_bounded(
-            self.network.as_ref(),
-            &message,
-            self.limits.max_log_entry_bytes as usize,
-        );
-        emit(level, &self.call_id, &self.capability_id, &message);
-        self.logs.entries.push(LogEntry {
-            level,
-            message,
-            truncated,
-        });
+        // Keep stdout/stderr lines of a WASI guest in order with its log calls.
+        self.drain_stdio(false);
+        self.push_log(level, &message);
         Ok(())
     }
 }
 
-fn emit(level: LogLevel, call_id: &str, capability: &str, message: &str) {
+/// Emit a kept log entry as a `warden::guest` tracing event.
+pub(crate) fn emit(level: LogLevel, call_id: &str, capability: &str, message: &str) {
     macro_rules! event {
         ($level:expr) => {
             tracing::event!(target: "warden::guest", $level, call_id, capability, "{message}")

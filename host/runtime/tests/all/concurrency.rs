@@ -28,7 +28,14 @@ async fn a_probe_returns_while_200_cpu_bound_calls_run() {
         let (host, done, started) = (host.clone(), done.clone(), started.clone());
         tasks.push(tokio::spawn(async move {
             started.fetch_add(1, Ordering::SeqCst);
-            let outcome = host.hostile.call(burn(ROUNDS)).await;
+            // All 200 share two cores, so each one's wall time is close to the
+            // total: give them a deadline far above it (this test is about
+            // starvation and ordering, not about deadlines).
+            let generous = ToolLimits {
+                timeout_ms: Some(60_000),
+                ..ToolLimits::default()
+            };
+            let outcome = host.hostile.call(burn(ROUNDS).limits(generous)).await;
             done.fetch_add(1, Ordering::SeqCst);
             outcome
         }));

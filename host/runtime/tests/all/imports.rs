@@ -6,7 +6,7 @@ use wit_parser::{ManglingAndAbi, Resolve};
 use crate::support::{config, echo_dir, package};
 
 /// A component built from `wit` (world `w`) with a dummy core module.
-fn component(wit: &str) -> Vec<u8> {
+pub(crate) fn component(wit: &str) -> Vec<u8> {
     let mut resolve = Resolve::default();
     let package = resolve.push_str("test.wit", wit).expect("wit parses");
     let world = resolve

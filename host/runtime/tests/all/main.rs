@@ -1,5 +1,5 @@
 //! Integration tests of the runtime against real, built components
-//! (`packages/echo` and the hostile fixture). Run `cargo xtask bundle` first.
+//! (`packages/echo`, the hostile and the wasm32-wasip2 `wasi-tool` fixtures). Run `cargo xtask bundle` first.
 
 mod cache;
 mod concurrency;
@@ -9,3 +9,4 @@ mod imports;
 mod limits;
 mod network;
 mod support;
+mod wasi;

@@ -28,6 +28,11 @@ pub(crate) fn hostile_dir() -> PathBuf {
     root().join("tests/fixtures/packages/hostile")
 }
 
+/// The `wasm32-wasip2` fixture package (imports WASI 0.2).
+pub(crate) fn wasi_tool_dir() -> PathBuf {
+    root().join("tests/fixtures/packages/wasi-tool")
+}
+
 /// A package directory as a [`ComponentSpec`]: its module and each tool's schemas and limits.
 pub(crate) fn package(dir: &Path) -> ComponentSpec<'static> {
     let manifest: toml::Table =
