@@ -74,6 +74,28 @@ fn yes() -> bool {
     true
 }
 
+impl CredentialSpec {
+    /// A required credential sent as `authorization: Bearer <value>` to
+    /// `https://<host>` (the shape most provider APIs use).
+    pub fn bearer(handle: &str, vendor: &str, scopes: &[&str], host: &str) -> Self {
+        CredentialSpec {
+            handle: handle.to_owned(),
+            vendor: vendor.to_owned(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            audience: Audience {
+                scheme: "https".into(),
+                host: host.to_owned(),
+                port: None,
+            },
+            injection: Injection::Header {
+                name: "authorization".into(),
+                prefix: Some("Bearer ".into()),
+            },
+            required: true,
+        }
+    }
+}
+
 /// A `network_targets` entry: egress that carries no credential.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

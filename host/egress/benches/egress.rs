@@ -11,7 +11,7 @@ use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls_pki_types::ServerName;
 use warden_core::net::{CallNetwork, GuestRequest};
-use warden_core::spec::{Audience, CredentialSpec, Injection};
+use warden_core::spec::CredentialSpec;
 use warden_egress::secrets::{AccountKey, MemoryStore};
 use warden_egress::testing::{self, TestCa, TestResponse, TestServer};
 use warden_egress::{Egress, EgressConfig};
@@ -30,21 +30,7 @@ struct World {
 }
 
 fn spec() -> CredentialSpec {
-    CredentialSpec {
-        handle: "gh".into(),
-        vendor: "github".into(),
-        scopes: vec!["repo".into()],
-        audience: Audience {
-            scheme: "https".into(),
-            host: "api.github.com".into(),
-            port: None,
-        },
-        injection: Injection::Header {
-            name: "authorization".into(),
-            prefix: Some("Bearer ".into()),
-        },
-        required: true,
-    }
+    CredentialSpec::bearer("gh", "github", &["repo"], "api.github.com")
 }
 
 static WORLD: LazyLock<World> = LazyLock::new(|| {

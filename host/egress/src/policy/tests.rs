@@ -1,23 +1,7 @@
-use warden_core::spec::Audience;
-
 use super::*;
 
 fn github() -> CredentialSpec {
-    CredentialSpec {
-        handle: "gh".into(),
-        vendor: "github".into(),
-        scopes: vec!["repo".into()],
-        audience: Audience {
-            scheme: "https".into(),
-            host: "api.github.com".into(),
-            port: None,
-        },
-        injection: Injection::Header {
-            name: "authorization".into(),
-            prefix: Some("Bearer ".into()),
-        },
-        required: true,
-    }
+    CredentialSpec::bearer("gh", "github", &["repo"], "api.github.com")
 }
 
 fn target(scheme: &str, host: &str) -> NetworkTarget {

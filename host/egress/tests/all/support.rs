@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use warden_core::net::{GuestRequest, GuestResponse};
-use warden_core::spec::{Audience, CredentialSpec, Injection, NetworkTarget};
+use warden_core::spec::{CredentialSpec, NetworkTarget};
 use warden_egress::secrets::{AccountKey, MemoryStore};
 use warden_egress::testing::{self, RecordedRequest, TestCa, TestResponse, TestServer};
 use warden_egress::{CallSession, Egress, EgressConfig};
@@ -26,21 +26,7 @@ pub(crate) struct Fixture {
 }
 
 pub(crate) fn github_credential() -> CredentialSpec {
-    CredentialSpec {
-        handle: "gh".into(),
-        vendor: "github".into(),
-        scopes: vec!["repo".into()],
-        audience: Audience {
-            scheme: "https".into(),
-            host: "api.github.com".into(),
-            port: None,
-        },
-        injection: Injection::Header {
-            name: "authorization".into(),
-            prefix: Some("Bearer ".into()),
-        },
-        required: true,
-    }
+    CredentialSpec::bearer("gh", "github", &["repo"], "api.github.com")
 }
 
 pub(crate) fn target(host: &str) -> NetworkTarget {
