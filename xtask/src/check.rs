@@ -5,19 +5,10 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use warden_manifest::{ValidationOptions, load_package, summary};
 
-/// The options the host uses: the reviewed `ungated` allowlist.
-pub(crate) fn options() -> ValidationOptions {
-    warden_core::REVIEWED_UNGATED_LOOP_RUN
-        .iter()
-        .fold(ValidationOptions::default(), |opts, id| {
-            opts.allow_ungated_loop_run(*id)
-        })
-}
-
 /// Validate each package directory; print a one-line summary per valid
 /// package and every diagnostic of an invalid one.
 pub(crate) fn packages(dirs: &[PathBuf]) -> Result<()> {
-    let opts = options();
+    let opts = ValidationOptions::reviewed();
     let mut invalid = 0;
     for dir in dirs {
         match load_package(dir, &opts) {

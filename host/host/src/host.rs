@@ -113,10 +113,9 @@ impl HostBuilder {
             (None, None) => Arc::new(MemoryStore::new()),
         };
         let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
-        let validation = ungated_allowlist.iter().fold(
-            ValidationOptions::default().require_module(true),
-            |opts, id| opts.allow_ungated_loop_run(id.clone()),
-        );
+        let validation = ValidationOptions::default()
+            .require_module(true)
+            .with_ungated_allowlist(ungated_allowlist.iter().cloned());
         let shared = Shared {
             runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
             egress: Egress::new(egress, secrets, resolver)?,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use warden_core::net::CallNetwork;
+use warden_core::net::{CallNetwork, DenyAll};
 use warden_registry::{
     ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
     ToolPolicy, name, now_millis,
@@ -33,9 +33,10 @@ impl Location {
                 name: invocation.tool,
             }));
         };
+        let input_json = invocation.input.to_string();
         if let Err(error) = binding
             .component
-            .check_input(&binding.capability.id, &invocation.input.to_string())
+            .check_input(&binding.capability.id, &input_json)
         {
             return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
                 error,
@@ -51,7 +52,7 @@ impl Location {
             .check(&self.shared.authorizer, &policy, &call, now_millis())
         {
             Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(binding, &invocation, AuthorizedBy::Rule(rule))
+                .dispatch(binding, &invocation, input_json, AuthorizedBy::Rule(rule))
                 .await),
             Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
             Err(error) => refused(error),
@@ -78,6 +79,7 @@ impl Location {
                 .dispatch(
                     binding,
                     &invocation,
+                    invocation.input.to_string(),
                     AuthorizedBy::Approval(dispatch.approval_id),
                 )
                 .await),
@@ -105,30 +107,36 @@ impl Location {
         &self,
         binding: &Binding,
         invocation: &Invocation,
+        input_json: String,
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
-        let session = match self.shared.egress.session(
-            &capability.id,
-            &binding.extension_id,
-            &capability.credentials,
-            &capability.network_targets,
-            capability.max_egress_bytes.unwrap_or(u64::MAX),
-        ) {
-            Ok(session) => Arc::new(session),
-            Err(error) => {
-                tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
-                return InvokeOutcome::Failed(CallFailure::Runtime {
-                    error: warden_runtime::RuntimeError::HostUnavailable {
-                        reason: Unavailable::NetworkSetup,
-                    },
-                    usage: Default::default(),
-                    logs: Vec::new(),
-                });
+        // A capability that declares no credential and no network target can
+        // reach nothing: skip staging and policy building on its hot path.
+        let network: Arc<dyn CallNetwork> = if !binding.declares_network() {
+            Arc::new(DenyAll)
+        } else {
+            match self.shared.egress.session(
+                &capability.id,
+                &binding.extension_id,
+                &capability.credentials,
+                &capability.network_targets,
+                capability.max_egress_bytes.unwrap_or(u64::MAX),
+            ) {
+                Ok(session) => Arc::new(session),
+                Err(error) => {
+                    tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
+                    return InvokeOutcome::Failed(CallFailure::Runtime {
+                        error: warden_runtime::RuntimeError::HostUnavailable {
+                            reason: Unavailable::NetworkSetup,
+                        },
+                        usage: Default::default(),
+                        logs: Vec::new(),
+                    });
+                }
             }
         };
-        let network: Arc<dyn CallNetwork> = session;
-        let request = CallRequest::new(capability.id.clone(), invocation.input.to_string())
+        let request = CallRequest::new(capability.id.clone(), input_json)
             .call_id(invocation.call_id.clone().unwrap_or_else(next_call_id))
             .origin(invocation.origin)
             .network(network);

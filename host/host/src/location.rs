@@ -21,6 +21,14 @@ pub(crate) struct Binding {
     pub(crate) component: Arc<InstalledComponent>,
 }
 
+impl Binding {
+    /// Whether the capability declares any credential or network target;
+    /// without either, every request would be denied.
+    pub(crate) fn declares_network(&self) -> bool {
+        !self.capability.credentials.is_empty() || !self.capability.network_targets.is_empty()
+    }
+}
+
 /// A package installed in a Location.
 #[derive(Debug)]
 struct Installed {

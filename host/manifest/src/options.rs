@@ -44,6 +44,24 @@ impl ValidationOptions {
         self
     }
 
+    /// Allow `loop_run = "ungated"` for every id of `allowlist`.
+    pub fn with_ungated_allowlist<S: Into<String>>(
+        mut self,
+        allowlist: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.ungated_loop_run_allowlist
+            .extend(allowlist.into_iter().map(Into::into));
+        self
+    }
+
+    /// The defaults with the host's reviewed `ungated` allowlist
+    /// ([`warden_core::REVIEWED_UNGATED_LOOP_RUN`]): what `warden check` and
+    /// `cargo xtask check` validate with.
+    pub fn reviewed() -> Self {
+        Self::default()
+            .with_ungated_allowlist(warden_core::REVIEWED_UNGATED_LOOP_RUN.iter().copied())
+    }
+
     /// Require the wasm module to exist.
     pub fn require_module(mut self, yes: bool) -> Self {
         self.require_module = yes;

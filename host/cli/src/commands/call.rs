@@ -109,11 +109,7 @@ fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
             "`{}` needs approval ({}).",
             request.capability_id, request.rule
         );
-        eprintln!("approval id: {}", request.id);
-        eprintln!(
-            "approve it with `warden approvals approve {}`, then run the same call with `--resume {}`",
-            request.id, request.id
-        );
+        eprintln!("approval id: {}\nthen: {how}", request.id);
     }
     ExitCode::from(EXIT_PENDING)
 }

@@ -48,16 +48,15 @@ fn tool_summary(tool: &RegisteredTool) -> serde_json::Value {
 /// `warden describe <tool>`.
 pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
     let (_host, location) = cx.open()?;
-    let Some(package) = location.packages().into_iter().find(|p| {
-        p.capability(tool).is_some() || p.capabilities.iter().any(|c| model_name(&p.id, c) == tool)
+    let packages = location.packages();
+    let Some((package, capability)) = packages.iter().find_map(|p| {
+        p.capabilities
+            .iter()
+            .find(|c| c.id == tool || model_name(&p.id, c) == tool)
+            .map(|c| (p, c))
     }) else {
         bail!("no tool `{tool}`; `warden list` shows what is installed");
     };
-    let capability = package
-        .capabilities
-        .iter()
-        .find(|c| c.id == tool || model_name(&package.id, c) == tool)
-        .expect("found above");
     let gates: serde_json::Map<String, serde_json::Value> = Origin::ALL
         .iter()
         .map(|o| {
@@ -102,11 +101,7 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
 
 /// `warden check <dir>...`: every diagnostic of every package.
 pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
-    let host_options = warden_core::REVIEWED_UNGATED_LOOP_RUN
-        .iter()
-        .fold(warden_manifest::ValidationOptions::default(), |o, id| {
-            o.allow_ungated_loop_run(*id)
-        });
+    let host_options = warden_manifest::ValidationOptions::reviewed();
     let mut report = Vec::new();
     let mut invalid = 0;
     for dir in dirs {

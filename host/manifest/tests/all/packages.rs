@@ -6,17 +6,12 @@ use std::path::Path;
 
 use warden_manifest::{ValidationOptions, load_package};
 
-use warden_core::REVIEWED_UNGATED_LOOP_RUN;
-
 /// Check every `<dir>/*/manifest.toml`; the summaries, or every failure rendered.
 fn check_packages(dir: &Path) -> Result<Vec<String>, String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new()); // no packages/ directory: nothing to check
     };
-    let mut opts = ValidationOptions::default();
-    for id in REVIEWED_UNGATED_LOOP_RUN {
-        opts = opts.allow_ungated_loop_run(*id);
-    }
+    let opts = ValidationOptions::reviewed();
     let (mut summaries, mut failures) = (Vec::new(), Vec::new());
     let mut paths: Vec<_> = entries.map(|e| e.expect("entry").path()).collect();
     paths.sort();
