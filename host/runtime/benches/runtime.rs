@@ -1,7 +1,8 @@
 //! Runtime benchmarks, each read as a ratio of two entries of the same run:
 //!
 //! - (a) `dispatch/warden_call` vs `dispatch/bare_instance_pre`
-//! - (b) `dispatch/bare_new_linker_per_call` vs `dispatch/warden_call`
+//! - (b) `dispatch/bare_new_wasi_linker_per_call` vs `dispatch/warden_call`
+//!   (and, for the contract alone, `dispatch/bare_new_linker_per_call`)
 //! - (c) `cold_start/empty_cache` vs `cold_start/warm_cache` (install N packages)
 //! - (d) `fuel/on` vs `fuel/off` (CPU-bound guest)
 //! - (e) `throughput/concurrent_1000` vs `throughput/sequential_1000`
@@ -73,6 +74,15 @@ mod dispatch {
         let bare = &*BARE;
         let request = echo_request();
         b.bench(|| bare.call_with_new_linker(&request));
+    }
+
+    /// A host that builds a new `Linker` with WASI 0.2 and the contract, and
+    /// instantiates per call.
+    #[divan::bench]
+    fn bare_new_wasi_linker_per_call(b: Bencher<'_, '_>) {
+        let bare = &*BARE;
+        let request = echo_request();
+        b.bench(|| bare.call_with_new_wasi_linker(&request));
     }
 }
 

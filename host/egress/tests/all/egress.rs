@@ -174,42 +174,6 @@ async fn echoed_token_reaches_the_guest_redacted() {
 }
 
 #[tokio::test]
-async fn nothing_logged_carries_the_token() {
-    use std::sync::{Arc, Mutex};
-    #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let sink = Sink::default();
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let fx =
-        fixture(|req| TestResponse::ok(req.header("authorization").unwrap_or_default().to_owned()))
-            .await;
-    let session = fx.session();
-    session
-        .send(get("https://api.github.com/a?x=1"), Some("gh"), CALL)
-        .await
-        .unwrap();
-    let leak = get(&format!("https://api.github.com/a?x={TOKEN}"));
-    session.send(leak, Some("gh"), CALL).await.unwrap_err();
-    let logs = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-    assert!(logs.contains("egress request"), "{logs}");
-    assert_clean(&logs);
-}
-
-#[tokio::test]
 async fn body_over_the_limit_fails_as_too_large() {
     let tune = |mut c: warden_egress::EgressConfig| {
         c.max_response_body = 64 << 10;

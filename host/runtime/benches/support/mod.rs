@@ -1,12 +1,19 @@
 //! Bench helpers: packages, a Tokio runtime, and a bare-wasmtime host of the
 //! same contract (the baselines of benchmarks (a) and (b)).
+//!
+//! The per-call-linker baselines of (b) come in two sizes: one links only
+//! the contract's five host functions; the other links the contract plus
+//! WASI 0.2 (`wasmtime_wasi::p2::add_to_linker_sync`) on every call, which
+//! is how hosts that accept `wasm32-wasip2` tools build their linker, and
+//! the same import surface Warden's own linker carries (contract + WASI lane).
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use warden_runtime::{CapabilitySpec, ComponentSpec};
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker, Resource};
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker, Resource, ResourceTable};
 use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The Tokio runtime every async benchmark runs on (2 workers, like the machine).
 pub(crate) static TOKIO: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -104,6 +111,22 @@ impl http::Host for Bare {
     }
 }
 
+/// Store data of a host that also links WASI 0.2 (with an empty context).
+pub(crate) struct BareWasi {
+    bare: Bare,
+    ctx: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for BareWasi {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.ctx,
+            table: &mut self.table,
+        }
+    }
+}
+
 /// The request both hosts send to echo.
 pub(crate) fn echo_request() -> Request {
     Request {
@@ -157,6 +180,27 @@ impl BareHost {
         let mut linker = Linker::new(&self.engine);
         link(&mut linker);
         let mut store = Store::new(&self.engine, Bare);
+        let tool =
+            SandboxedTool::instantiate(&mut store, &self.component, &linker).expect("instantiate");
+        tool.warden_tool_tool()
+            .call_execute(&mut store, request)
+            .expect("call")
+            .expect("echo ok")
+    }
+
+    /// Build a new linker with WASI 0.2 and the contract, a fresh WASI
+    /// context, and instantiate per call.
+    pub(crate) fn call_with_new_wasi_linker(&self, request: &Request) -> String {
+        let mut linker = Linker::<BareWasi>::new(&self.engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("link wasi");
+        SandboxedTool::add_to_linker::<BareWasi, HasSelf<Bare>>(&mut linker, |s| &mut s.bare)
+            .expect("link");
+        let data = BareWasi {
+            bare: Bare,
+            ctx: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, data);
         let tool =
             SandboxedTool::instantiate(&mut store, &self.component, &linker).expect("instantiate");
         tool.warden_tool_tool()
