@@ -63,7 +63,26 @@ pub(crate) enum Command {
         /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
+        /// Worker threads running calls. Default: 1 over stdio (one client:
+        /// calls waiting on the network still overlap, CPU-bound guests share
+        /// the thread in epoch slices, and no call pays a cross-thread
+        /// wake-up); one per core over HTTP, where several clients connect.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        workers: Option<u16>,
     },
+}
+
+impl Command {
+    /// Worker threads of the async runtime; `None` for one per core.
+    pub(crate) fn worker_threads(&self) -> Option<usize> {
+        match self {
+            Command::Serve {
+                workers: Some(n), ..
+            } => Some(usize::from(*n)),
+            Command::Serve { http: None, .. } => Some(1),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -147,4 +166,32 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long)]
         feedback: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workers(args: &[&str]) -> Result<Option<usize>, clap::Error> {
+        let argv = ["warden"].iter().chain(args);
+        Ok(Cli::try_parse_from(argv)?.command.worker_threads())
+    }
+
+    #[test]
+    fn stdio_serves_on_one_worker_unless_told() {
+        assert_eq!(workers(&["serve"]).unwrap(), Some(1));
+        assert_eq!(workers(&["serve", "--workers", "4"]).unwrap(), Some(4));
+    }
+
+    #[test]
+    fn http_and_other_commands_use_one_worker_per_core() {
+        assert_eq!(workers(&["serve", "--http", "127.0.0.1:0"]).unwrap(), None);
+        assert_eq!(workers(&["list"]).unwrap(), None);
+    }
+
+    #[test]
+    fn zero_workers_is_refused() {
+        let error = workers(&["serve", "--workers", "0"]).unwrap_err();
+        assert!(error.to_string().contains("--workers"), "{error}");
+    }
 }

@@ -21,10 +21,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = cli.command.worker_threads() {
+        builder.worker_threads(workers);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: starting the async runtime: {error}");

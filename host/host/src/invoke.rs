@@ -1,7 +1,7 @@
 //! One call, end to end: lookup -> input check -> authorize -> run -> bound.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_registry::{
@@ -196,9 +196,11 @@ fn refused(error: ApprovalError) -> Result<InvokeOutcome, HostError> {
 /// A process-unique call id.
 fn next_call_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    // `getpid` is a system call per use; the id is the process's for life.
+    static PID: OnceLock<u32> = OnceLock::new();
     format!(
         "call-{}-{}",
-        std::process::id(),
+        PID.get_or_init(std::process::id),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 use warden_core::Origin;
 use warden_core::net::{CallNetwork, DenyAll};
 use wasmtime::{Store, UpdateDeadline};
@@ -141,12 +142,7 @@ impl InstalledComponent {
             return CallOutcome::refused(error, Usage::default());
         }
 
-        let permit =
-            match tokio::time::timeout(config.queue_timeout, inner.shared.slots.acquire()).await {
-                Err(_) => Err(Unavailable::Overloaded),
-                Ok(Err(_closed)) => Err(Unavailable::ShuttingDown),
-                Ok(Ok(permit)) => Ok(permit),
-            };
+        let permit = acquire_slot(&inner.shared.slots, config.queue_timeout).await;
         let queue_time = queued.elapsed();
         let _permit = match permit {
             Ok(permit) => permit,
@@ -252,6 +248,25 @@ impl InstalledComponent {
             usage,
             logs: state.logs.entries,
         }
+    }
+}
+
+/// Take an execution slot, waiting in FIFO order for at most `patience`.
+/// A free slot is taken without arming a timer (a waiting call holds the
+/// permits back, so this never jumps the queue).
+async fn acquire_slot(
+    slots: &Semaphore,
+    patience: Duration,
+) -> Result<SemaphorePermit<'_>, Unavailable> {
+    match slots.try_acquire() {
+        Ok(permit) => return Ok(permit),
+        Err(TryAcquireError::Closed) => return Err(Unavailable::ShuttingDown),
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    match tokio::time::timeout(patience, slots.acquire()).await {
+        Err(_elapsed) => Err(Unavailable::Overloaded),
+        Ok(Err(_closed)) => Err(Unavailable::ShuttingDown),
+        Ok(Ok(permit)) => Ok(permit),
     }
 }
 

@@ -97,6 +97,6 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Install { path } => install::run(&cx, &path),
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
-        Command::Serve { http } => serve::run(&cx, http).await,
+        Command::Serve { http, .. } => serve::run(&cx, http).await,
     }
 }

@@ -151,6 +151,27 @@ async fn pooling_allocator_works() {
     );
 }
 
+/// With a single pooled slot every call reuses the same memory, which the
+/// pool resets in place (only the dirtied pages, where the kernel reports
+/// them): a global the last call bumped, or a heap grown far past the range
+/// kept resident, must not be seen by the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_pool_slot_starts_clean() {
+    let host = Host::new(RuntimeConfig {
+        allocator: Allocator::Pooling,
+        max_concurrent: 1,
+        ..config()
+    });
+    for _ in 0..2 {
+        let state = host.hostile("state", "{}").await;
+        assert_eq!(state.result.expect("state runs")["calls"], 1);
+        let bomb = host.hostile("memory_bomb", "{}").await;
+        assert_eq!(bomb.result.unwrap_err().code(), "memory_limit");
+    }
+    let state = host.hostile("state", "{}").await;
+    assert_eq!(state.result.expect("state runs")["calls"], 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_demand_allocator_works() {
     assert_eq!(
