@@ -153,8 +153,8 @@ async fn pooling_allocator_works() {
 
 /// With a single pooled slot every call reuses the same memory, which the
 /// pool resets in place (only the dirtied pages, where the kernel reports
-/// them): a global the last call bumped, or a heap grown far past the range
-/// kept resident, must not be seen by the next call.
+/// them). The global that `state` bumps must read as fresh on every call,
+/// also after a memory bomb dirtied the slot far past the range kept resident.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_pool_slot_starts_clean() {
     let host = Host::new(RuntimeConfig {
