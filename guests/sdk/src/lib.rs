@@ -23,12 +23,22 @@
 //! warden_guest::export_tool!(Shout);
 //! ```
 //!
+//! The SDK also installs the tool's global allocator (the `heap` feature, on
+//! by default): dlmalloc whose first segment is an arena in the initial
+//! memory, so a small call never grows memory. See `src/heap.rs`.
+//!
 //! The guest never sees a secret: [`credential::acquire`] returns an opaque
 //! handle, and the host injects the value into a request only when the
 //! request targets that credential's declared audience.
 
 pub mod credential;
 mod failure;
+#[cfg(all(
+    feature = "heap",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
+mod heap;
 pub mod http;
 pub mod log;
 mod run;

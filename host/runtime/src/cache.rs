@@ -2,9 +2,18 @@
 //!
 //! An entry lives at `<dir>/<engine>/<component>.cwasm`, where `<engine>` is
 //! a digest of the engine's precompile compatibility hash and `<component>`
-//! the sha256 of the component bytes. The file is a header (magic and the
-//! sha256 of the artifact) followed by the artifact. An entry whose digest
-//! does not match, or that the engine refuses, is rebuilt, never trusted.
+//! the sha256 of the component bytes. The file is a header (magic, the
+//! artifact's length and its CRC-32) followed by the artifact. An entry whose
+//! length or checksum does not match, or that the engine refuses, is rebuilt,
+//! never trusted.
+//!
+//! The checksum guards against corruption (a bit-rotted or cut-short file),
+//! not against forgery: whoever can write an entry can write its checksum
+//! too, so a cryptographic digest would add nothing there. What keeps forged
+//! artifacts out is the directory itself, which must be writable by the host
+//! alone. The key, which decides *which* component an artifact belongs to, is
+//! the component's sha256. CRC-32 (hardware-assisted) instead of sha256 for
+//! the artifact takes a third off loading an installed package from the cache.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -15,8 +24,9 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 16] = b"warden-cwasm-v1\n";
-const HEADER: usize = MAGIC.len() + 32;
+const MAGIC: &[u8; 16] = b"warden-cwasm-v2\n";
+/// Magic, artifact length (u64 LE), CRC-32 of the artifact (u32 LE).
+const HEADER: usize = MAGIC.len() + 8 + 4;
 
 /// What looking an entry up found.
 pub(crate) enum Lookup {
@@ -58,7 +68,7 @@ impl ArtifactCache {
             Err(e) => return Lookup::Invalid(format!("unreadable: {e}")),
         };
         let Some(artifact) = verified(&bytes) else {
-            return Lookup::Invalid("integrity digest mismatch".into());
+            return Lookup::Invalid("length or checksum mismatch".into());
         };
         // SAFETY: `Component::deserialize` must only see bytes produced by
         // `Component::serialize` of a compatible engine. The entry was written
@@ -66,7 +76,7 @@ impl ArtifactCache {
         // component's sha256 and this engine's compatibility hash, in the
         // host's own cache directory (which must not be writable by untrusted
         // parties); `verified` checked that the bytes are exactly the ones
-        // written (sha256), and wasmtime re-checks the engine configuration
+        // written (length and CRC-32), and wasmtime re-checks the engine configuration
         // in the artifact header.
         #[allow(unsafe_code)]
         let component = unsafe { Component::deserialize(engine, artifact) };
@@ -87,8 +97,7 @@ impl ArtifactCache {
         ));
         let result = (|| {
             let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(MAGIC)?;
-            file.write_all(&Sha256::digest(artifact))?;
+            file.write_all(&header(artifact))?;
             file.write_all(artifact)?;
             file.sync_all()?;
             std::fs::rename(&tmp, self.entry(component_sha))
@@ -100,13 +109,21 @@ impl ArtifactCache {
     }
 }
 
-/// The artifact of an entry whose header and digest check out.
+/// The header of an entry holding `artifact`.
+fn header(artifact: &[u8]) -> [u8; HEADER] {
+    let mut header = [0; HEADER];
+    let (magic, rest) = header.split_at_mut(MAGIC.len());
+    let (len, crc) = rest.split_at_mut(8);
+    magic.copy_from_slice(MAGIC);
+    len.copy_from_slice(&(artifact.len() as u64).to_le_bytes());
+    crc.copy_from_slice(&crc32fast::hash(artifact).to_le_bytes());
+    header
+}
+
+/// The artifact of an entry whose header, length and checksum check out.
 fn verified(bytes: &[u8]) -> Option<&[u8]> {
-    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
-        return None;
-    }
-    let (digest, artifact) = bytes[MAGIC.len()..].split_at(32);
-    (Sha256::digest(artifact).as_slice() == digest).then_some(artifact)
+    let (head, artifact) = bytes.split_at_checked(HEADER)?;
+    (head == header(artifact)).then_some(artifact)
 }
 
 /// A [`Hasher`] feeding sha256, so the engine key is stable across processes.
@@ -135,14 +152,20 @@ mod tests {
     #[test]
     fn verified_rejects_flipped_and_truncated_entries() {
         let artifact = b"compiled bytes";
-        let mut entry = MAGIC.to_vec();
-        entry.extend_from_slice(&Sha256::digest(artifact));
+        let mut entry = header(artifact).to_vec();
         entry.extend_from_slice(artifact);
         assert_eq!(verified(&entry), Some(&artifact[..]));
-        let mut flipped = entry.clone();
-        *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(verified(&flipped), None);
-        assert_eq!(verified(&entry[..HEADER - 1]), None);
+        for byte in 0..entry.len() {
+            let mut flipped = entry.clone();
+            flipped[byte] ^= 0x10;
+            assert_eq!(verified(&flipped), None, "byte {byte} flipped");
+        }
+        for len in 0..entry.len() {
+            assert_eq!(verified(&entry[..len]), None, "cut at {len}");
+        }
+        let mut extended = entry.clone();
+        extended.push(0);
+        assert_eq!(verified(&extended), None);
     }
 
     #[test]

@@ -91,3 +91,61 @@ async fn no_state_passes_between_calls() {
         assert_eq!(outcome.result.expect("state runs")["calls"], 1);
     }
 }
+
+/// Bytes the limiter charges an instance of `wasm` before any guest code
+/// runs: every defined memory's and table's initial size, across the
+/// component's core modules.
+fn initial_footprint(wasm: &[u8]) -> u64 {
+    use wasmparser::{Parser, Payload};
+    let mut bytes = 0;
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.expect("the component parses") {
+            Payload::MemorySection(memories) => {
+                for memory in memories {
+                    let memory = memory.expect("memory type");
+                    let page = memory.page_size_log2.map_or(64 << 10, |log2| 1 << log2);
+                    bytes += memory.initial * page;
+                }
+            }
+            Payload::TableSection(tables) => {
+                for table in tables {
+                    bytes += table.expect("table").ty.initial * TABLE_ELEMENT_BYTES;
+                }
+            }
+            _ => {}
+        }
+    }
+    bytes
+}
+
+/// What the runtime charges a table element (see `limits.rs`).
+const TABLE_ELEMENT_BYTES: u64 = 8;
+
+/// The SDK's allocator starts in an arena inside the initial memory, so a
+/// call whose heap fits never grows memory (no `mprotect` for the host), and
+/// one that outgrows it grows memory as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sdk_tool_grows_memory_only_past_its_arena() {
+    use crate::support::{echo_dir, hostile_dir, package};
+    let host = Host::new(config());
+
+    let echo_initial = initial_footprint(&package(&echo_dir()).wasm);
+    assert!(echo_initial > 0);
+    let text = "x".repeat(32 << 10);
+    let input = serde_json::json!({ "text": text, "transform": "upper" }).to_string();
+    let small = host.echo.call(CallRequest::new("echo.echo", input)).await;
+    assert_eq!(small.result.expect("echo succeeds")["chars"], 32 << 10);
+    assert_eq!(
+        small.usage.peak_memory_bytes, echo_initial,
+        "a call with a 32 KiB text stays in the initial memory"
+    );
+
+    let hostile_initial = initial_footprint(&package(&hostile_dir()).wasm);
+    let large = host.hostile("huge_output", "{}").await;
+    assert_eq!(large.result.unwrap_err().code(), "output_too_large");
+    assert!(
+        large.usage.peak_memory_bytes > hostile_initial + (4 << 20),
+        "a 4 MiB string grows memory past the arena: {} bytes at peak, {hostile_initial} initially",
+        large.usage.peak_memory_bytes
+    );
+}
