@@ -23,7 +23,7 @@ use dlmalloc::{Allocator, Dlmalloc};
 
 /// Bytes of the arena: with the 1 MiB stack and a tool's data it stays inside
 /// the 2 MiB per memory that the host keeps resident between calls.
-pub const ARENA_BYTES: usize = 512 << 10;
+const ARENA_BYTES: usize = 512 << 10;
 
 const WASM_PAGE: usize = 64 << 10;
 
@@ -50,10 +50,20 @@ unsafe impl Allocator for ArenaFirst {
             return (ARENA.0.get().cast(), ARENA_BYTES, 0);
         }
         let pages = size.div_ceil(WASM_PAGE);
-        match wasm32::memory_grow(0, pages) {
-            usize::MAX => (ptr::null_mut(), 0, 0),
-            previous => ((previous * WASM_PAGE) as *mut u8, pages * WASM_PAGE, 0),
+        let previous = wasm32::memory_grow(0, pages);
+        if previous == usize::MAX {
+            return (ptr::null_mut(), 0, 0);
         }
+        let base = previous * WASM_PAGE;
+        let size = pages * WASM_PAGE;
+        // A segment ending at the top of the 4 GiB address space would have
+        // its end pointer wrap to 0; leave its last bytes out (as std does).
+        let size = if base.wrapping_add(size) == 0 {
+            size - 16
+        } else {
+            size
+        };
+        (base as *mut u8, size, 0)
     }
 
     fn remap(&self, _ptr: *mut u8, _old: usize, _new: usize, _can_move: bool) -> *mut u8 {
@@ -83,7 +93,7 @@ unsafe impl Allocator for ArenaFirst {
 }
 
 /// The global allocator the SDK installs.
-pub struct Heap(UnsafeCell<Dlmalloc<ArenaFirst>>);
+struct Heap(UnsafeCell<Dlmalloc<ArenaFirst>>);
 
 // SAFETY: wasm32 without the `atomics` feature has one thread, so the
 // allocator is never entered twice at once (the module is compiled only then).

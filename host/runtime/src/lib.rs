@@ -46,6 +46,7 @@ pub use component::{
 pub use config::{Allocator, Limits, RuntimeConfig, ToolLimits};
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;
+pub use limits::TABLE_ELEMENT_BYTES;
 pub use outcome::{
     CallOutcome, FailureKind, InputError, LogEntry, LogLevel, TrapKind, Unavailable, Usage,
 };

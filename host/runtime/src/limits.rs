@@ -2,8 +2,9 @@
 
 use wasmtime::ResourceLimiter;
 
-/// Bytes a table element is charged for (a function reference is a pointer).
-pub(crate) const TABLE_ELEMENT_BYTES: u64 = 8;
+/// Bytes a table element is charged for (a function reference is a pointer)
+/// against the memory limit and in [`crate::Usage::peak_memory_bytes`].
+pub const TABLE_ELEMENT_BYTES: u64 = 8;
 
 /// Most tables and memories one instance may create (a component of a few
 /// core modules needs far fewer).

@@ -30,7 +30,8 @@ impl CallOutcome {
 pub struct Usage {
     /// Fuel consumed by the guest.
     pub fuel_consumed: u64,
-    /// Peak bytes of linear memory plus tables of the instance.
+    /// Peak bytes of linear memory plus tables of the instance (each table
+    /// element charged [`crate::TABLE_ELEMENT_BYTES`]).
     pub peak_memory_bytes: u64,
     /// Time from the call's start (after queuing) to its end.
     pub wall_time: Duration,

@@ -1,7 +1,7 @@
 //! The install + call path with a real tool.
 
 use warden_core::Origin;
-use warden_runtime::{CallRequest, RuntimeError};
+use warden_runtime::{CallRequest, RuntimeError, TABLE_ELEMENT_BYTES};
 
 use crate::support::{Host, config};
 
@@ -117,9 +117,6 @@ fn initial_footprint(wasm: &[u8]) -> u64 {
     }
     bytes
 }
-
-/// What the runtime charges a table element (see `limits.rs`).
-const TABLE_ELEMENT_BYTES: u64 = 8;
 
 /// The SDK's allocator starts in an arena inside the initial memory, so a
 /// call whose heap fits never grows memory (no `mprotect` for the host), and
