@@ -37,7 +37,7 @@ pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use location::Location;
 pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
-pub use source::{LoadedPackage, PackageSource, load as load_package};
+pub use source::{LoadedPackage, PackageSource, content_digest, load as load_package};
 
 pub use warden_core::Origin;
 pub use warden_registry::{ApprovalId, ApprovalRequest, Catalog, Resolution, Snapshot};

@@ -17,6 +17,9 @@ use crate::source::{self, LoadedPackage, PackageSource};
 #[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) extension_id: String,
+    /// The content digest of the package the capability came from.
+    #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
+    pub(crate) package_digest: String,
     pub(crate) capability: Capability,
     pub(crate) component: Arc<InstalledComponent>,
 }
@@ -88,7 +91,10 @@ impl Location {
 
     fn install_loaded(&self, loaded: LoadedPackage) -> Result<Arc<Package>, HostError> {
         let LoadedPackage {
-            package, module, ..
+            package,
+            module,
+            digest,
+            ..
         } = loaded;
         let Some(module) = module else {
             return Err(HostError::InvalidPackage {
@@ -116,6 +122,7 @@ impl Location {
                 for capability in &package.capabilities {
                     let binding = Binding {
                         extension_id: package.id.clone(),
+                        package_digest: digest.clone(),
                         capability: capability.clone(),
                         component: component.clone(),
                     };

@@ -57,6 +57,9 @@ pub struct LoadedPackage {
     pub module: Option<Vec<u8>>,
     /// Every file read, by package-relative path (to persist an installed copy).
     pub files: BTreeMap<String, Vec<u8>>,
+    /// The package's content digest (see [`content_digest`]): with the id,
+    /// what identifies an installed package.
+    pub digest: String,
 }
 
 /// Read, verify and validate a package.
@@ -111,11 +114,27 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
         )?),
         _ => None,
     };
+    let digest = content_digest(&files);
     Ok(LoadedPackage {
         package,
         module,
         files,
+        digest,
     })
+}
+
+/// The sha256 (hex) of the package's digest list: one `<sha256>  <path>`
+/// line per file in path order, `SHA256SUMS` itself left out. Two packages
+/// with the same files have the same digest, wherever they came from.
+pub fn content_digest(files: &BTreeMap<String, Vec<u8>>) -> String {
+    let mut list = Sha256::new();
+    for (path, bytes) in files.iter().filter(|(path, _)| path.as_str() != SUMS_FILE) {
+        list.update(hex::encode(Sha256::digest(bytes)));
+        list.update(b"  ");
+        list.update(path.as_bytes());
+        list.update(b"\n");
+    }
+    hex::encode(list.finalize())
 }
 
 /// Check every line of a `SHA256SUMS` against the files.
