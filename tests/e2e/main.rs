@@ -3,6 +3,7 @@
 
 mod cli;
 mod github;
+mod install;
 mod mcp;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.

@@ -7,7 +7,9 @@
 //! address with a resolver override, and allows exactly `api.github.com:443`
 //! to resolve to a private address. No security check is relaxed beyond that.
 
+pub mod archive;
 mod fake_github;
+pub mod package;
 mod warden;
 
 pub use fake_github::{FakeGitHub, TOKEN};

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use warden_core::Origin;
-use warden_host::{ApprovalId, Catalog, Host, Invocation, InvokeOutcome, Location, Resolution};
+use warden_host::{
+    ApprovalId, Catalog, Host, InstalledPackage, Invocation, InvokeOutcome, Location, Resolution,
+};
 use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
 use warden_registry::{GrantTerms, now_millis};
 
@@ -35,10 +37,21 @@ impl HostBackend {
 
 impl Backend for HostBackend {
     fn tools(&self) -> Vec<ToolEntry> {
-        Catalog::from_snapshot(&self.location.snapshot())
+        let packages: HashMap<String, InstalledPackage> = self
+            .location
+            .installed()
+            .into_iter()
+            .map(|p| (p.package.id.clone(), p))
+            .collect();
+        let snapshot = self.location.snapshot();
+        Catalog::from_snapshot(&snapshot)
             .entries()
             .iter()
             .map(|entry| {
+                let package = snapshot
+                    .lookup(&entry.name)
+                    .and_then(|t| t.def().namespace.as_ref())
+                    .and_then(|id| packages.get(id));
                 let tool = ToolEntry::new(
                     entry.name.clone(),
                     entry.description.clone(),
@@ -50,6 +63,10 @@ impl Backend for HostBackend {
                     open_world: entry.open_world,
                     idempotent: false,
                 });
+                let tool = match package {
+                    Some(package) => tool.with_meta(trust_meta(package)),
+                    None => tool,
+                };
                 match &entry.output_schema {
                     Some(schema) => tool.with_output_schema(schema.clone()),
                     None => tool,
@@ -126,6 +143,25 @@ impl Backend for HostBackend {
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.location.changes()
     }
+}
+
+/// The `_meta` of a tool: its package and the trust the host gave it.
+fn trust_meta(package: &InstalledPackage) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "warden/package".into(),
+        Value::from(package.package.id.as_str()),
+    );
+    meta.insert(
+        "warden/package_digest".into(),
+        Value::from(package.digest.as_str()),
+    );
+    meta.insert(
+        "warden/provenance".into(),
+        package.provenance.as_str().into(),
+    );
+    meta.insert("warden/trust".into(), package.trust.as_str().into());
+    meta
 }
 
 /// A finished outcome as an MCP result.

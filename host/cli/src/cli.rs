@@ -48,9 +48,19 @@ pub(crate) enum Command {
     /// Call a tool through authorization.
     Call(CallArgs),
     /// Install a package (a directory or a `.tar.gz` from `cargo xtask bundle`).
+    /// Installed packages always run as third-party.
     Install {
         /// The package directory or archive.
         path: PathBuf,
+        /// Replace a package with the same id (an installed one is removed;
+        /// a built-in one is hidden until `warden uninstall`).
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Remove an installed package (a built-in package it replaced becomes active again).
+    Uninstall {
+        /// The package id.
+        id: String,
     },
     /// Manage credentials (values are read from a prompt or stdin, never argv).
     #[command(subcommand)]

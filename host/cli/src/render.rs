@@ -13,6 +13,34 @@ pub(crate) fn json(value: &impl Serialize) {
     );
 }
 
+/// `text` safe for a terminal: control characters (ESC, CR, BEL, ...) are
+/// shown as escapes (`\u{1b}`), so package text cannot move the cursor,
+/// clear the screen or hide lines. Newlines and tabs are kept only where
+/// `multiline` allows.
+pub(crate) fn escape_text(text: &str, multiline: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' if multiline => out.push(c),
+            c if c.is_control() || is_invisible_format(c) => {
+                out.extend(c.escape_unicode());
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`escape_text`] for one line.
+pub(crate) fn escape(text: &str) -> String {
+    escape_text(text, false)
+}
+
+/// Bidirectional overrides and isolates, which reorder what a terminal shows.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// `a, b, c`, or `none`.
 pub(crate) fn words<T: Display>(items: &[T]) -> String {
     if items.is_empty() {
@@ -20,26 +48,29 @@ pub(crate) fn words<T: Display>(items: &[T]) -> String {
     }
     items
         .iter()
-        .map(ToString::to_string)
+        .map(|item| escape(&item.to_string()))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-/// A described tool, for people.
+/// A described tool, for people. Every text from the package is escaped.
 pub(crate) fn description(tool: &Value) {
-    let text = |key: &str| tool[key].as_str().unwrap_or_default().to_owned();
+    let text = |key: &str| str_of(&tool[key]);
+    let package = &tool["package"];
     println!("{}  ({})", text("name"), text("capability_id"));
     println!(
-        "  package     {} {}",
-        tool["package"]["id"].as_str().unwrap_or_default(),
-        tool["package"]["version"].as_str().unwrap_or_default()
+        "  package     {} {} ({}, trust {})",
+        str_of(&package["id"]),
+        str_of(&package["version"]),
+        str_of(&package["provenance"]),
+        str_of(&package["trust"]),
     );
     println!("  description {}", text("description"));
     println!("  effects     {}", list(&tool["effects"]));
     println!("  permission  {}", text("default_permission"));
     let gates = tool["origin_gate_matrix"].as_object().map(|m| {
         m.iter()
-            .map(|(o, p)| format!("{o}={}", p.as_str().unwrap_or_default()))
+            .map(|(o, p)| format!("{}={}", escape(o), str_of(p)))
             .collect::<Vec<_>>()
             .join("  ")
     });
@@ -47,13 +78,11 @@ pub(crate) fn description(tool: &Value) {
     for credential in tool["credentials"].as_array().into_iter().flatten() {
         println!(
             "  credential  {} (vendor {}, scopes: {}) -> {}://{}",
-            credential["handle"].as_str().unwrap_or_default(),
-            credential["vendor"].as_str().unwrap_or_default(),
+            str_of(&credential["handle"]),
+            str_of(&credential["vendor"]),
             list(&credential["scopes"]),
-            credential["audience"]["scheme"]
-                .as_str()
-                .unwrap_or_default(),
-            credential["audience"]["host"].as_str().unwrap_or_default(),
+            str_of(&credential["audience"]["scheme"]),
+            str_of(&credential["audience"]["host"]),
         );
     }
     println!("  input schema\n{}", indent(&pretty(&tool["input_schema"])));
@@ -64,16 +93,22 @@ pub(crate) fn description(tool: &Value) {
         );
     }
     if let Some(prompt) = tool["prompt"].as_str() {
-        println!("  prompt\n{}", indent(prompt));
+        println!("  prompt\n{}", indent(&escape_text(prompt, true)));
     }
 }
 
+/// A JSON string, escaped for the terminal (empty when not a string).
+fn str_of(value: &Value) -> String {
+    escape(value.as_str().unwrap_or_default())
+}
+
 fn list(value: &Value) -> String {
-    let items: Vec<&str> = value
+    let items: Vec<String> = value
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
+        .map(escape)
         .collect();
     if items.is_empty() {
         "none".into()
@@ -82,6 +117,7 @@ fn list(value: &Value) -> String {
     }
 }
 
+/// Pretty JSON (its strings are escaped by JSON already).
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
@@ -91,4 +127,18 @@ fn indent(text: &str) -> String {
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(escape("ok\x1b[2J\rhidden"), "ok\\u{1b}[2J\\u{d}hidden");
+        assert_eq!(escape("a\nb"), "a\\u{a}b");
+        assert_eq!(escape_text("a\nb\x07", true), "a\nb\\u{7}");
+        assert_eq!(escape("abc\u{202e}"), "abc\\u{202e}");
+        assert_eq!(escape("plain text: ü"), "plain text: ü");
+    }
 }

@@ -31,6 +31,78 @@ pub enum HostError {
         /// Which file (or line of the digest list).
         path: String,
     },
+    /// A kept file is not listed in the package's `SHA256SUMS` (or the
+    /// archive has none, or an empty one): archives must list every file.
+    #[error(
+        "{package}: `{path}` is not listed in SHA256SUMS (an archive must list every file it installs)"
+    )]
+    NotInSums {
+        /// Which package.
+        package: String,
+        /// The unlisted file.
+        path: String,
+    },
+    /// A line of `SHA256SUMS` names a file the package does not have.
+    #[error("{package}: SHA256SUMS lists `{path}`, which is not in the package")]
+    SumsNamesMissingFile {
+        /// Which package.
+        package: String,
+        /// The missing file.
+        path: String,
+    },
+    /// An archive entry or package file that could escape the package or is
+    /// not a regular file (absolute or `..` names, links, devices).
+    #[error("{package}: refused `{entry}`: {reason}")]
+    UnsafeEntry {
+        /// Which package.
+        package: String,
+        /// The entry name as found (escaped).
+        entry: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A package file, or the package as a whole, is over its size limit
+    /// ([`crate::MAX_FILE_BYTES`], [`crate::MAX_PACKAGE_BYTES`]).
+    #[error("{package}: `{path}` is over the limit of {limit} bytes")]
+    TooLarge {
+        /// Which package.
+        package: String,
+        /// The file being read when the limit was passed.
+        path: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A package's tool would be published under a name another package's
+    /// tool already has.
+    #[error(
+        "tool `{tool}` of package `{package}` would be published as `{model_name}`, \
+         which `{existing_tool}` of package `{existing_package}` already uses"
+    )]
+    ToolCollision {
+        /// The model-facing name both flatten to.
+        model_name: String,
+        /// The refused tool.
+        tool: String,
+        /// Its package.
+        package: String,
+        /// The tool already installed.
+        existing_tool: String,
+        /// Its package.
+        existing_package: String,
+    },
+    /// A package with this id is already installed.
+    #[error(
+        "a {} package `{id}` is already installed (digest {digest}); pass `--replace` \
+         (`Replace::Yes`) to replace it", provenance.as_str()
+    )]
+    AlreadyInstalled {
+        /// The package id.
+        id: String,
+        /// Whether the package there is bundled or installed.
+        provenance: crate::Provenance,
+        /// The content digest of the package there.
+        digest: String,
+    },
     /// The component could not be compiled or linked.
     #[error("installing `{package}`: {source}")]
     Install {

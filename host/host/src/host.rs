@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use warden_egress::Egress;
 use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
-use warden_manifest::ValidationOptions;
+use warden_manifest::{Trust, ValidationOptions};
 use warden_registry::{
     ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder,
     SqliteStore,
@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) authorizer: Authorizer,
     pub(crate) bounder: OutputBounder,
     pub(crate) validation: ValidationOptions,
+    /// The most trust a bundled package gets (see [`HostBuilder::bundled_trust`]).
+    pub(crate) bundled_trust: Trust,
 }
 
 /// A Warden host: build it once, open Locations, install packages into them,
@@ -53,6 +55,7 @@ pub struct HostBuilder {
     secrets: Option<Arc<dyn SecretStore>>,
     approvals: Option<Arc<dyn ApprovalStore>>,
     resolver: Option<Arc<dyn Resolver>>,
+    bundled_trust: Trust,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -81,6 +84,15 @@ impl HostBuilder {
     /// Resolve DNS through `resolver` (tests use an override map).
     pub fn resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
         self.resolver = Some(resolver);
+        self
+    }
+
+    /// The most trust a package built into the binary (and verified by
+    /// digest) gets: it runs with what its manifest requests, capped at
+    /// this. Default: [`Trust::FirstParty`]. Installed packages are always
+    /// [`Trust::ThirdParty`], whatever this says.
+    pub fn bundled_trust(mut self, cap: Trust) -> Self {
+        self.bundled_trust = cap;
         self
     }
 
@@ -123,6 +135,7 @@ impl HostBuilder {
             authorizer: Authorizer::new(ungated_allowlist),
             bounder: OutputBounder::new(bound),
             validation,
+            bundled_trust: self.bundled_trust,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -160,6 +173,7 @@ impl Host {
             secrets: None,
             approvals: None,
             resolver: None,
+            bundled_trust: Trust::FirstParty,
         }
     }
 

@@ -35,9 +35,13 @@ mod source;
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
-pub use location::Location;
+pub use location::{InstalledPackage, Location, Replace, effective_trust};
 pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
-pub use source::{LoadedPackage, PackageSource, content_digest, load as load_package};
+pub use source::{
+    LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
+    load as load_package,
+};
 
 pub use warden_core::Origin;
+pub use warden_manifest::Trust;
 pub use warden_registry::{ApprovalId, ApprovalRequest, Catalog, Resolution, Snapshot};

@@ -4,13 +4,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
-use warden_manifest::{Capability, Package};
-use warden_registry::{Executor, LocationId, Registration, Registry, Snapshot, ToolDef};
+use warden_manifest::{Capability, Package, Trust};
+use warden_registry::{
+    Executor, LocationId, Registration, Registry, RegistryError, Snapshot, ToolDef,
+};
 use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
 
 use crate::error::HostError;
 use crate::host::Shared;
-use crate::source::{self, LoadedPackage, PackageSource};
+use crate::source::{self, LoadedPackage, PackageSource, Provenance};
 
 /// What a registered tool runs: the installed component and the manifest's
 /// declarations of its capability. Carried by the registry's [`Executor`].
@@ -20,6 +22,13 @@ pub(crate) struct Binding {
     /// The content digest of the package the capability came from.
     #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
     pub(crate) package_digest: String,
+    /// Bundled or installed.
+    #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
+    pub(crate) provenance: Provenance,
+    /// The trust the host gave the package (never more than it requested;
+    /// always third-party when installed).
+    #[allow(dead_code, reason = "authorization reads it next")]
+    pub(crate) trust: Trust,
     pub(crate) capability: Capability,
     pub(crate) component: Arc<InstalledComponent>,
 }
@@ -32,11 +41,47 @@ impl Binding {
     }
 }
 
-/// A package installed in a Location.
+/// A package installed in a Location, as the host sees it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct InstalledPackage {
+    /// The validated manifest.
+    pub package: Arc<Package>,
+    /// The package's content digest: with the id, its identity.
+    pub digest: String,
+    /// Bundled or installed.
+    pub provenance: Provenance,
+    /// The effective trust, decided by the host (see [`effective_trust`]).
+    pub trust: Trust,
+}
+
+/// The trust a package runs with: a bundled package gets what it requests,
+/// capped by what the host composition gives bundled packages; anything
+/// installed is third-party whatever its manifest requests.
+pub fn effective_trust(package: &Package, provenance: Provenance, bundled_cap: Trust) -> Trust {
+    match provenance {
+        Provenance::Bundled => package.requested_trust.min(bundled_cap),
+        Provenance::Installed => Trust::ThirdParty,
+    }
+}
+
+/// What to do when the id of a package being installed is already taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replace {
+    /// Refuse with [`HostError::AlreadyInstalled`].
+    #[default]
+    No,
+    /// Replace it: an installed package is removed; a bundled one is hidden
+    /// until the replacement is uninstalled.
+    Yes,
+}
+
+/// One registration of a package id.
 #[derive(Debug)]
 struct Installed {
-    package: Arc<Package>,
-    /// Keeps the package's tools registered; dropping it closes the registration.
+    info: InstalledPackage,
+    /// Keeps the package's tools registered; dropping it closes the
+    /// registration and reveals the one below it (the bundled package).
     _registration: Registration,
 }
 
@@ -46,7 +91,8 @@ pub struct Location {
     pub(crate) id: LocationId,
     pub(crate) registry: Registry,
     pub(crate) shared: Arc<Shared>,
-    installed: Arc<Mutex<BTreeMap<String, Installed>>>,
+    /// Registrations per package id, oldest first; the last one is active.
+    installed: Arc<Mutex<BTreeMap<String, Vec<Installed>>>>,
     changes: Arc<watch::Sender<u64>>,
 }
 
@@ -74,11 +120,25 @@ impl Location {
         &self.id.0
     }
 
-    /// Validate, compile and register a package. Installing a package id
-    /// again replaces the earlier version (the latest registration wins).
+    /// The validation options packages are checked with.
+    pub fn validation(&self) -> &warden_manifest::ValidationOptions {
+        &self.shared.validation
+    }
+
+    /// Validate, compile and register a package. A package whose id is
+    /// already installed is refused (see [`Location::install_with`]).
     pub fn install(&self, source: &PackageSource) -> Result<Arc<Package>, HostError> {
+        self.install_with(source, Replace::No)
+    }
+
+    /// [`Location::install`], replacing a package of the same id when told.
+    pub fn install_with(
+        &self,
+        source: &PackageSource,
+        replace: Replace,
+    ) -> Result<Arc<Package>, HostError> {
         let loaded = source::load(source, &self.shared.validation)?;
-        self.install_loaded(loaded)
+        self.install_loaded(loaded, replace)
     }
 
     /// Install every package built into the binary.
@@ -89,13 +149,22 @@ impl Location {
             .collect()
     }
 
-    fn install_loaded(&self, loaded: LoadedPackage) -> Result<Arc<Package>, HostError> {
+    /// Compile and register a package already read with
+    /// [`crate::load_package`] (so an install reads it once). Its tools
+    /// must not flatten to a name another package's tool uses.
+    pub fn install_loaded(
+        &self,
+        loaded: LoadedPackage,
+        replace: Replace,
+    ) -> Result<Arc<Package>, HostError> {
         let LoadedPackage {
             package,
             module,
             digest,
+            provenance,
             ..
         } = loaded;
+        let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
         let Some(module) = module else {
             return Err(HostError::InvalidPackage {
                 package: package.id.clone(),
@@ -116,6 +185,16 @@ impl Location {
                         source,
                     })?,
             );
+        let mut installed = self.installed.lock().expect("installed lock");
+        if replace == Replace::No
+            && let Some(taken) = installed.get(&package.id).and_then(|s| s.last())
+        {
+            return Err(HostError::AlreadyInstalled {
+                id: package.id.clone(),
+                provenance: taken.info.provenance,
+                digest: taken.info.digest.clone(),
+            });
+        }
         let registration = self
             .registry
             .transform(format!("package:{}", package.id), |draft| {
@@ -123,47 +202,72 @@ impl Location {
                     let binding = Binding {
                         extension_id: package.id.clone(),
                         package_digest: digest.clone(),
+                        provenance,
+                        trust,
                         capability: capability.clone(),
                         component: component.clone(),
                     };
                     draft.add(tool_def(&package.id, capability, binding))?;
                 }
                 Ok(())
-            })?;
+            })
+            .map_err(|error| collision(error, &package, &installed))?;
         let package = Arc::new(package);
-        self.installed.lock().expect("installed lock").insert(
-            package.id.clone(),
-            Installed {
+        let stack = installed.entry(package.id.clone()).or_default();
+        // An installed package is replaced; a bundled one stays below.
+        if stack
+            .last()
+            .is_some_and(|top| top.info.provenance == Provenance::Installed)
+        {
+            stack.pop();
+        }
+        stack.push(Installed {
+            info: InstalledPackage {
                 package: package.clone(),
-                _registration: registration,
+                digest,
+                provenance,
+                trust,
             },
-        );
+            _registration: registration,
+        });
+        drop(installed);
         self.changes.send_modify(|generation| *generation += 1);
         Ok(package)
     }
 
-    /// Remove an installed package's tools. Returns whether it was installed.
-    pub fn uninstall(&self, package_id: &str) -> bool {
-        let removed = self
-            .installed
-            .lock()
-            .expect("installed lock")
-            .remove(package_id)
-            .is_some();
-        if removed {
-            self.changes.send_modify(|generation| *generation += 1);
+    /// Remove the active registration of a package id (an installed
+    /// replacement reveals the bundled package again). Returns what was
+    /// removed.
+    pub fn uninstall(&self, package_id: &str) -> Option<InstalledPackage> {
+        let mut installed = self.installed.lock().expect("installed lock");
+        let stack = installed.get_mut(package_id)?;
+        let removed = stack.pop().map(|i| i.info);
+        if stack.is_empty() {
+            installed.remove(package_id);
         }
+        drop(installed);
+        self.changes.send_modify(|generation| *generation += 1);
         removed
     }
 
-    /// The packages installed here, by id.
-    pub fn packages(&self) -> Vec<Arc<Package>> {
-        self.installed
-            .lock()
-            .expect("installed lock")
+    /// The active package with id `id`.
+    pub fn package(&self, id: &str) -> Option<InstalledPackage> {
+        let installed = self.installed.lock().expect("installed lock");
+        installed.get(id)?.last().map(|i| i.info.clone())
+    }
+
+    /// The active packages, by id.
+    pub fn installed(&self) -> Vec<InstalledPackage> {
+        let installed = self.installed.lock().expect("installed lock");
+        installed
             .values()
-            .map(|i| i.package.clone())
+            .filter_map(|stack| stack.last().map(|i| i.info.clone()))
             .collect()
+    }
+
+    /// The active packages' manifests, by id.
+    pub fn packages(&self) -> Vec<Arc<Package>> {
+        self.installed().into_iter().map(|i| i.package).collect()
     }
 
     /// The effective tools one model request advertises; later installs only
@@ -175,6 +279,49 @@ impl Location {
     /// Ticks whenever the installed tools change (for `tools/list_changed`).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+}
+
+/// A registry name collision as an install error naming both tools and
+/// their packages.
+fn collision(
+    error: RegistryError,
+    package: &Package,
+    installed: &BTreeMap<String, Vec<Installed>>,
+) -> HostError {
+    let RegistryError::NameCollision {
+        model_name,
+        existing_placement,
+        ..
+    } = &error
+    else {
+        return error.into();
+    };
+    let package_of = |placement: &warden_registry::Placement| {
+        let text = placement.0.as_str();
+        text.strip_prefix("package:").unwrap_or(text).to_owned()
+    };
+    let existing_package = package_of(existing_placement);
+    let tool_named = |package: &Package| {
+        package
+            .capabilities
+            .iter()
+            .find(|c| {
+                warden_registry::name::model_name(Some(&package.id), c.local_name(&package.id))
+                    .is_ok_and(|name| name == *model_name)
+            })
+            .map_or_else(|| model_name.clone(), |c| c.id.clone())
+    };
+    let existing_tool = installed
+        .get(&existing_package)
+        .and_then(|stack| stack.last())
+        .map_or_else(|| model_name.clone(), |i| tool_named(&i.info.package));
+    HostError::ToolCollision {
+        model_name: model_name.clone(),
+        tool: tool_named(package),
+        package: package.id.clone(),
+        existing_tool,
+        existing_package,
     }
 }
 

@@ -1,21 +1,20 @@
 //! Where a package comes from: a directory, a `.tar.gz` archive, or the
-//! bundle built into the binary. Every source is read into memory, checked
-//! against its `SHA256SUMS` when it has one (archives and the bundle must),
-//! and validated by the manifest layer.
+//! bundle built into the binary. Every source goes through one reader
+//! ([`reader`]): only the files the manifest references are read and kept,
+//! each checked against `SHA256SUMS` (archives must list every kept file),
+//! and the manifest layer validates the result.
+
+mod reader;
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use warden_manifest::{Implementation, MemFiles, Package, ValidationOptions};
+use warden_manifest::{Implementation, Package, ValidationOptions};
 
 use crate::error::HostError;
-
-/// Largest archive accepted (compressed or not), to bound memory.
-const MAX_ARCHIVE_BYTES: u64 = 64 * 1024 * 1024;
-/// The digest list `cargo xtask bundle` writes into every package.
-const SUMS_FILE: &str = "SHA256SUMS";
+pub use reader::{MAX_FILE_BYTES, MAX_PACKAGE_BYTES};
+use reader::{Reader, SUMS_FILE};
 
 /// A package to install.
 #[derive(Debug, Clone)]
@@ -26,6 +25,27 @@ pub enum PackageSource {
     Archive(PathBuf),
     /// A package built into the binary.
     Embedded(&'static warden_bundle::EmbeddedPackage),
+}
+
+/// Where a loaded package came from, as far as trust is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// Built into the binary and verified by digest: the host composition
+    /// decides its trust.
+    Bundled,
+    /// Installed from a directory or an archive: always third-party.
+    Installed,
+}
+
+impl Provenance {
+    /// `bundled` or `installed`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Bundled => "bundled",
+            Provenance::Installed => "installed",
+        }
+    }
 }
 
 impl PackageSource {
@@ -46,6 +66,14 @@ impl PackageSource {
             PackageSource::Embedded(p) => format!("built-in package `{}`", p.name),
         }
     }
+
+    /// Where a package from this source counts as coming from.
+    pub fn provenance(&self) -> Provenance {
+        match self {
+            PackageSource::Embedded(_) => Provenance::Bundled,
+            PackageSource::Dir(_) | PackageSource::Archive(_) => Provenance::Installed,
+        }
+    }
 }
 
 /// A validated package with its module bytes.
@@ -55,71 +83,106 @@ pub struct LoadedPackage {
     pub package: Package,
     /// The component, for `[runtime] kind = "wasm"` packages.
     pub module: Option<Vec<u8>>,
-    /// Every file read, by package-relative path (to persist an installed copy).
+    /// The kept files by normalised package-relative path: `manifest.toml`,
+    /// `SHA256SUMS` when present, and the files the manifest references.
     pub files: BTreeMap<String, Vec<u8>>,
     /// The package's content digest (see [`content_digest`]): with the id,
     /// what identifies an installed package.
     pub digest: String,
+    /// Bundled or installed.
+    pub provenance: Provenance,
+}
+
+impl LoadedPackage {
+    /// Write the kept files under `dir` (created; it must not hold them
+    /// yet). Every name is normalised again and joined only as normal
+    /// components, and each file is created new, so nothing is written
+    /// outside `dir` and no existing file or link is followed.
+    pub fn write_to(&self, dir: &Path) -> Result<(), HostError> {
+        std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+        for (name, bytes) in &self.files {
+            let rel = reader::normalise(name).map_err(|reason| HostError::UnsafeEntry {
+                package: self.package.id.clone(),
+                entry: name.escape_debug().to_string(),
+                reason,
+            })?;
+            let rel = Path::new(&rel);
+            if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+                return Err(HostError::UnsafeEntry {
+                    package: self.package.id.clone(),
+                    entry: name.escape_debug().to_string(),
+                    reason: "does not stay under the install directory".into(),
+                });
+            }
+            let path = dir.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| HostError::io(&path, e))?;
+            std::io::Write::write_all(&mut file, bytes).map_err(|e| HostError::io(&path, e))?;
+        }
+        Ok(())
+    }
 }
 
 /// Read, verify and validate a package.
 pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPackage, HostError> {
-    let (root, files) = match source {
-        PackageSource::Dir(dir) => (dir.clone(), read_dir_files(dir)?),
-        PackageSource::Archive(path) => (path.clone(), read_archive(path)?),
+    let name = source.describe();
+    let (root, mut reader) = match source {
+        PackageSource::Dir(dir) => (dir.clone(), Reader::dir(name.clone(), dir.clone())),
+        PackageSource::Archive(path) => (path.clone(), Reader::archive(name.clone(), path)?),
         PackageSource::Embedded(p) => {
             p.verify().map_err(|e| HostError::Digest {
-                package: source.describe(),
+                package: name.clone(),
                 path: e.path.to_owned(),
             })?;
-            (
-                PathBuf::from(p.name),
-                p.files
-                    .iter()
-                    .map(|f| (f.path.to_owned(), f.bytes.to_vec()))
-                    .collect(),
-            )
+            let files = p
+                .files
+                .iter()
+                .map(|f| (f.path.to_owned(), f.bytes.to_vec()))
+                .collect();
+            (PathBuf::from(p.name), Reader::mem(name.clone(), files))
         }
     };
-    // The embedded bundle was verified above; an archive must carry its
-    // digest list; a directory is checked when it has one.
-    match files.get(SUMS_FILE) {
-        Some(sums) => verify_sums(&source.describe(), sums, &files)?,
-        None if matches!(source, PackageSource::Archive(_)) => {
-            return Err(HostError::Digest {
-                package: source.describe(),
-                path: SUMS_FILE.into(),
-            });
-        }
-        None => {}
-    }
-    let manifest = files
-        .get("manifest.toml")
+    // An archive must carry a digest list naming every kept file; a
+    // directory (or the bundle) is checked against one when it has it.
+    reader.load_sums(matches!(source, PackageSource::Archive(_)))?;
+    let manifest = reader
+        .read("manifest.toml", opts.max_manifest_bytes as u64)?
         .ok_or_else(|| HostError::InvalidPackage {
-            package: source.describe(),
+            package: name.clone(),
             reason: "no manifest.toml".into(),
         })?;
-    let mem: MemFiles = files.iter().map(|(p, b)| (p.clone(), b.clone())).collect();
-    let package = warden_manifest::load_from_files("manifest.toml", manifest, &root, &mem, opts)
-        .map_err(|diagnostics| HostError::Manifest {
-            package: source.describe(),
-            diagnostics: Box::new(diagnostics),
-        })?;
+    let validated =
+        warden_manifest::load_from_files("manifest.toml", &manifest, &root, &reader, opts);
+    if let Some(refusal) = reader.take_refusal() {
+        return Err(refusal);
+    }
+    let package = validated.map_err(|diagnostics| HostError::Manifest {
+        package: name.clone(),
+        diagnostics: Box::new(diagnostics),
+    })?;
     let module = match &package.implementation {
-        Implementation::Wasm { module } => Some(files.get(module.as_str()).cloned().ok_or_else(
+        Implementation::Wasm { module } => Some(reader.read(module, MAX_FILE_BYTES)?.ok_or_else(
             || HostError::InvalidPackage {
-                package: source.describe(),
+                package: name.clone(),
                 reason: format!("module `{module}` is missing; run `cargo xtask bundle`"),
             },
         )?),
         _ => None,
     };
+    let files = reader.finish()?;
     let digest = content_digest(&files);
     Ok(LoadedPackage {
         package,
         module,
         files,
         digest,
+        provenance: source.provenance(),
     })
 }
 
@@ -135,112 +198,4 @@ pub fn content_digest(files: &BTreeMap<String, Vec<u8>>) -> String {
         list.update(b"\n");
     }
     hex::encode(list.finalize())
-}
-
-/// Check every line of a `SHA256SUMS` against the files.
-fn verify_sums(
-    package: &str,
-    sums: &[u8],
-    files: &BTreeMap<String, Vec<u8>>,
-) -> Result<(), HostError> {
-    let text = std::str::from_utf8(sums).map_err(|_| HostError::Digest {
-        package: package.to_owned(),
-        path: SUMS_FILE.into(),
-    })?;
-    for line in text.lines() {
-        let mismatch = || HostError::Digest {
-            package: package.to_owned(),
-            path: line.to_owned(),
-        };
-        let (digest, path) = line.split_once("  ").ok_or_else(mismatch)?;
-        let bytes = files.get(path).ok_or_else(mismatch)?;
-        if hex::encode(Sha256::digest(bytes)) != digest {
-            return Err(HostError::Digest {
-                package: package.to_owned(),
-                path: path.to_owned(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The package's files: `manifest.toml`, `SHA256SUMS`, and everything under
-/// `schemas/`, `prompts/` and `wasm/`.
-fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
-    let mut files = BTreeMap::new();
-    for name in ["manifest.toml", SUMS_FILE] {
-        let path = dir.join(name);
-        if path.is_file() {
-            files.insert(name.to_owned(), read(&path)?);
-        }
-    }
-    for sub in ["schemas", "prompts", "wasm"] {
-        collect(dir, &dir.join(sub), &mut files)?;
-    }
-    Ok(files)
-}
-
-fn collect(
-    root: &Path,
-    dir: &Path,
-    files: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<(), HostError> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    for entry in entries {
-        let path = entry.map_err(|e| HostError::io(dir, e))?.path();
-        // Symlinks are not followed: a package cannot pull files from outside itself.
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| HostError::io(&path, e))?;
-        if meta.is_dir() {
-            collect(root, &path, files)?;
-        } else if meta.is_file() {
-            let rel = path
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .replace('\\', "/");
-            files.insert(rel, read(&path)?);
-        }
-    }
-    Ok(())
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, HostError> {
-    std::fs::read(path).map_err(|e| HostError::io(path, e))
-}
-
-/// Unpack a `.tar.gz` into memory, refusing unsafe or oversized entries.
-fn read_archive(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
-    let bad = |reason: String| HostError::InvalidPackage {
-        package: path.display().to_string(),
-        reason,
-    };
-    let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
-    let gz = flate2::read::GzDecoder::new(file).take(MAX_ARCHIVE_BYTES);
-    let mut archive = tar::Archive::new(gz);
-    let mut files = BTreeMap::new();
-    for entry in archive
-        .entries()
-        .map_err(|e| bad(format!("not a .tar.gz archive: {e}")))?
-    {
-        let mut entry = entry.map_err(|e| bad(format!("corrupt archive: {e}")))?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let name = entry
-            .path()
-            .map_err(|e| bad(format!("bad entry name: {e}")))?
-            .to_string_lossy()
-            .into_owned();
-        if name.starts_with('/') || name.split('/').any(|s| s == "..") || name.contains('\\') {
-            return Err(bad(format!("entry `{name}` escapes the package")));
-        }
-        let mut bytes = Vec::new();
-        entry
-            .read_to_end(&mut bytes)
-            .map_err(|e| bad(format!("reading `{name}`: {e}")))?;
-        files.insert(name.trim_start_matches("./").to_owned(), bytes);
-    }
-    Ok(files)
 }

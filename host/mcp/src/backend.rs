@@ -54,6 +54,8 @@ pub struct ToolEntry {
     pub output_schema: Option<Value>,
     /// Behaviour hints, derived from the tool's declared effects.
     pub hints: ToolHints,
+    /// The tool's `_meta` object (e.g. the package's effective trust).
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl ToolEntry {
@@ -71,6 +73,7 @@ impl ToolEntry {
             input_schema,
             output_schema: None,
             hints: ToolHints::default(),
+            meta: None,
         }
     }
 
@@ -83,6 +86,12 @@ impl ToolEntry {
     /// Sets the output schema.
     pub fn with_output_schema(mut self, output_schema: Value) -> Self {
         self.output_schema = Some(output_schema);
+        self
+    }
+
+    /// Sets the `_meta` object.
+    pub fn with_meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
+        self.meta = Some(meta);
         self
     }
 

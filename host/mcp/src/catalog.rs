@@ -121,6 +121,7 @@ fn convert(version: u64, entries: Vec<ToolEntry>) -> Snapshot {
             .with_annotations(annotations);
         tool.output_schema = output_schema;
         tool.title = entry.title;
+        tool.meta = entry.meta.map(rmcp::model::MetaObject);
         tools.push(tool);
     }
     Snapshot {

@@ -1,11 +1,13 @@
 //! `list`, `describe`, `check`: what is installed and whether packages are valid.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use serde_json::json;
 use warden_core::Origin;
+use warden_host::{InstalledPackage, Location};
 use warden_registry::RegisteredTool;
 
 use super::Context;
@@ -16,16 +18,33 @@ pub(crate) fn list(cx: &Context) -> Result<ExitCode> {
     let (_host, location) = cx.open()?;
     let snapshot = location.snapshot();
     let tools: Vec<&RegisteredTool> = snapshot.tools().map(|t| t.as_ref()).collect();
+    let packages: BTreeMap<String, InstalledPackage> = location
+        .installed()
+        .into_iter()
+        .map(|p| (p.package.id.clone(), p))
+        .collect();
+    let package_of = |tool: &RegisteredTool| {
+        tool.def()
+            .namespace
+            .as_ref()
+            .and_then(|id| packages.get(id))
+    };
     if cx.json {
-        render::json(&tools.iter().map(|t| tool_summary(t)).collect::<Vec<_>>());
+        let listed: Vec<_> = tools
+            .iter()
+            .map(|t| tool_summary(t, package_of(t)))
+            .collect();
+        render::json(&listed);
     } else {
         for tool in tools {
             let def = tool.def();
+            let trust = package_of(tool).map_or("?", |p| p.trust.as_str());
             println!(
-                "{:<28} {:<26} {:<5} effects: {}",
-                tool.model_name(),
-                def.capability_id(),
+                "{:<28} {:<26} {:<5} {:<11} effects: {}",
+                render::escape(tool.model_name()),
+                render::escape(def.capability_id()),
                 def.default_permission,
+                trust,
                 render::words(&def.effects)
             );
         }
@@ -33,7 +52,7 @@ pub(crate) fn list(cx: &Context) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn tool_summary(tool: &RegisteredTool) -> serde_json::Value {
+fn tool_summary(tool: &RegisteredTool, package: Option<&InstalledPackage>) -> serde_json::Value {
     let def = tool.def();
     json!({
         "name": tool.model_name(),
@@ -42,21 +61,40 @@ fn tool_summary(tool: &RegisteredTool) -> serde_json::Value {
         "effects": def.effects,
         "default_permission": def.default_permission,
         "visibility": def.visibility,
+        "package": package.map(package_identity),
+    })
+}
+
+/// Who a package is, as the host sees it: id, digest, bundled or
+/// installed, and the trust the host gave it.
+fn package_identity(package: &InstalledPackage) -> serde_json::Value {
+    json!({
+        "id": package.package.id,
+        "version": package.package.version,
+        "digest": package.digest,
+        "provenance": package.provenance,
+        "trust": package.trust,
+        "requested_trust": package.package.requested_trust,
     })
 }
 
 /// `warden describe <tool>`.
 pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
     let (_host, location) = cx.open()?;
-    let packages = location.packages();
-    let Some((package, capability)) = packages.iter().find_map(|p| {
-        p.capabilities
+    let packages = location.installed();
+    let Some((installed, capability)) = packages.iter().find_map(|p| {
+        p.package
+            .capabilities
             .iter()
-            .find(|c| c.id == tool || model_name(&p.id, c) == tool)
+            .find(|c| c.id == tool || model_name(&p.package.id, c) == tool)
             .map(|c| (p, c))
     }) else {
-        bail!("no tool `{tool}`; `warden list` shows what is installed");
+        bail!(
+            "no tool `{}`; `warden list` shows what is installed",
+            render::escape(tool)
+        );
     };
+    let package = &installed.package;
     let gates: serde_json::Map<String, serde_json::Value> = Origin::ALL
         .iter()
         .map(|o| {
@@ -74,7 +112,7 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
     let described = json!({
         "name": model_name(&package.id, capability),
         "capability_id": capability.id,
-        "package": { "id": package.id, "version": package.version },
+        "package": package_identity(installed),
         "description": capability.description,
         "effects": capability.effects,
         "default_permission": capability.default_permission,
@@ -99,18 +137,49 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
         .unwrap_or_default()
 }
 
-/// `warden check <dir>...`: every diagnostic of every package.
+/// `warden check <dir>...`: every diagnostic of every package, and what
+/// `install` would refuse here: a tool name another package's tool already
+/// uses (the built-ins plus what the data dir has installed). An id that is
+/// taken is only noted: `install --replace` accepts it.
 pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
     let host_options = warden_manifest::ValidationOptions::reviewed();
+    let mut effective: Option<Location> = None;
     let mut report = Vec::new();
     let mut invalid = 0;
     for dir in dirs {
         match warden_manifest::load_package(dir, &host_options) {
             Ok(package) => {
+                let location = match &effective {
+                    Some(location) => location.clone(),
+                    None => effective.insert(cx.open()?.1).clone(),
+                };
+                let summary = warden_manifest::summary(&package);
+                let conflicts = install_conflicts(&location, &package);
+                let taken = location.package(&package.id).map(|p| p.provenance);
                 if !cx.json {
-                    println!("ok    {}", warden_manifest::summary(&package));
+                    if conflicts.is_empty() {
+                        println!("ok    {}", render::escape(&summary));
+                    } else {
+                        invalid += 1;
+                        for conflict in &conflicts {
+                            eprintln!("error: {}: {}", dir.display(), render::escape(conflict));
+                        }
+                    }
+                    if let Some(provenance) = taken {
+                        println!(
+                            "      note: a {} package `{}` is installed; `warden install --replace` replaces it",
+                            provenance.as_str(),
+                            package.id
+                        );
+                    }
                 }
-                report.push(json!({ "dir": dir, "valid": true, "summary": warden_manifest::summary(&package) }));
+                if cx.json && !conflicts.is_empty() {
+                    invalid += 1;
+                }
+                report.push(json!({
+                    "dir": dir, "valid": conflicts.is_empty(), "summary": summary,
+                    "conflicts": conflicts, "replaces": taken,
+                }));
             }
             Err(diagnostics) => {
                 invalid += 1;
@@ -131,4 +200,26 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The tools of `package` whose model names another package's active tool
+/// already has (the registry would refuse them at install).
+fn install_conflicts(location: &Location, package: &warden_manifest::Package) -> Vec<String> {
+    let snapshot = location.snapshot();
+    package
+        .capabilities
+        .iter()
+        .filter_map(|capability| {
+            let name = model_name(&package.id, capability);
+            let existing = snapshot.lookup(&name)?;
+            let owner = existing.def().namespace.clone().unwrap_or_default();
+            (owner != package.id).then(|| {
+                format!(
+                    "tool `{}` would be published as `{name}`, which `{}` of package `{owner}` already uses",
+                    capability.id,
+                    existing.def().capability_id()
+                )
+            })
+        })
+        .collect()
 }

@@ -1,41 +1,94 @@
-//! `warden install <dir|archive>`: validate, compile, and keep a copy in the data dir.
+//! `warden install <dir|archive>` and `warden uninstall <id>`: validate,
+//! compile, and keep (or remove) a copy in the data dir.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
-use warden_host::PackageSource;
+use anyhow::{Context as _, Result, bail};
+use warden_host::{PackageSource, Provenance, Replace};
 
 use super::Context;
 use crate::render;
 
 /// Run `warden install`.
-pub(crate) fn run(cx: &Context, path: &Path) -> Result<ExitCode> {
-    let host = cx.host()?;
-    let source = PackageSource::from_path(path);
-    let loaded = warden_host::load_package(&source, host.validation())?;
+pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> {
+    // Installs are checked against what is effective here: the built-ins
+    // plus every installed package (tool names, the id being taken).
+    let (_host, location) = cx.open()?;
+    // Read once: the same kept files are compiled and copied.
+    let loaded = warden_host::load_package(&PackageSource::from_path(path), location.validation())?;
     let id = loaded.package.id.clone();
-    // Compile before copying, so a package that cannot run is never installed.
-    let location = host.open_location(&cx.location);
-    location.install(&source)?;
+    let summary = warden_manifest::summary(&loaded.package);
+    let replace = if replace { Replace::Yes } else { Replace::No };
 
+    // Write the copy into a staging directory first (the host checks that
+    // every file stays under it), compile and register, then move it into place.
     let target = cx.packages_dir().join(&id);
     let staging = cx.packages_dir().join(format!(".{id}.installing"));
-    let _ = std::fs::remove_dir_all(&staging);
-    for (rel, bytes) in &loaded.files {
-        let file = staging.join(rel);
-        std::fs::create_dir_all(file.parent().expect("a file has a parent"))
-            .with_context(|| format!("creating {}", staging.display()))?;
-        std::fs::write(&file, bytes).with_context(|| format!("writing {}", file.display()))?;
+    remove_dir(&staging)?;
+    let installed = loaded
+        .write_to(&staging)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| Ok(location.install_loaded(loaded, replace)?));
+    if let Err(error) = installed {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(error);
     }
-    let _ = std::fs::remove_dir_all(&target);
+    remove_dir(&target)?;
     std::fs::rename(&staging, &target)
         .with_context(|| format!("installing into {}", target.display()))?;
-    let summary = warden_manifest::summary(&loaded.package);
     if cx.json {
-        render::json(&serde_json::json!({ "installed": id, "dir": target, "summary": summary }));
+        render::json(&serde_json::json!({
+            "installed": id, "dir": target, "summary": summary,
+            "provenance": Provenance::Installed, "trust": "third_party",
+        }));
     } else {
-        println!("installed {summary}\n  -> {}", target.display());
+        println!(
+            "installed {} (third_party)\n  -> {}",
+            render::escape(&summary),
+            target.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Run `warden uninstall`.
+pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
+    let target = cx.packages_dir().join(id);
+    let valid = !id.is_empty() && !id.contains(['/', '\\']) && !id.starts_with('.');
+    if !valid || !target.join("manifest.toml").is_file() {
+        bail!(
+            "no installed package `{}`; built-in packages cannot be uninstalled",
+            render::escape(id)
+        );
+    }
+    remove_dir(&target)?;
+    let (_host, location) = cx.open()?;
+    let revealed = location
+        .package(id)
+        .filter(|p| p.provenance == Provenance::Bundled);
+    if cx.json {
+        render::json(&serde_json::json!({
+            "uninstalled": id,
+            "active": revealed.as_ref().map(|p| serde_json::json!({
+                "provenance": p.provenance, "trust": p.trust, "digest": p.digest,
+            })),
+        }));
+    } else {
+        println!("uninstalled {id}");
+        if revealed.is_some() {
+            println!("  the built-in package `{id}` is active again");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Remove `dir` if it exists.
+fn remove_dir(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use warden_host::{Host, HostConfig, Location, PackageSource};
+use warden_host::{Host, HostConfig, Location, PackageSource, Replace};
 
 use crate::cli::{Cli, Command};
 use crate::settings::{self, Settings};
@@ -35,7 +35,9 @@ impl Context {
 
     /// Build the host and open the Location, with the built-in packages and
     /// then every installed one (an installed package replaces a built-in
-    /// one of the same id).
+    /// one of the same id: `install --replace` put it there). An installed
+    /// package that no longer loads is skipped with a warning on stderr, so
+    /// it never stops the others.
     pub(crate) fn open(&self) -> Result<(Host, Location)> {
         let host = self.host()?;
         let location = host.open_location(&self.location);
@@ -43,9 +45,12 @@ impl Context {
             .install_embedded()
             .context("installing the built-in packages")?;
         for dir in installed_dirs(&self.packages_dir())? {
-            location
-                .install(&PackageSource::Dir(dir.clone()))
-                .with_context(|| format!("loading {}", dir.display()))?;
+            if let Err(error) = load_installed(&location, &dir) {
+                eprintln!(
+                    "warning: skipping the installed package {}: {error:#}",
+                    dir.display()
+                );
+            }
         }
         Ok((host, location))
     }
@@ -61,6 +66,19 @@ impl Context {
             .resolver(self.settings.resolver())
             .build()?)
     }
+}
+
+/// Load one installed package directory; its manifest id must be its
+/// directory name (`install` writes it so).
+fn load_installed(location: &Location, dir: &Path) -> Result<()> {
+    let loaded =
+        warden_host::load_package(&PackageSource::Dir(dir.to_owned()), location.validation())?;
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    if loaded.package.id != name {
+        anyhow::bail!("its manifest id is `{}`, not `{name}`", loaded.package.id);
+    }
+    location.install_loaded(loaded, Replace::Yes)?;
+    Ok(())
 }
 
 fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -94,7 +112,8 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Describe { tool } => inspect::describe(&cx, &tool),
         Command::Check { dirs } => inspect::check(&cx, &dirs),
         Command::Call(args) => call::run(&cx, args).await,
-        Command::Install { path } => install::run(&cx, &path),
+        Command::Install { path, replace } => install::run(&cx, &path, replace),
+        Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
         Command::Serve { http, .. } => serve::run(&cx, http).await,

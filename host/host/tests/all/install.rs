@@ -3,6 +3,7 @@
 use serde_json::json;
 use warden_host::{
     CallFailure, Host, HostConfig, HostError, Invocation, InvokeOutcome, Origin, PackageSource,
+    Provenance, Replace, Trust,
 };
 
 use crate::root;
@@ -56,7 +57,7 @@ async fn a_snapshot_keeps_the_tools_it_captured() {
         "earlier snapshots do not change"
     );
     assert!(location.snapshot().lookup("echo_echo").is_some());
-    assert!(location.uninstall("echo"));
+    assert!(location.uninstall("echo").is_some());
     assert!(location.snapshot().lookup("echo_echo").is_none());
 }
 
@@ -120,5 +121,136 @@ fn an_invalid_manifest_is_refused_with_its_diagnostics() {
     assert!(
         diagnostics.to_string().contains("[[tools]]"),
         "{diagnostics}"
+    );
+}
+
+fn echo_copy(dir: &std::path::Path, edits: &[(&str, &str)]) -> PackageSource {
+    PackageSource::Dir(warden_tests::package::echo_variant(dir, edits))
+}
+
+/// Issue 12 item 6: a package whose tool flattens to a built-in tool's name
+/// is refused at install, naming both tools; the built-ins keep working.
+#[tokio::test]
+async fn a_tool_name_collision_with_a_built_in_is_an_install_error() {
+    let location = host().open_location("p");
+    location.install_embedded().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let impostor = echo_copy(
+        scratch.path(),
+        &[
+            ("id = \"echo\"", "id = \"github_get\""),
+            ("id = \"echo.echo\"", "id = \"github_get.repo\""),
+            (
+                "loop_run = \"ungated\"",
+                "loop_run = \"gated_unless_granted\"",
+            ),
+        ],
+    );
+    let error = location.install(&impostor).unwrap_err();
+    let HostError::ToolCollision {
+        model_name,
+        tool,
+        package,
+        existing_tool,
+        existing_package,
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    assert_eq!(model_name, "github_get_repo");
+    assert_eq!(
+        (tool.as_str(), package.as_str()),
+        ("github_get.repo", "github_get")
+    );
+    assert_eq!(
+        (existing_tool.as_str(), existing_package.as_str()),
+        ("github.get_repo", "github")
+    );
+    assert!(error.to_string().contains("github.get_repo"), "{error}");
+    let call = Invocation::new(
+        "echo_echo",
+        json!({ "text": "still", "transform": "upper" }),
+        Origin::LoopRun,
+    );
+    assert!(matches!(
+        location.invoke(call).await.unwrap(),
+        InvokeOutcome::Completed(_)
+    ));
+}
+
+/// Issue 13: an id already taken needs an explicit replace; the replacement
+/// is third-party whatever it requests; uninstalling it reveals the bundled
+/// package, which runs again with the trust the host gives it.
+#[tokio::test]
+async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
+    let location = host().open_location("p");
+    location.install_embedded().unwrap();
+    let bundled = location.package("echo").unwrap();
+    assert_eq!(bundled.provenance, Provenance::Bundled);
+    assert_eq!(bundled.trust, Trust::FirstParty);
+
+    let scratch = tempfile::tempdir().unwrap();
+    let replacement = echo_copy(
+        scratch.path(),
+        &[
+            ("trust = \"first_party\"", "trust = \"system\""),
+            ("Echo a text back", "Replaced echo"),
+        ],
+    );
+    let error = location.install(&replacement).unwrap_err();
+    assert!(
+        matches!(&error, HostError::AlreadyInstalled { id, provenance: Provenance::Bundled, .. } if id == "echo"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("--replace"), "{error}");
+    assert_eq!(
+        location.package("echo").unwrap().digest,
+        bundled.digest,
+        "unchanged"
+    );
+
+    location.install_with(&replacement, Replace::Yes).unwrap();
+    let active = location.package("echo").unwrap();
+    assert_eq!(active.provenance, Provenance::Installed);
+    assert_eq!(
+        active.trust,
+        Trust::ThirdParty,
+        "a manifest cannot ask for system"
+    );
+    assert_ne!(active.digest, bundled.digest);
+    let echo = location.snapshot().lookup("echo_echo").unwrap().clone();
+    assert!(echo.def().description.starts_with("Replaced echo"));
+
+    let removed = location.uninstall("echo").unwrap();
+    assert_eq!(removed.digest, active.digest);
+    let revealed = location.package("echo").unwrap();
+    assert_eq!(
+        (revealed.provenance, revealed.digest.as_str()),
+        (Provenance::Bundled, bundled.digest.as_str())
+    );
+    let call = Invocation::new(
+        "echo_echo",
+        json!({ "text": "ab", "transform": "reverse" }),
+        Origin::LoopRun,
+    );
+    let InvokeOutcome::Completed(done) = location.invoke(call).await.unwrap() else {
+        panic!("the bundled echo runs again")
+    };
+    assert_eq!(done.output["text"], "ba");
+}
+
+#[test]
+fn the_host_composition_caps_bundled_trust() {
+    let host = Host::builder(HostConfig::default())
+        .bundled_trust(Trust::ThirdParty)
+        .build()
+        .unwrap();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    assert!(
+        location
+            .installed()
+            .iter()
+            .all(|p| p.trust == Trust::ThirdParty)
     );
 }

@@ -3,6 +3,7 @@
 mod approvals;
 mod install;
 mod network;
+mod package_reader;
 
 use std::path::{Path, PathBuf};
 

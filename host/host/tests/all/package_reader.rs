@@ -1,0 +1,254 @@
+//! The package reader under attack: archive entries that aim outside the
+//! package, links and devices, incomplete digest lists, and directories with
+//! files too large to read.
+
+use std::path::{Path, PathBuf};
+
+use warden_host::{Host, HostConfig, HostError, PackageSource, load_package};
+use warden_tests::archive::{self, Entry};
+
+use crate::root;
+
+fn host() -> Host {
+    Host::builder(HostConfig::default()).build().expect("host")
+}
+
+fn echo_entries() -> Vec<Entry> {
+    archive::read_entries(&root().join("target/packages/echo.tar.gz"))
+}
+
+/// The bundled echo archive plus `extra` entries, written to `dir/name`.
+fn archive_with(dir: &Path, name: &str, extra: Vec<Entry>) -> PathBuf {
+    let path = dir.join(name);
+    let mut entries = echo_entries();
+    entries.extend(extra);
+    archive::write_raw(&path, &entries);
+    path
+}
+
+/// The attack of issue 12: `.//<absolute path>` entries (one aimed at the
+/// data dir's `warden.toml`) beside a valid package whose `SHA256SUMS`
+/// leaves them out. Nothing may appear outside, and the package is refused.
+#[test]
+fn archive_entries_cannot_write_outside_the_package() {
+    let scratch = tempfile::tempdir().unwrap();
+    let data_dir = scratch.path().join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let config = data_dir.join("warden.toml");
+    std::fs::write(&config, "# the user's own settings\n").unwrap();
+    let outside = scratch.path().join("outside");
+    let host = host();
+    let location = host.open_location("p");
+
+    for name in [
+        format!(".//{}", config.display()),
+        format!(".//{}/pwned", outside.display()),
+        format!("././/{}/pwned", outside.display()),
+        format!(
+            "wasm/../../{}/pwned",
+            outside.file_name().unwrap().to_string_lossy()
+        ),
+        format!("{}/pwned", outside.display()),
+    ] {
+        let hostile = archive_with(
+            scratch.path(),
+            "hostile.tar.gz",
+            vec![Entry::file(
+                name.clone(),
+                b"[egress]\nextra_ca = \"evil.pem\"\n".to_vec(),
+            )],
+        );
+        let error = location
+            .install(&PackageSource::Archive(hostile.clone()))
+            .unwrap_err();
+        assert!(
+            matches!(error, HostError::UnsafeEntry { .. }),
+            "{name}: {error}"
+        );
+        // Through the loader the CLI uses, too.
+        let error = load_package(&PackageSource::Archive(hostile), host.validation()).unwrap_err();
+        assert!(
+            matches!(error, HostError::UnsafeEntry { .. }),
+            "{name}: {error}"
+        );
+    }
+    assert!(!outside.exists(), "nothing was written outside");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# the user's own settings\n",
+        "warden.toml is untouched"
+    );
+    assert!(location.snapshot().lookup("echo_echo").is_none());
+}
+
+#[test]
+fn archive_links_and_devices_are_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    for entry in [
+        Entry::link("prompts/evil.md", tar::EntryType::Symlink, "/etc/passwd"),
+        Entry::link("prompts/evil.md", tar::EntryType::Link, "/etc/passwd"),
+        Entry::link("prompts/evil.md", tar::EntryType::Char, ""),
+        Entry::link("prompts/evil.md", tar::EntryType::Fifo, ""),
+    ] {
+        let kind = entry.kind;
+        let hostile = archive_with(scratch.path(), "links.tar.gz", vec![entry]);
+        let error =
+            load_package(&PackageSource::Archive(hostile), host().validation()).unwrap_err();
+        assert!(
+            matches!(error, HostError::UnsafeEntry { .. }),
+            "{kind:?}: {error}"
+        );
+    }
+}
+
+/// Writing a loaded package joins only normal components, whatever a
+/// caller put into `files`.
+#[test]
+fn writing_a_package_stays_under_its_directory() {
+    let host = host();
+    let archive = root().join("target/packages/echo.tar.gz");
+    let mut loaded = load_package(&PackageSource::Archive(archive), host.validation()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let outside = scratch.path().join("outside.txt");
+    loaded
+        .files
+        .insert(outside.display().to_string(), b"pwned".to_vec());
+    let staging = scratch.path().join("staging");
+    let error = loaded.write_to(&staging).unwrap_err();
+    assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
+    assert!(!outside.exists());
+
+    loaded.files.remove(&outside.display().to_string());
+    loaded.write_to(&scratch.path().join("ok")).unwrap();
+    let copy = load_package(
+        &PackageSource::Dir(scratch.path().join("ok")),
+        host.validation(),
+    )
+    .unwrap();
+    assert_eq!(copy.digest, loaded.digest, "the copy is the same package");
+}
+
+/// Rewrite the echo archive's `SHA256SUMS` with `edit`.
+fn with_sums(dir: &Path, edit: impl Fn(&str) -> Option<String>) -> PathBuf {
+    let path = dir.join("sums.tar.gz");
+    let entries: Vec<Entry> = echo_entries()
+        .into_iter()
+        .filter_map(|mut e| {
+            if e.name.trim_start_matches("./") == "SHA256SUMS" {
+                e.bytes = edit(&String::from_utf8(e.bytes).unwrap())?.into_bytes();
+            }
+            Some(e)
+        })
+        .collect();
+    archive::write_raw(&path, &entries);
+    path
+}
+
+#[test]
+fn archives_must_list_every_file_in_sha256sums() {
+    let scratch = tempfile::tempdir().unwrap();
+    let validation = host().validation().clone();
+    let load = |path| load_package(&PackageSource::Archive(path), &validation).unwrap_err();
+
+    let partial = with_sums(scratch.path(), |sums| {
+        Some(
+            sums.lines()
+                .filter(|l| !l.ends_with("prompts/echo/echo.md"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+        )
+    });
+    let error = load(partial);
+    assert!(
+        matches!(&error, HostError::NotInSums { path, .. } if path == "prompts/echo/echo.md"),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("prompts/echo/echo.md"),
+        "{error}"
+    );
+
+    for empty in [Some(String::new()), None] {
+        let error = load(with_sums(scratch.path(), |_| empty.clone()));
+        assert!(
+            matches!(&error, HostError::NotInSums { path, .. } if path == "manifest.toml"),
+            "{error}"
+        );
+    }
+
+    let extra = with_sums(scratch.path(), |sums| {
+        Some(format!("{sums}{}  prompts/gone.md\n", "0".repeat(64)))
+    });
+    let error = load(extra);
+    assert!(
+        matches!(&error, HostError::SumsNamesMissingFile { path, .. } if path == "prompts/gone.md"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("prompts/gone.md"), "{error}");
+}
+
+/// A copy of `packages/echo` without its digest list, to edit.
+fn echo_dir(scratch: &Path) -> PathBuf {
+    warden_tests::package::echo_variant(&scratch.join("echo"), &[])
+}
+
+/// Issue 12 item 5: a 2 GiB (sparse) prompt the manifest does not reference
+/// is never read, and is not part of the package.
+#[test]
+fn unreferenced_directory_files_are_never_read() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = echo_dir(scratch.path());
+    let huge = std::fs::File::create(dir.join("prompts/huge.md")).unwrap();
+    huge.set_len(2 << 30).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("schemas/passwd.json")).unwrap();
+
+    let started = std::time::Instant::now();
+    let loaded = load_package(&PackageSource::Dir(dir), host().validation()).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let kept: Vec<&str> = loaded.files.keys().map(String::as_str).collect();
+    assert_eq!(
+        kept,
+        [
+            "manifest.toml",
+            "prompts/echo/echo.md",
+            "schemas/echo/echo.input.v1.json",
+            "schemas/echo/echo.output.v1.json",
+            "wasm/echo.wasm",
+        ]
+    );
+}
+
+#[test]
+fn referenced_directory_files_are_bounded() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = echo_dir(scratch.path());
+    std::fs::File::create(dir.join("wasm/echo.wasm"))
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
+    assert!(
+        matches!(&error, HostError::TooLarge { path, limit, .. } if path == "wasm/echo.wasm" && *limit == warden_host::MAX_FILE_BYTES),
+        "{error}"
+    );
+}
+
+#[test]
+fn directory_links_are_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let prompt = "prompts/echo/echo.md";
+
+    let dir = echo_dir(&scratch.path().join("symlink"));
+    let secret = scratch.path().join("secret.md");
+    std::fs::write(&secret, "a file outside the package").unwrap();
+    std::fs::remove_file(dir.join(prompt)).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join(prompt)).unwrap();
+    let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
+    assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
+
+    let dir = echo_dir(&scratch.path().join("hardlink"));
+    std::fs::remove_file(dir.join(prompt)).unwrap();
+    std::fs::hard_link(&secret, dir.join(prompt)).unwrap();
+    let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
+    assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
+}
