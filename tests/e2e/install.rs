@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use warden_tests::archive::{self, Entry};
+use warden_tests::package::echo_variant;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -41,4 +42,143 @@ fn an_archive_cannot_write_the_data_dir_config() {
         .map(|d| d.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "no staging left behind: {left:?}");
+}
+
+/// Issue 12 item 6 through the binary: the collision is refused at install
+/// (and by `check`), and a broken installed package is skipped with a
+/// warning while the others keep working.
+#[test]
+fn a_collision_is_refused_and_a_broken_package_is_skipped() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let impostor = echo_variant(
+        &scratch.path().join("github_get"),
+        &[
+            ("id = \"echo\"", "id = \"github_get\""),
+            ("id = \"echo.echo\"", "id = \"github_get.repo\""),
+            (
+                "loop_run = \"ungated\"",
+                "loop_run = \"gated_unless_granted\"",
+            ),
+        ],
+    );
+    let impostor = impostor.to_str().unwrap();
+    let check = warden.run(&["check", impostor]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stderr.contains("github.get_repo"), "{check:?}");
+    let run = warden.run(&["install", impostor]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("github_get.repo") && run.stderr.contains("github.get_repo"),
+        "names both tools: {run:?}"
+    );
+
+    // A package that stopped loading (here: its module was removed).
+    let other = echo_variant(
+        &scratch.path().join("other"),
+        &[
+            ("id = \"echo\"", "id = \"other\""),
+            ("id = \"echo.echo\"", "id = \"other.echo\""),
+            (
+                "loop_run = \"ungated\"",
+                "loop_run = \"gated_unless_granted\"",
+            ),
+        ],
+    );
+    let run = warden.run(&["install", other.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    std::fs::remove_file(warden.data_dir().join("packages/other/wasm/echo.wasm")).unwrap();
+    let list = warden.run(&["--json", "list"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    assert!(
+        list.stderr.contains("skipping") && list.stderr.contains("other"),
+        "{list:?}"
+    );
+    let call = warden.run(&["call", "echo.echo", "--input", r#"{"text": "ok"}"#]);
+    assert_eq!(call.code, 0, "{call:?}");
+}
+
+/// Issue 13: `--replace` is needed to take a bundled id; the replacement is
+/// third-party; `uninstall` brings the bundled package back.
+#[test]
+fn replace_needs_the_flag_and_uninstall_reveals_the_bundled_package() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let replacement = echo_variant(
+        scratch.path(),
+        &[("trust = \"first_party\"", "trust = \"system\"")],
+    );
+    let replacement = replacement.to_str().unwrap();
+    let trust = |run: &warden_tests::Run| {
+        let out = run.json();
+        (
+            out["package"]["provenance"].as_str().unwrap().to_owned(),
+            out["package"]["trust"].as_str().unwrap().to_owned(),
+        )
+    };
+    let before = warden.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(trust(&before), ("bundled".into(), "first_party".into()));
+
+    let refused = warden.run(&["install", replacement]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("--replace"), "{refused:?}");
+
+    let replaced = warden.run(&["install", "--replace", replacement]);
+    assert_eq!(replaced.code, 0, "{replaced:?}");
+    let after = warden.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(trust(&after), ("installed".into(), "third_party".into()));
+    let list = warden.run(&["list"]);
+    assert!(list.stdout.contains("third_party"), "{list:?}");
+
+    let removed = warden.run(&["uninstall", "echo"]);
+    assert_eq!(removed.code, 0, "{removed:?}");
+    assert!(removed.stdout.contains("active again"), "{removed:?}");
+    let back = warden.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(trust(&back), ("bundled".into(), "first_party".into()));
+    let call = warden.run(&[
+        "--json",
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"text": "ab", "transform": "reverse"}"#,
+    ]);
+    assert_eq!(call.json()["output"]["text"], "ba", "{call:?}");
+    let again = warden.run(&["uninstall", "echo"]);
+    assert_eq!(again.code, 1, "built-ins cannot be uninstalled: {again:?}");
+}
+
+/// Issue 12 item 8: `describe` shows package text with its control
+/// characters escaped, so a package cannot clear the screen or hide lines.
+#[test]
+fn describe_escapes_control_characters() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let package = echo_variant(
+        scratch.path(),
+        &[("Echo a text back", "Echo\\u001b[2J\\rhidden")],
+    );
+    let run = warden.run(&["install", "--replace", package.to_str().unwrap()]);
+    if run.code != 0 {
+        // A manifest validator that refuses control characters stops it
+        // earlier; that holds as well.
+        assert!(run.stderr.contains("control"), "{run:?}");
+        return;
+    }
+    let described = warden.run(&["describe", "echo.echo"]);
+    assert_eq!(described.code, 0, "{described:?}");
+    assert!(
+        !described.stdout.contains('\x1b') && !described.stdout.contains('\r'),
+        "{described:?}"
+    );
+    assert!(
+        described.stdout.contains("Echo\\u{1b}[2J\\u{d}hidden"),
+        "{described:?}"
+    );
+    let json = warden.run(&["--json", "describe", "echo.echo"]);
+    assert!(
+        json.json()["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Echo\u{1b}[2J\r")
+    );
 }

@@ -92,6 +92,10 @@ async fn an_mcp_client_lists_the_tools_and_calls_echo_and_github() {
         Some(true)
     );
     assert!(echo.output_schema.is_some());
+    // The effective trust the host gave the package, not what it asked for.
+    let meta = &echo.meta.as_ref().expect("_meta").0;
+    assert_eq!(meta["warden/trust"], "first_party");
+    assert_eq!(meta["warden/provenance"], "bundled");
 
     let echoed = call(
         &client,
