@@ -182,3 +182,22 @@ fn describe_escapes_control_characters() {
             .starts_with("Echo\u{1b}[2J\r")
     );
 }
+
+/// `check` does not say "ok" for what `install` refuses: here a prompt that
+/// is a symbolic link (even to a file inside the package).
+#[test]
+fn check_refuses_what_install_refuses() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = echo_variant(&scratch.path().join("echo"), &[]);
+    let prompt = dir.join("prompts/echo/echo.md");
+    std::fs::rename(&prompt, dir.join("prompts/echo/real.md")).unwrap();
+    std::os::unix::fs::symlink("real.md", &prompt).unwrap();
+    let dir = dir.to_str().unwrap();
+    let check = warden.run(&["check", dir]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stderr.contains("symbolic link"), "{check:?}");
+    let install = warden.run(&["install", "--replace", dir]);
+    assert_eq!(install.code, 1, "{install:?}");
+    assert!(install.stderr.contains("symbolic link"), "{install:?}");
+}

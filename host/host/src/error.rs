@@ -23,6 +23,14 @@ pub enum HostError {
         /// What is wrong.
         reason: String,
     },
+    /// A wasm package's module is not there (not built yet).
+    #[error("{package}: module `{module}` is missing; run `cargo xtask bundle`")]
+    MissingModule {
+        /// Which package.
+        package: String,
+        /// The module path the manifest names.
+        module: String,
+    },
     /// A package file does not match its recorded digest.
     #[error("{package}: `{path}` does not match SHA256SUMS")]
     Digest {

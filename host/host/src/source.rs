@@ -168,9 +168,9 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
     })?;
     let module = match &package.implementation {
         Implementation::Wasm { module } => Some(reader.read(module, MAX_FILE_BYTES)?.ok_or_else(
-            || HostError::InvalidPackage {
+            || HostError::MissingModule {
                 package: name.clone(),
-                reason: format!("module `{module}` is missing; run `cargo xtask bundle`"),
+                module: module.clone(),
             },
         )?),
         _ => None,

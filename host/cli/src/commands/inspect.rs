@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use serde_json::json;
 use warden_core::Origin;
-use warden_host::{InstalledPackage, Location};
+use warden_host::{HostError, InstalledPackage, Location, PackageSource};
 use warden_registry::RegisteredTool;
 
 use super::Context;
@@ -154,7 +154,14 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
                     None => effective.insert(cx.open()?.1).clone(),
                 };
                 let summary = warden_manifest::summary(&package);
-                let conflicts = install_conflicts(&location, &package);
+                let mut conflicts = install_conflicts(&location, &package);
+                // What the installer's reader refuses (links, sizes, an
+                // incomplete SHA256SUMS); a module not built yet is for `bundle`.
+                let source = PackageSource::Dir(dir.clone());
+                match warden_host::load_package(&source, &host_options) {
+                    Ok(_) | Err(HostError::MissingModule { .. } | HostError::Manifest { .. }) => {}
+                    Err(error) => conflicts.push(error.to_string()),
+                }
                 let taken = location.package(&package.id).map(|p| p.provenance);
                 if !cx.json {
                     if conflicts.is_empty() {
