@@ -81,6 +81,8 @@ fn load_installed(location: &Location, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The installed package directories (a `.<id>.installing` staging
+/// directory left by an interrupted install is not one).
 fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new());
@@ -90,7 +92,10 @@ fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         let path = entry
             .with_context(|| format!("reading {}", dir.display()))?
             .path();
-        if path.join("manifest.toml").is_file() {
+        let staging = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if !staging && path.join("manifest.toml").is_file() {
             dirs.push(path);
         }
     }
