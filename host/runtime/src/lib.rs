@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 mod bindings;
 mod cache;
 mod call;
@@ -43,7 +44,8 @@ pub use call::CallRequest;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };
-pub use config::{Allocator, Limits, RuntimeConfig, ToolLimits};
+pub use admission::MemoryUse;
+pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits};
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;
 pub use limits::TABLE_ELEMENT_BYTES;
