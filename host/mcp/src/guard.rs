@@ -177,7 +177,10 @@ mod tests {
     #[test]
     fn the_top_level_id_is_found_and_nested_ones_are_not() {
         let id = |text: &str| top_level_id(text.as_bytes());
-        assert_eq!(id(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#), Some(json!(7)));
+        assert_eq!(
+            id(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#),
+            Some(json!(7))
+        );
         assert_eq!(id(r#" { "id" : "a\"b" }"#), Some(json!("a\"b")));
         assert_eq!(
             id(r#"{"params":{"id":1,"s":"}\"id\":2"},"id":-3}"#),
@@ -188,7 +191,11 @@ mod tests {
         assert_eq!(id(r#"{"id":null}"#), None);
         assert_eq!(id(r#"[{"id":1}]"#), None, "a batch is not one request");
         assert_eq!(id(r#"{"params":[[[["#), None, "cut before the id");
-        let deep = format!(r#"{{"id":5,"params":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"id":5,"params":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         assert_eq!(id(&deep), Some(json!(5)));
     }
 
@@ -199,10 +206,16 @@ mod tests {
         assert!(too_deep(br#"{"a":[[1]]}"#, 2));
         let limit = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert!(!too_deep(limit.as_bytes(), MAX_DEPTH));
-        assert!(serde_json::from_str::<Value>(&limit).is_ok(), "serde_json parses the limit");
+        assert!(
+            serde_json::from_str::<Value>(&limit).is_ok(),
+            "serde_json parses the limit"
+        );
         let over = format!("[{limit}]");
         assert!(too_deep(over.as_bytes(), MAX_DEPTH));
-        assert!(serde_json::from_str::<Value>(&over).is_err(), "and not one more");
+        assert!(
+            serde_json::from_str::<Value>(&over).is_err(),
+            "and not one more"
+        );
     }
 
     #[test]

@@ -143,7 +143,9 @@ async fn route<B: Backend>(
     if guard::too_deep(&body, MAX_DEPTH) {
         return refused(&body, Refusal::Unparsable, StatusCode::BAD_REQUEST);
     }
-    service.handle(Request::from_parts(parts, Full::new(body))).await
+    service
+        .handle(Request::from_parts(parts, Full::new(body)))
+        .await
 }
 
 type Answer = Response<BoxBody<Bytes, Infallible>>;
@@ -163,7 +165,11 @@ async fn read_body(mut body: Incoming) -> Result<Bytes, Answer> {
         let room = MAX_MESSAGE_BYTES - collected.len();
         collected.extend_from_slice(&data[..data.len().min(room)]);
         if data.len() > room {
-            return Err(refused(&collected, Refusal::TooLarge, StatusCode::PAYLOAD_TOO_LARGE));
+            return Err(refused(
+                &collected,
+                Refusal::TooLarge,
+                StatusCode::PAYLOAD_TOO_LARGE,
+            ));
         }
     }
     Ok(Bytes::from(collected))

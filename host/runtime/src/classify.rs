@@ -60,7 +60,9 @@ fn panicked(error: &wasmtime::Error) -> bool {
 /// backtrace wasmtime wraps around it: one line, redacted, at most
 /// [`MAX_TRAP_CAUSE_BYTES`].
 fn host_cause(error: &wasmtime::Error, state: &CallState) -> String {
-    let backtrace = error.downcast_ref::<WasmBacktrace>().map(ToString::to_string);
+    let backtrace = error
+        .downcast_ref::<WasmBacktrace>()
+        .map(ToString::to_string);
     let mut parts: Vec<String> = Vec::new();
     for cause in error.chain() {
         let message = cause.to_string();

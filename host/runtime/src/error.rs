@@ -143,7 +143,9 @@ pub enum RuntimeError {
     },
     /// The call's memory limit is larger than the host-wide memory budget,
     /// so it could never run here (waiting would not help).
-    #[error("the tool's memory limit ({limit_bytes} bytes) is larger than this host's memory budget ({budget_bytes} bytes) for all running calls; lower the tool's memory limit or raise the host's budget")]
+    #[error(
+        "the tool's memory limit ({limit_bytes} bytes) is larger than this host's memory budget ({budget_bytes} bytes) for all running calls; lower the tool's memory limit or raise the host's budget"
+    )]
     MemoryBudgetExceeded {
         /// The call's memory limit in bytes.
         limit_bytes: u64,

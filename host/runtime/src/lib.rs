@@ -40,11 +40,11 @@ mod state;
 mod validate;
 mod wasi;
 
+pub use admission::MemoryUse;
 pub use call::CallRequest;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };
-pub use admission::MemoryUse;
 pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits};
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;

@@ -192,9 +192,7 @@ impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Unavailable::Overloaded => "too many calls are running; retry later",
-            Unavailable::MemoryBudget => {
-                "running calls hold the host's memory budget; retry later"
-            }
+            Unavailable::MemoryBudget => "running calls hold the host's memory budget; retry later",
             Unavailable::ShuttingDown => "the host is shutting down",
             Unavailable::Resources => "the host could not allocate an instance; retry later",
             Unavailable::NetworkSetup => "the host could not prepare network access for this call",

@@ -311,5 +311,9 @@ async fn requests_over_the_limits_are_answered_and_serving_goes_on(kind: Kind) {
     // Within the limits, nesting is fine and the server still serves.
     let result = session.call("echo", nested(100)).await.expect("call");
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    assert!(text(&result).contains(r#""deep":[[[["#), "{}", text(&result));
+    assert!(
+        text(&result).contains(r#""deep":[[[["#),
+        "{}",
+        text(&result)
+    );
 }

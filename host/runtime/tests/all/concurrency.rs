@@ -208,7 +208,10 @@ async fn running_calls_never_reserve_more_than_the_memory_budget() {
         }
     );
     assert_eq!(error.code(), "memory_budget_exceeded");
-    assert!(refused.usage.queue_time < Duration::from_secs(1), "no waiting");
+    assert!(
+        refused.usage.queue_time < Duration::from_secs(1),
+        "no waiting"
+    );
     host.assert_echo_works().await;
 }
 
