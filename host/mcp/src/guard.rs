@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 /// Largest message accepted, in bytes (one stdio line or one HTTP body).
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
-/// Deepest nesting of arrays and objects accepted: serde_json's recursion
-/// limit, which the SDK's parser runs into past it.
-pub(crate) const MAX_DEPTH: usize = 128;
+/// Deepest nesting of arrays and objects accepted: what serde_json's
+/// recursion limit (128) lets the SDK's parser read.
+pub(crate) const MAX_DEPTH: usize = 127;
 
 /// JSON-RPC "Parse error".
 pub(crate) const PARSE_ERROR: i64 = -32700;

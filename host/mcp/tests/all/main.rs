@@ -295,7 +295,7 @@ async fn requests_over_the_limits_are_answered_and_serving_goes_on(kind: Kind) {
     match session.call("echo", nested(200)).await {
         Err(ServiceError::McpError(error)) => {
             assert_eq!(error.code, ErrorCode::PARSE_ERROR, "{error:?}");
-            assert!(error.message.contains("128 levels"), "{}", error.message);
+            assert!(error.message.contains("127 levels"), "{}", error.message);
         }
         other => panic!("expected a JSON-RPC parse error, got {other:?}"),
     }
