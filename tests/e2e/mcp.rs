@@ -167,7 +167,10 @@ fn big_echo(dir: &std::path::Path) {
         .unwrap()
         .replace(r#"id = "echo""#, r#"id = "bigecho""#)
         .replace(r#"id = "echo.echo""#, r#"id = "bigecho.echo""#)
-        .replace(r#"loop_run = "ungated""#, r#"loop_run = "gated_unless_granted""#);
+        .replace(
+            r#"loop_run = "ungated""#,
+            r#"loop_run = "gated_unless_granted""#,
+        );
     let manifest = format!("{manifest}\n[tools.limits]\nmemory_bytes = {}\n", 128 << 20);
     std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
 }
@@ -184,12 +187,20 @@ async fn serve_refuses_a_tool_whose_memory_limit_exceeds_the_budget() {
     let installed = warden.run(&["install", package.path().to_str().unwrap()]);
     assert_eq!(installed.code, 0, "{installed:?}");
 
-    let client = serve_with(&warden, ApprovingClient::default(), &["--memory-budget", "64MiB"]).await;
+    let client = serve_with(
+        &warden,
+        ApprovingClient::default(),
+        &["--memory-budget", "64MiB"],
+    )
+    .await;
     let big = call(&client, "bigecho_echo", json!({ "text": "big" })).await;
     assert_eq!(big.is_error, Some(true), "{big:?}");
     let shown = format!("{big:?}");
     assert!(shown.contains("memory_budget_exceeded"), "{shown}");
-    assert!(shown.contains("134217728"), "names the tool's limit: {shown}");
+    assert!(
+        shown.contains("134217728"),
+        "names the tool's limit: {shown}"
+    );
     // Calls that fit still run.
     let echoed = call(&client, "echo_echo", json!({ "text": "small" })).await;
     assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
