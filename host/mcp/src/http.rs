@@ -125,6 +125,11 @@ async fn accept<B: Backend>(
     }
 }
 
+/// Serve `/mcp`. A POST body is read here first (at most
+/// [`MAX_MESSAGE_BYTES`]) so that one too large or nested too deep is
+/// answered with a JSON-RPC error carrying its id ([`guard`]) rather than the
+/// SDK's bare status; such an answer holds nothing but the sender's own id.
+/// Everything else, headers and sessions included, is the SDK's.
 async fn route<B: Backend>(
     service: &StreamableHttpService<WardenServer<B>, LocalSessionManager>,
     request: Request<Incoming>,
