@@ -135,8 +135,9 @@ pub struct RuntimeConfig {
     /// [`crate::RuntimeError::MemoryBudgetExceeded`]. Default
     /// [`DEFAULT_MEMORY_BUDGET`].
     pub memory_budget: u64,
-    /// How long a call may wait for an execution slot before it is refused
-    /// as [`crate::RuntimeError::HostUnavailable`].
+    /// How long a call may wait for an execution slot and its share of the
+    /// memory budget before it is refused as
+    /// [`crate::RuntimeError::HostUnavailable`].
     pub queue_timeout: Duration,
     /// Epoch tick: the granularity of deadlines and of yielding to the executor.
     pub epoch_tick: Duration,

@@ -35,7 +35,8 @@ pub struct Usage {
     pub peak_memory_bytes: u64,
     /// Time from the call's start (after queuing) to its end.
     pub wall_time: Duration,
-    /// Time spent waiting for an execution slot.
+    /// Time spent waiting for an execution slot and the call's share of the
+    /// host-wide memory budget.
     pub queue_time: Duration,
     /// HTTP requests the guest asked to send (including refused ones).
     pub http_requests: u32,
