@@ -42,8 +42,16 @@ async fn serve(
     warden: &Warden,
     client: ApprovingClient,
 ) -> RunningService<RoleClient, ApprovingClient> {
+    serve_with(warden, client, &[]).await
+}
+
+async fn serve_with(
+    warden: &Warden,
+    client: ApprovingClient,
+    args: &[&str],
+) -> RunningService<RoleClient, ApprovingClient> {
     let mut command = tokio::process::Command::from(warden.command());
-    command.arg("serve");
+    command.arg("serve").args(args);
     let transport = TokioChildProcess::new(command).expect("warden serve starts");
     client
         .serve(transport)
@@ -142,4 +150,63 @@ async fn an_mcp_client_lists_the_tools_and_calls_echo_and_github() {
     );
     assert_eq!(handler.elicitations.load(Ordering::SeqCst), 1);
     client.cancel().await.expect("close");
+}
+
+/// `packages/echo` as package `bigecho`, whose tool declares a 128 MiB
+/// memory limit, in `dir`.
+fn big_echo(dir: &std::path::Path) {
+    let echo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages/echo");
+    for sub in ["schemas/echo", "prompts/echo", "wasm"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for file in [
+        "schemas/echo/echo.input.v1.json",
+        "schemas/echo/echo.output.v1.json",
+        "prompts/echo/echo.md",
+        "wasm/echo.wasm",
+    ] {
+        std::fs::copy(echo.join(file), dir.join(file)).unwrap();
+    }
+    let manifest = std::fs::read_to_string(echo.join("manifest.toml"))
+        .unwrap()
+        .replace(r#"id = "echo""#, r#"id = "bigecho""#)
+        .replace(r#"id = "echo.echo""#, r#"id = "bigecho.echo""#)
+        .replace(
+            r#"loop_run = "ungated""#,
+            r#"loop_run = "gated_unless_granted""#,
+        );
+    let manifest = format!("{manifest}\n[tools.limits]\nmemory_bytes = {}\n", 128 << 20);
+    std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_refuses_a_tool_whose_memory_limit_exceeds_the_budget() {
+    let warden = crate::warden();
+    let refused = warden.run(&["serve", "--memory-budget", "1MiB"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.all().contains("--memory-budget"), "{refused:?}");
+
+    let package = tempfile::tempdir().unwrap();
+    big_echo(package.path());
+    let installed = warden.run(&["install", package.path().to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+
+    let client = serve_with(
+        &warden,
+        ApprovingClient::default(),
+        &["--memory-budget", "64MiB"],
+    )
+    .await;
+    let big = call(&client, "bigecho_echo", json!({ "text": "big" })).await;
+    assert_eq!(big.is_error, Some(true), "{big:?}");
+    let shown = format!("{big:?}");
+    assert!(shown.contains("memory_budget_exceeded"), "{shown}");
+    assert!(
+        shown.contains("134217728"),
+        "names the tool's limit: {shown}"
+    );
+    // Calls that fit still run.
+    let echoed = call(&client, "echo_echo", json!({ "text": "small" })).await;
+    assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
+    client.cancel().await.ok();
 }

@@ -79,6 +79,11 @@ pub(crate) enum Command {
         /// wake-up); one per core over HTTP, where several clients connect.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         workers: Option<u16>,
+        /// Memory all running calls may reserve together (each reserves its
+        /// tool's memory limit; calls that do not fit wait), e.g. `8GiB`,
+        /// `512MiB` or bytes. Default: 8 GiB.
+        #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
+        memory_budget: Option<u64>,
     },
 }
 
@@ -197,6 +202,31 @@ mod tests {
     fn http_and_other_commands_use_one_worker_per_core() {
         assert_eq!(workers(&["serve", "--http", "127.0.0.1:0"]).unwrap(), None);
         assert_eq!(workers(&["list"]).unwrap(), None);
+    }
+
+    #[test]
+    fn memory_budget_takes_binary_units_and_refuses_less_than_one_call() {
+        let budget = |args: &[&str]| {
+            let argv = ["warden", "serve"].iter().chain(args);
+            Cli::try_parse_from(argv).map(|cli| match cli.command {
+                Command::Serve { memory_budget, .. } => memory_budget,
+                _ => unreachable!(),
+            })
+        };
+        assert_eq!(budget(&[]).unwrap(), None);
+        assert_eq!(budget(&["--memory-budget", "8GiB"]).unwrap(), Some(8 << 30));
+        assert_eq!(
+            budget(&["--memory-budget", "512MiB"]).unwrap(),
+            Some(512 << 20)
+        );
+        assert_eq!(
+            budget(&["--memory-budget", "67108864"]).unwrap(),
+            Some(64 << 20)
+        );
+        for bad in ["1MiB", "lots", "8GB", "99999999999GiB"] {
+            let error = budget(&["--memory-budget", bad]).unwrap_err();
+            assert!(error.to_string().contains("--memory-budget"), "{error}");
+        }
     }
 
     #[test]

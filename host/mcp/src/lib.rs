@@ -34,7 +34,9 @@
 mod approval;
 mod backend;
 mod catalog;
+mod guard;
 mod http;
+mod lines;
 mod result;
 mod server;
 mod stdio;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rmcp::{ServiceExt, service::QuitReason};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::{Backend, Error, WardenServer};
+use crate::{Backend, Error, WardenServer, lines::LineTransport};
 
 /// Serves MCP over this process's stdin and stdout until the client closes
 /// stdin (or the handshake fails).
@@ -18,6 +18,10 @@ pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> Result<(), Error> {
 
 /// Serves MCP over any `(reader, writer)` pair of newline-delimited JSON-RPC
 /// streams, e.g. the halves of a `tokio::io::duplex`, until the reader ends.
+///
+/// A line longer than 16 MiB, or nested deeper than serde_json parses, is
+/// answered with a JSON-RPC error (`-32600` or `-32700`) when its top-level
+/// `"id"` can be found, and the connection keeps serving.
 pub async fn serve_io<B, R, W>(backend: Arc<B>, (reader, writer): (R, W)) -> Result<(), Error>
 where
     B: Backend,
@@ -25,7 +29,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let running = WardenServer::new(backend)
-        .serve((reader, writer))
+        .serve(LineTransport::new(reader, writer))
         .await
         .map_err(|error| Error::Handshake(Box::new(error)))?;
     match running.waiting().await.map_err(Error::Task)? {

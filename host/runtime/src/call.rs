@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 use warden_core::Origin;
 use warden_core::net::{CallNetwork, DenyAll};
 use wasmtime::{Store, UpdateDeadline};
 
+use crate::admission;
 use crate::bindings::exports::warden::tool::tool as wit;
 use crate::classify;
 use crate::component::InstalledComponent;
@@ -142,16 +142,23 @@ impl InstalledComponent {
             return CallOutcome::refused(error, Usage::default());
         }
 
-        let permit = acquire_slot(&inner.shared.slots, config.queue_timeout).await;
+        let shared = &inner.shared;
+        let admitted = admission::admit(
+            &shared.slots,
+            &shared.memory,
+            limits.memory_bytes,
+            config.queue_timeout,
+        )
+        .await;
         let queue_time = queued.elapsed();
-        let _permit = match permit {
-            Ok(permit) => permit,
-            Err(reason) => {
+        let _admission = match admitted {
+            Ok(admission) => admission,
+            Err(error) => {
                 let usage = Usage {
                     queue_time,
                     ..Usage::default()
                 };
-                return CallOutcome::refused(RuntimeError::HostUnavailable { reason }, usage);
+                return CallOutcome::refused(error, usage);
             }
         };
 
@@ -248,25 +255,6 @@ impl InstalledComponent {
             usage,
             logs: state.logs.entries,
         }
-    }
-}
-
-/// Take an execution slot, waiting in FIFO order for at most `patience`.
-/// A free slot is taken without arming a timer (a waiting call holds the
-/// permits back, so this never jumps the queue).
-async fn acquire_slot(
-    slots: &Semaphore,
-    patience: Duration,
-) -> Result<SemaphorePermit<'_>, Unavailable> {
-    match slots.try_acquire() {
-        Ok(permit) => return Ok(permit),
-        Err(TryAcquireError::Closed) => return Err(Unavailable::ShuttingDown),
-        Err(TryAcquireError::NoPermits) => {}
-    }
-    match tokio::time::timeout(patience, slots.acquire()).await {
-        Err(_elapsed) => Err(Unavailable::Overloaded),
-        Ok(Err(_closed)) => Err(Unavailable::ShuttingDown),
-        Ok(Ok(permit)) => Ok(permit),
     }
 }
 

@@ -14,6 +14,8 @@ use crate::state::{CallState, redact_bounded};
 const MAX_FAILURE_MESSAGE_BYTES: usize = 1024;
 /// Bytes kept of a guest failure code.
 const MAX_CODE_BYTES: usize = 64;
+/// Bytes kept of the cause of a trap raised on the host side.
+const MAX_TRAP_CAUSE_BYTES: usize = 200;
 
 /// Classify an error raised while instantiating or running the guest.
 pub(crate) fn trap(error: &wasmtime::Error, state: &CallState, limits: &Limits) -> RuntimeError {
@@ -23,9 +25,10 @@ pub(crate) fn trap(error: &wasmtime::Error, state: &CallState, limits: &Limits) 
         };
     }
     let Some(trap) = error.downcast_ref::<Trap>() else {
-        // Host functions only fail on host limits (e.g. too many handles).
+        // A host function failed (a host limit such as too many handles, or a
+        // host error): report its cause, not wasmtime's backtrace context.
         return RuntimeError::GuestTrap {
-            kind: TrapKind::Other(first_line(&error.to_string())),
+            kind: TrapKind::Other(host_cause(error, state)),
         };
     };
     let kind = match trap {
@@ -53,10 +56,34 @@ fn panicked(error: &wasmtime::Error) -> bool {
     })
 }
 
-fn first_line(text: &str) -> String {
-    let mut line = text.lines().next().unwrap_or_default().to_owned();
-    crate::state::truncate(&mut line, 200);
-    line
+/// The messages of a host-side error's cause chain, without the wasm
+/// backtrace wasmtime wraps around it: one line, redacted, at most
+/// [`MAX_TRAP_CAUSE_BYTES`].
+fn host_cause(error: &wasmtime::Error, state: &CallState) -> String {
+    let backtrace = error
+        .downcast_ref::<WasmBacktrace>()
+        .map(ToString::to_string);
+    let mut parts: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        let message = cause.to_string();
+        if Some(&message) == backtrace.as_ref() || parts.contains(&message) {
+            continue;
+        }
+        parts.push(message);
+        if parts.iter().map(String::len).sum::<usize>() > MAX_TRAP_CAUSE_BYTES {
+            break;
+        }
+    }
+    let joined: String = parts
+        .join(": ")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let (mut cause, _) = redact_bounded(state.network.as_ref(), &joined, MAX_TRAP_CAUSE_BYTES);
+    if cause.trim().is_empty() {
+        cause = "a host function failed".to_owned();
+    }
+    cause
 }
 
 /// Check a successful output: size, JSON, schema.

@@ -3,6 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The default host-wide memory budget: 8 GiB of instance memory across all
+/// running calls. Fixed rather than derived from the machine, so a host
+/// behaves the same everywhere: it leaves two thirds of a 24 GiB machine to the
+/// host process and the rest of the system, and holds 128 calls at the default
+/// 64 MiB limit or 16 at the 512 MiB maximum (without a budget, 256 slots at
+/// the maximum could reserve 128 GiB).
+pub const DEFAULT_MEMORY_BUDGET: u64 = 8 << 30;
+
 /// Limits one call runs under. Every limit is always on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -120,8 +128,16 @@ pub struct RuntimeConfig {
     pub allocator: Allocator,
     /// Calls executing at once; later calls wait in FIFO order.
     pub max_concurrent: u32,
-    /// How long a call may wait for an execution slot before it is refused
-    /// as [`crate::RuntimeError::HostUnavailable`].
+    /// Bytes of instance memory all running calls may reserve together: each
+    /// call reserves its whole memory limit while it runs. A call that does
+    /// not fit beside the running ones waits in the queue (bounded by
+    /// `queue_timeout`); one whose own limit exceeds the budget is refused as
+    /// [`crate::RuntimeError::MemoryBudgetExceeded`]. Default
+    /// [`DEFAULT_MEMORY_BUDGET`].
+    pub memory_budget: u64,
+    /// How long a call may wait for an execution slot and its share of the
+    /// memory budget before it is refused as
+    /// [`crate::RuntimeError::HostUnavailable`].
     pub queue_timeout: Duration,
     /// Epoch tick: the granularity of deadlines and of yielding to the executor.
     pub epoch_tick: Duration,
@@ -141,6 +157,7 @@ impl Default for RuntimeConfig {
             cache_dir: None,
             allocator: Allocator::Auto,
             max_concurrent: 256,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
             queue_timeout: Duration::from_secs(30),
             epoch_tick: Duration::from_millis(5),
             fuel_metering: true,

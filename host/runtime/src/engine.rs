@@ -58,6 +58,9 @@ fn validate(config: &RuntimeConfig) -> Result<(), RuntimeError> {
     if config.max_wasm_stack < 16 << 10 {
         return invalid("max_wasm_stack must be at least 16 KiB");
     }
+    if config.memory_budget < config.defaults.memory_bytes {
+        return invalid("memory_budget must be at least the default per-call memory limit");
+    }
     if config.maxima.memory_bytes > 4 << 30 {
         return invalid("maxima.memory_bytes must be at most 4 GiB");
     }

@@ -141,6 +141,17 @@ pub enum RuntimeError {
         /// The allowance.
         limit: u32,
     },
+    /// The call's memory limit is larger than the host-wide memory budget,
+    /// so it could never run here (waiting would not help).
+    #[error(
+        "the tool's memory limit ({limit_bytes} bytes) is larger than this host's memory budget ({budget_bytes} bytes) for all running calls; lower the tool's memory limit or raise the host's budget"
+    )]
+    MemoryBudgetExceeded {
+        /// The call's memory limit in bytes.
+        limit_bytes: u64,
+        /// The host's budget in bytes.
+        budget_bytes: u64,
+    },
     /// The host cannot run the call now.
     #[error("the host is unavailable: {reason}")]
     HostUnavailable {
@@ -177,6 +188,7 @@ impl RuntimeError {
             RuntimeError::AuthRequired { .. } => "auth_required",
             RuntimeError::NetworkDenied { .. } => "network_denied",
             RuntimeError::RequestLimit { .. } => "request_limit",
+            RuntimeError::MemoryBudgetExceeded { .. } => "memory_budget_exceeded",
             RuntimeError::HostUnavailable { .. } => "host_unavailable",
             RuntimeError::Internal { .. } => "internal_error",
         }

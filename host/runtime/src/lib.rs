@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 mod bindings;
 mod cache;
 mod call;
@@ -39,11 +40,12 @@ mod state;
 mod validate;
 mod wasi;
 
+pub use admission::MemoryUse;
 pub use call::CallRequest;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };
-pub use config::{Allocator, Limits, RuntimeConfig, ToolLimits};
+pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits};
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;
 pub use limits::TABLE_ELEMENT_BYTES;

@@ -35,7 +35,8 @@ pub struct Usage {
     pub peak_memory_bytes: u64,
     /// Time from the call's start (after queuing) to its end.
     pub wall_time: Duration,
-    /// Time spent waiting for an execution slot.
+    /// Time spent waiting for an execution slot and the call's share of the
+    /// host-wide memory budget.
     pub queue_time: Duration,
     /// HTTP requests the guest asked to send (including refused ones).
     pub http_requests: u32,
@@ -176,6 +177,9 @@ impl std::fmt::Display for InputError {
 pub enum Unavailable {
     /// No execution slot became free within the queue timeout.
     Overloaded,
+    /// The call's memory did not fit in the host-wide memory budget beside
+    /// the running calls within the queue timeout.
+    MemoryBudget,
     /// The runtime is shutting down.
     ShuttingDown,
     /// The instance could not be created (e.g. the pool is exhausted).
@@ -189,6 +193,7 @@ impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Unavailable::Overloaded => "too many calls are running; retry later",
+            Unavailable::MemoryBudget => "running calls hold the host's memory budget; retry later",
             Unavailable::ShuttingDown => "the host is shutting down",
             Unavailable::Resources => "the host could not allocate an instance; retry later",
             Unavailable::NetworkSetup => "the host could not prepare network access for this call",

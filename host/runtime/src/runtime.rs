@@ -8,6 +8,7 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
+use crate::admission::{MemoryBudget, MemoryUse};
 use crate::bindings::{SandboxedTool, SandboxedToolPre};
 use crate::cache::{ArtifactCache, Lookup, sha256_hex};
 use crate::component::{CacheStatus, Capability, ComponentSpec, InstallReport, InstalledComponent};
@@ -38,6 +39,7 @@ pub(crate) struct Shared {
     pub(crate) allocator: ActiveAllocator,
     pub(crate) cache: Option<ArtifactCache>,
     pub(crate) slots: Semaphore,
+    pub(crate) memory: MemoryBudget,
     stats: Counters,
 }
 
@@ -95,6 +97,7 @@ impl Runtime {
             .as_deref()
             .map(|dir| ArtifactCache::new(dir, &engine));
         let slots = Semaphore::new(config.max_concurrent as usize);
+        let memory = MemoryBudget::new(config.memory_budget);
         Ok(Runtime {
             shared: Arc::new(Shared {
                 engine,
@@ -103,6 +106,7 @@ impl Runtime {
                 allocator,
                 cache,
                 slots,
+                memory,
                 stats: Counters::default(),
             }),
         })
@@ -128,9 +132,15 @@ impl Runtime {
         }
     }
 
+    /// The host-wide memory budget and what running calls reserve of it.
+    pub fn memory(&self) -> MemoryUse {
+        self.shared.memory.usage()
+    }
+
     /// Refuse new calls from now on (running calls finish).
     pub fn shutdown(&self) {
         self.shared.slots.close();
+        self.shared.memory.close();
     }
 
     /// Compile (or load from the cache), check imports and exports, compile

@@ -5,7 +5,7 @@ mod call;
 mod inspect;
 mod install;
 mod secret;
-mod serve;
+pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +25,8 @@ pub(crate) struct Context {
     pub(crate) settings: Settings,
     pub(crate) location: String,
     pub(crate) json: bool,
+    /// `serve --memory-budget`, replacing the runtime's default budget.
+    pub(crate) memory_budget: Option<u64>,
 }
 
 impl Context {
@@ -57,11 +59,14 @@ impl Context {
 
     /// Build the host only (no packages).
     pub(crate) fn host(&self) -> Result<Host> {
-        let config = HostConfig {
+        let mut config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
             egress: self.settings.egress()?,
             ..HostConfig::default()
         };
+        if let Some(budget) = self.memory_budget {
+            config.runtime.memory_budget = budget;
+        }
         Ok(Host::builder(config)
             .resolver(self.settings.resolver())
             .build()?)
@@ -111,6 +116,10 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         data_dir,
         location: cli.location,
         json: cli.json,
+        memory_budget: match &cli.command {
+            Command::Serve { memory_budget, .. } => *memory_budget,
+            _ => None,
+        },
     };
     match cli.command {
         Command::List => inspect::list(&cx),

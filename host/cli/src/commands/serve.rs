@@ -1,4 +1,12 @@
 //! `warden serve`: the tools over MCP.
+//!
+//! Calls run under the runtime's per-call limits and share one host-wide
+//! memory budget (`--memory-budget`, default
+//! [`warden_runtime::DEFAULT_MEMORY_BUDGET`], 8 GiB): each running call
+//! reserves its tool's whole memory limit, so a burst of calls of a tool
+//! declaring 512 MiB holds at most 16 at once by default and the rest wait in
+//! the queue; a tool whose limit alone exceeds the budget is refused with
+//! `memory_budget_exceeded`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -24,4 +32,33 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parse `--memory-budget`: bytes, or a number with `KiB`, `MiB` or `GiB`;
+/// at least the default per-call memory limit (one call must fit).
+pub(crate) fn parse_memory_budget(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |at| text.split_at(at));
+    let scale: u64 = match unit.trim() {
+        "" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => return Err(format!("unknown unit `{other}`: use KiB, MiB or GiB")),
+    };
+    let bytes = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("`{text}` is not a size in bytes, KiB, MiB or GiB"))?;
+    let one_call = warden_runtime::Limits::DEFAULT.memory_bytes;
+    if bytes < one_call {
+        return Err(format!(
+            "{bytes} bytes is less than one call's default memory limit ({} MiB)",
+            one_call >> 20
+        ));
+    }
+    Ok(bytes)
 }

@@ -43,6 +43,7 @@ both_transports!(
     a_declined_elicitation_denies,
     approval_without_elicitation_returns_the_approval_id,
     a_tool_change_notifies_the_client,
+    requests_over_the_limits_are_answered_and_serving_goes_on,
 );
 
 async fn lists_tools_with_schemas_and_annotations(kind: Kind) {
@@ -271,4 +272,48 @@ async fn raw_get(stream: &mut tokio::net::TcpStream, path: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("read");
     response
+}
+
+/// Arguments nested `levels` deep: `{"text": "x", "deep": [[[...]]]}`.
+fn nested(levels: usize) -> serde_json::Value {
+    let deep: serde_json::Value =
+        serde_json::from_str(&format!("{}{}", "[".repeat(levels), "]".repeat(levels)))
+            .unwrap_or_else(|_| {
+                // serde_json cannot parse past its limit: build the value by hand.
+                let mut value = json!([]);
+                for _ in 1..levels {
+                    value = json!([value]);
+                }
+                value
+            });
+    json!({ "text": "x", "deep": deep })
+}
+
+async fn requests_over_the_limits_are_answered_and_serving_goes_on(kind: Kind) {
+    let session = Session::connect(kind, Fake::new(), TestClient::default()).await;
+    // Deeper than serde_json parses: answered with a parse error, not dropped.
+    match session.call("echo", nested(200)).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::PARSE_ERROR, "{error:?}");
+            assert!(error.message.contains("127 levels"), "{}", error.message);
+        }
+        other => panic!("expected a JSON-RPC parse error, got {other:?}"),
+    }
+    // Larger than 16 MiB: answered with an invalid-request error.
+    let huge = json!({ "text": "y".repeat(17 << 20) });
+    match session.call("echo", huge).await {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_REQUEST, "{error:?}");
+            assert!(error.message.contains("larger than"), "{}", error.message);
+        }
+        other => panic!("expected a JSON-RPC invalid request error, got {other:?}"),
+    }
+    // Within the limits, nesting is fine and the server still serves.
+    let result = session.call("echo", nested(100)).await.expect("call");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(
+        text(&result).contains(r#""deep":[[[["#),
+        "{}",
+        text(&result)
+    );
 }

@@ -142,3 +142,116 @@ async fn a_full_host_refuses_after_the_queue_timeout_and_shutdown_refuses() {
         }
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_calls_never_reserve_more_than_the_memory_budget() {
+    const LARGE: u64 = 192 << 20;
+    let host = Arc::new(Host::new(RuntimeConfig {
+        memory_budget: 2 * LARGE,
+        ..config()
+    }));
+    let large = ToolLimits {
+        memory_bytes: Some(LARGE),
+        timeout_ms: Some(200),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let host = host.clone();
+        tasks.push(tokio::spawn(async move {
+            let arrived = std::time::Instant::now();
+            let outcome = host
+                .hostile
+                .call(CallRequest::new("hostile.spin", "{}").limits(large))
+                .await;
+            (arrived, outcome)
+        }));
+    }
+    let mut runs = Vec::new();
+    for task in tasks {
+        let (arrived, outcome) = task.await.unwrap();
+        assert_eq!(outcome.result.unwrap_err().code(), "timeout");
+        let started = arrived + outcome.usage.queue_time;
+        runs.push((started, started + outcome.usage.wall_time));
+    }
+    let memory = host.runtime.memory();
+    assert_eq!(memory.budget_bytes, 2 * LARGE);
+    assert_eq!(
+        memory.peak_reserved_bytes,
+        2 * LARGE,
+        "two large calls ran at once, never three"
+    );
+    assert_eq!(memory.reserved_bytes, 0, "every reservation was given back");
+    // How many calls were running at the middle of each one (the middles
+    // are far from any start or end, so timing noise cannot move the count).
+    let most_at_once = runs
+        .iter()
+        .map(|(start, end)| {
+            let middle = *start + (*end - *start) / 2;
+            runs.iter()
+                .filter(|(s, e)| *s <= middle && middle < *e)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most_at_once <= 2, "{most_at_once} large calls overlapped");
+
+    // A limit that can never fit is refused at once, with both sizes.
+    let greedy = ToolLimits {
+        memory_bytes: Some(512 << 20),
+        ..ToolLimits::default()
+    };
+    let refused = host
+        .hostile
+        .call(CallRequest::new("hostile.healthy", "{}").limits(greedy))
+        .await;
+    let error = refused.result.unwrap_err();
+    assert_eq!(
+        error,
+        RuntimeError::MemoryBudgetExceeded {
+            limit_bytes: 512 << 20,
+            budget_bytes: 2 * LARGE,
+        }
+    );
+    assert_eq!(error.code(), "memory_budget_exceeded");
+    assert!(
+        refused.usage.queue_time < Duration::from_secs(1),
+        "no waiting"
+    );
+    host.assert_echo_works().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_memory_is_refused_after_the_queue_timeout() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        memory_budget: 128 << 20,
+        queue_timeout: Duration::from_millis(50),
+        ..config()
+    }));
+    let holder = {
+        let host = host.clone();
+        let limits = ToolLimits {
+            memory_bytes: Some(100 << 20),
+            timeout_ms: Some(500),
+            fuel: Some(u64::MAX),
+            ..ToolLimits::default()
+        };
+        tokio::spawn(async move {
+            host.hostile
+                .call(CallRequest::new("hostile.spin", "{}").limits(limits))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let refused = host.hostile("healthy", "{}").await;
+    assert_eq!(
+        refused.result.unwrap_err(),
+        RuntimeError::HostUnavailable {
+            reason: Unavailable::MemoryBudget
+        },
+        "a free slot, but 64 MiB more does not fit beside 100 MiB in 128 MiB"
+    );
+    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
+    host.assert_echo_works().await;
+}

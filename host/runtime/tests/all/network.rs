@@ -182,3 +182,20 @@ async fn a_request_that_never_answers_is_cut_at_the_deadline() {
     assert!(outcome.usage.wall_time < std::time::Duration::from_millis(800));
     host.assert_echo_works().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_raised_by_the_host_keeps_its_cause() {
+    let host = Host::new(config());
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.handle_flood", "{}").network(FakeNetwork::new(true, false)))
+        .await;
+    let error = outcome.result.unwrap_err();
+    assert_eq!(error.code(), "guest_trap");
+    assert_eq!(
+        error.to_string(),
+        "the tool crashed: it trapped (more than 256 credential handles in one call)",
+        "the host's reason, without wasmtime's backtrace header"
+    );
+    host.assert_echo_works().await;
+}
