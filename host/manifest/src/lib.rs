@@ -24,7 +24,6 @@
 //! [[tools]]
 //! id = "echo.say"
 //! description = "Echo a message."
-//! effects = []
 //! default_permission = "allow"
 //! origin_gate_matrix = { loop_run = "gated_unless_granted" }
 //! input_schema_ref = "schemas/say.json"
@@ -41,22 +40,29 @@
 
 mod diag;
 mod files;
+mod lints;
 mod model;
 mod options;
 mod reader;
 mod rules;
 mod span;
 mod summary;
+mod surfaces;
 
 use std::path::Path;
 
 pub use diag::{Code, Diagnostic, Diagnostics};
 pub use files::{DirFiles, MemFiles, PackageFiles};
-pub use model::{AssetRefs, Capability, Implementation, McpServer, Package, ToolLimits, Trust};
-pub use options::{
-    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES, ValidationOptions,
+pub use lints::{Lint, LintCode, lints};
+pub use model::{
+    AdminConfiguration, AdminField, AssetRefs, Capability, Implementation, McpServer, Package,
+    ToolLimits, Trust,
 };
-pub use rules::SCHEMA_VERSION;
+pub use options::{
+    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES, RESERVED_ID_PREFIXES, Source,
+    USER_ID_PREFIX, ValidationOptions,
+};
+pub use rules::{SCHEMA_VERSION, STANDARD_OPS};
 pub use summary::summary;
 
 use diag::Sink;

@@ -46,7 +46,11 @@ fn capability_ids_use_the_extension_prefix() {
 #[test]
 fn every_capability_declares_a_gate_matrix_with_loop_run() {
     let package = check("full.toml", &valid("wasm_full.toml")).expect("valid");
-    for cap in &package.capabilities {
+    for cap in package
+        .capabilities
+        .iter()
+        .filter(|c| c.visibility == warden_core::Visibility::Model)
+    {
         assert!(
             cap.origin_gate_matrix.declared(Origin::LoopRun).is_some(),
             "{}",
@@ -64,14 +68,23 @@ fn every_capability_declares_a_gate_matrix_with_loop_run() {
         status.origin_gate_matrix.policy(Origin::LoopRun),
         GatePolicy::Ungated
     );
-    // Without the host allowlist, the same manifest is refused.
-    let err = check_with(
+    // The allowlist is a review rule, not a parser rule: without it the same
+    // manifest loads, a lint says so, and authorization treats the cell as
+    // `gated_unless_granted`.
+    let package = check_with(
         "full.toml",
         &valid("wasm_full.toml"),
-        &ValidationOptions::default(),
+        &ValidationOptions::default().source(warden_manifest::Source::Bundled),
     )
-    .expect_err("refused");
-    assert_eq!(err.codes(), [Code::UngatedLoopRun]);
+    .expect("the format accepts it");
+    let lints = warden_manifest::lints(&package, &ValidationOptions::default());
+    assert!(
+        lints
+            .iter()
+            .any(|l| l.code == warden_manifest::LintCode::UngatedLoopRun
+                && l.capability == "example.status"),
+        "{lints:?}"
+    );
 }
 
 #[test]
@@ -132,7 +145,13 @@ fn write_capabilities_include_external_write_and_default_to_ask() {
         "[\"network\", \"use_secret\"]",
         "[\"network\", \"use_secret\", \"external_write\"]",
     );
-    assert_eq!(codes_of("x.toml", &write), [Code::WriteRequiresAsk]);
+    // The format accepts a write that defaults to `allow`; the repository lint flags it.
+    let allowed = check("x.toml", &write).expect("the format accepts it");
+    let lints = warden_manifest::lints(&allowed, &crate::fixture_options());
+    assert_eq!(
+        lints.iter().map(|l| l.code).collect::<Vec<_>>(),
+        [warden_manifest::LintCode::WriteDefaultsToAsk]
+    );
     let asked = write.replace(
         "default_permission = \"allow\"",
         "default_permission = \"ask\"",
@@ -205,7 +224,7 @@ fn legacy_shapes_are_refused_with_a_pointer_to_tools() {
 fn five_distinct_errors_are_all_reported() {
     let text = valid("seed_example.toml")
         .replace("id = \"example\"", "id = \"Example\"")
-        .replace("version = \"0.1.0\"", "version = \"one\"")
+        .replace("version = \"0.1.0\"", "version = \" \"")
         .replace(
             "[\"network\", \"use_secret\"]",
             "[\"network\", \"use_secret\", \"teleport\"]",
@@ -221,8 +240,8 @@ fn five_distinct_errors_are_all_reported() {
     assert_eq!(
         codes,
         [
+            Code::EmptyValue,
             Code::InvalidId,
-            Code::InvalidVersion,
             Code::UnknownEffect,
             Code::Audience,
             Code::JsonPointer
@@ -311,7 +330,7 @@ fn manifest_size_and_encoding_are_bounded() {
 #[test]
 fn trust_is_a_request_the_host_caps() {
     let package = check("mcp.toml", &valid("mcp_notion.toml")).expect("valid");
-    assert_eq!(package.requested_trust, Trust::FirstParty);
+    assert_eq!(package.requested_trust, Trust::FirstPartyRequested);
     assert_eq!(
         package.effective_trust(Trust::ThirdParty),
         Trust::ThirdParty
@@ -323,6 +342,145 @@ fn trust_is_a_request_the_host_caps() {
     assert_eq!(mcp.credentials[0].audience, mcp.audience);
     assert!(
         warden_manifest::summary(&package)
-            .starts_with("notion-mcp 0.1.0 (mcp): 0 tools, 1 credential [notion]")
+            .starts_with("notion-mcp 0.1.0 (mcp): 1 tool, 1 credential [notion]")
     );
+}
+
+/// The issue-13 attack: a made-up `standard_op` used to skip the input
+/// schema. It is refused (naming the op and the known ones), and the tool
+/// without a schema is refused too; a real op passes `check` but the
+/// package reports that this host will not run it, so it is never published
+/// with a made-up `{"type": "object"}` schema.
+#[test]
+fn a_made_up_standard_op_does_not_waive_the_input_schema() {
+    let attack = valid("seed_example.toml")
+        .replace(
+            "id = \"example.search\"",
+            "id = \"example.search\"\nstandard_op = \"made.up\"",
+        )
+        .replace(
+            "input_schema_ref = \"schemas/example/search.input.v1.json\"\n",
+            "",
+        );
+    let err = check("attack.toml", &attack).expect_err("refused");
+    let op = err
+        .iter()
+        .find(|d| d.code == Code::StandardOp)
+        .expect("standard_op diagnostic");
+    assert!(op.message.contains("`made.up`"), "{err}");
+    assert!(
+        op.note
+            .as_deref()
+            .is_some_and(|n| n.contains("send_message")),
+        "{err}"
+    );
+    assert!(err.codes().contains(&Code::MissingAsset), "{err}");
+
+    let real = check("op.toml", &valid("standard_op.toml")).expect("a real op passes check");
+    assert!(real.capabilities.iter().all(|c| c.input_schema.is_none()));
+    let why = real
+        .unsupported_lane(&[])
+        .expect("this host will not run it");
+    assert!(why.contains("standard_op `send_message`"), "{why}");
+}
+
+#[test]
+fn source_tiers_gate_bundled_and_user_features() {
+    use warden_manifest::Source;
+    let as_source = |name: &str, source: Source| {
+        check_with(
+            name,
+            &valid(name),
+            &ValidationOptions::default()
+                .source(source)
+                .allow_ungated_loop_run("example.status"),
+        )
+    };
+    // Trust words, first_party runtimes and [admin_configuration] are bundled-only.
+    for name in ["first_party_api_key.toml", "mcp_notion.toml", "memory.toml"] {
+        as_source(name, Source::Bundled).expect("bundled");
+        for source in [Source::Installed, Source::User] {
+            let err = as_source(name, source).expect_err("not bundled");
+            assert!(
+                err.codes().iter().all(|c| *c == Code::SourceTier),
+                "{name}: {err}"
+            );
+        }
+    }
+    let fp = as_source("first_party_api_key.toml", Source::Installed).expect_err("installed");
+    let paths: Vec<_> = fp.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["trust", "runtime.kind", "admin_configuration"],
+        "{fp}"
+    );
+    // A plain wasm package passes from every source.
+    for source in Source::ALL {
+        as_source("wasm_full.toml", *source).expect("any source");
+    }
+    // `mcp-` ids are for user-registered packages; reserved prefixes for bundled ones.
+    let user = valid("seed_example.toml")
+        .replace("id = \"example", "id = \"mcp-example")
+        .replace("\"example.search", "\"mcp-example.search");
+    let opts = |source| ValidationOptions::default().source(source);
+    check_with("u.toml", &user, &opts(Source::User)).expect("user");
+    assert_eq!(
+        check_with("u.toml", &user, &opts(Source::Installed))
+            .expect_err("installed")
+            .codes(),
+        [Code::SourceTier]
+    );
+    let reserved = valid("seed_example.toml")
+        .replace("id = \"example", "id = \"warden.example")
+        .replace("\"example.search", "\"warden.example.search");
+    check_with("r.toml", &reserved, &opts(Source::Bundled)).expect("bundled");
+    assert_eq!(
+        check_with("r.toml", &reserved, &opts(Source::User))
+            .expect_err("user")
+            .codes(),
+        [Code::SourceTier]
+    );
+    assert_eq!(ValidationOptions::default().source, Source::Installed);
+    assert_eq!("bundled".parse::<Source>(), Ok(Source::Bundled));
+    assert!("system".parse::<Source>().is_err());
+}
+
+#[test]
+fn lanes_this_host_does_not_run_are_named() {
+    let lane = |name: &str| {
+        check(name, &valid(name))
+            .expect("valid")
+            .unsupported_lane(&[])
+    };
+    assert!(
+        lane("channel_only.toml")
+            .expect("channel")
+            .contains("[channel]")
+    );
+    assert!(lane("memory.toml").expect("memory").contains("[memory]"));
+    assert!(
+        lane("device_link.toml")
+            .expect("device")
+            .contains("device_link")
+    );
+    let fp = check("fp.toml", &valid("first_party_api_key.toml")).expect("valid");
+    assert!(
+        fp.unsupported_lane(&[])
+            .expect("unregistered")
+            .contains("`example_mail`")
+    );
+    assert_eq!(fp.unsupported_lane(&["example_mail"]), None);
+    assert_eq!(lane("wasm_full.toml"), None);
+    assert_eq!(lane("seed_example.toml"), None);
+}
+
+#[test]
+fn resource_profile_maps_to_the_runtime_limits() {
+    let package = check("full.toml", &valid("wasm_full.toml")).expect("valid");
+    let create = package.capability("example.create_record").expect("tool");
+    assert_eq!(create.limits.timeout_ms, Some(5000));
+    assert_eq!(create.limits.max_output_bytes, Some(65536));
+    assert_eq!(create.limits.memory_bytes, Some(33_554_432));
+    assert_eq!(create.limits.fuel, None);
+    assert_eq!(create.max_egress_bytes, Some(0));
 }
