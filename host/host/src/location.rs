@@ -96,6 +96,13 @@ impl Location {
             digest,
             ..
         } = loaded;
+        // Lanes the format has and this host does not run are refused here, with the reason.
+        if let Some(reason) = package.unsupported_lane(&[]) {
+            return Err(HostError::InvalidPackage {
+                package: package.id.clone(),
+                reason,
+            });
+        }
         let Some(module) = module else {
             return Err(HostError::InvalidPackage {
                 package: package.id.clone(),

@@ -100,6 +100,11 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
             reason: "no manifest.toml".into(),
         })?;
     let mem: MemFiles = files.iter().map(|(p, b)| (p.clone(), b.clone())).collect();
+    // Packages built into the binary validate as bundled (their tier may use first_party features).
+    let opts = &match source {
+        PackageSource::Embedded(_) => opts.clone().source(warden_manifest::Source::Bundled),
+        _ => opts.clone(),
+    };
     let package = warden_manifest::load_from_files("manifest.toml", manifest, &root, &mem, opts)
         .map_err(|diagnostics| HostError::Manifest {
             package: source.describe(),

@@ -99,18 +99,32 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
         .unwrap_or_default()
 }
 
-/// `warden check <dir>...`: every diagnostic of every package.
-pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
-    let host_options = warden_manifest::ValidationOptions::reviewed();
+/// `warden check [--as bundled|installed|user] <dir>...`: every diagnostic of
+/// every package, the review lints as warnings, and a note when this host
+/// will not run the package.
+pub(crate) fn check(
+    cx: &Context,
+    dirs: &[PathBuf],
+    source: warden_manifest::Source,
+) -> Result<ExitCode> {
+    let host_options = warden_manifest::ValidationOptions::reviewed().source(source);
     let mut report = Vec::new();
     let mut invalid = 0;
     for dir in dirs {
         match warden_manifest::load_package(dir, &host_options) {
             Ok(package) => {
+                let lints = warden_manifest::lints(&package, &host_options);
+                let note = package.unsupported_lane(&[]);
                 if !cx.json {
                     println!("ok    {}", warden_manifest::summary(&package));
+                    for lint in &lints {
+                        eprintln!("{lint}");
+                    }
+                    if let Some(note) = &note {
+                        eprintln!("note: {note}; `warden install` will refuse it");
+                    }
                 }
-                report.push(json!({ "dir": dir, "valid": true, "summary": warden_manifest::summary(&package) }));
+                report.push(json!({ "dir": dir, "valid": true, "summary": warden_manifest::summary(&package), "warnings": lints, "unsupported": note }));
             }
             Err(diagnostics) => {
                 invalid += 1;

@@ -92,7 +92,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List => inspect::list(&cx),
         Command::Describe { tool } => inspect::describe(&cx, &tool),
-        Command::Check { dirs } => inspect::check(&cx, &dirs),
+        Command::Check { dirs, source } => inspect::check(&cx, &dirs, source),
         Command::Call(args) => call::run(&cx, args).await,
         Command::Install { path } => install::run(&cx, &path),
         Command::Secret(command) => secret::run(&cx, command),

@@ -122,3 +122,62 @@ fn an_invalid_manifest_is_refused_with_its_diagnostics() {
         "{diagnostics}"
     );
 }
+
+/// A copy of `packages/echo` whose manifest gets `extra` appended (without
+/// its SHA256SUMS, which the change would break).
+fn echo_with(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = root().join("packages/echo");
+    for rel in [
+        "schemas/echo/echo.input.v1.json",
+        "schemas/echo/echo.output.v1.json",
+        "prompts/echo/echo.md",
+        "wasm/echo.wasm",
+    ] {
+        let to = dir.path().join(rel);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(src.join(rel), to).expect("copy");
+    }
+    let manifest = std::fs::read_to_string(src.join("manifest.toml")).expect("manifest");
+    std::fs::write(
+        dir.path().join("manifest.toml"),
+        format!("{manifest}\n{extra}"),
+    )
+    .expect("write");
+    dir
+}
+
+/// A lane the format has but this host does not run passes the manifest
+/// check and is refused at install with the reason, not installed and then
+/// failing later.
+#[test]
+fn lanes_this_host_does_not_run_are_refused_at_install() {
+    let location = host().open_location("p");
+    let cases = [
+        (
+            "[channel]\nid = \"echo\"\ndisplay_name = \"Echo\"\nconversation_model = \"isolated\"\n",
+            "[channel]",
+        ),
+        (
+            "[[tools]]\nid = \"echo.whoami\"\ndescription = \"\"\nstandard_op = \"whoami\"\ndefault_permission = \"allow\"\norigin_gate_matrix = { loop_run = \"gated_unless_granted\" }\n",
+            "standard_op `whoami`",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let dir = echo_with(extra);
+        warden_manifest::load_package(dir.path(), &warden_manifest::ValidationOptions::default())
+            .expect("the format accepts it");
+        match location.install(&PackageSource::Dir(dir.path().to_owned())) {
+            Err(HostError::InvalidPackage { reason, .. }) => {
+                assert!(reason.contains(expected), "{reason}");
+                assert!(reason.contains("does not run"), "{reason}");
+            }
+            other => panic!("{expected}: {other:?}"),
+        }
+        assert!(location.snapshot().lookup("echo_echo").is_none());
+    }
+    // The unchanged copy installs.
+    location
+        .install(&PackageSource::Dir(echo_with("").path().to_owned()))
+        .expect("plain echo installs");
+}
