@@ -7,6 +7,14 @@
 //! network targets, effects and gate matrix — or [`Diagnostics`] naming the
 //! file, TOML path, line and column of each problem, with a help line.
 //!
+//! The rules are those of the real format (`V3-FORMAT.md`): what its parser
+//! accepts passes, what it refuses is refused. [`ValidationOptions::source`]
+//! says where the package comes from ([`Source`]: bundled, installed, user),
+//! which gates the bundled-only and user-only features. Repository review
+//! rules are [`lints`] (warnings), and [`Package::unsupported_lane`] names
+//! what a manifest declares that Warden does not run (install refuses it).
+//! Warden adds one refusal of its own: control characters in manifest text.
+//!
 //! ```
 //! use warden_manifest::{MemFiles, ValidationOptions, load_from_files};
 //!

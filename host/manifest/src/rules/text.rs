@@ -33,25 +33,20 @@ fn key_and_value(key: &str, value: &Val<'_>, at: At, one_line: bool, cx: &mut Ct
     if let Some(c) = words::control_problem(key, false) {
         report(cx, &at, "key", &c);
     }
+    value_of(value, &at, one_line, cx);
+}
+
+fn value_of(value: &Val<'_>, at: &At, one_line: bool, cx: &mut Ctx<'_, '_>) {
     match value.get_ref() {
         DeValue::String(s) => {
             if let Some(c) = words::control_problem(s, !one_line) {
-                report(cx, &at, "value", &c);
+                report(cx, at, "value", &c);
             }
         }
-        DeValue::Table(t) => table(t, &at, cx),
+        DeValue::Table(t) => table(t, at, cx),
         DeValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                let item_at = at.index(i, item.span());
-                match item.get_ref() {
-                    DeValue::String(s) => {
-                        if let Some(c) = words::control_problem(s, true) {
-                            report(cx, &item_at, "value", &c);
-                        }
-                    }
-                    DeValue::Table(t) => table(t, &item_at, cx),
-                    _ => {}
-                }
+                value_of(item, &at.index(i, item.span()), false, cx);
             }
         }
         _ => {}
