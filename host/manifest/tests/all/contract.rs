@@ -484,3 +484,29 @@ fn resource_profile_maps_to_the_runtime_limits() {
     assert_eq!(create.limits.fuel, None);
     assert_eq!(create.max_egress_bytes, Some(0));
 }
+
+#[test]
+fn a_missing_gate_matrix_is_accepted_and_flagged() {
+    let text = valid("seed_example.toml").replace(
+        "origin_gate_matrix = { loop_run = \"gated_unless_granted\", product = \"forbidden\", automation = \"forbidden\" }\n",
+        "",
+    );
+    let package = check("nogate.toml", &text).expect("the format makes it optional");
+    let cap = &package.capabilities[0];
+    for origin in Origin::ALL {
+        assert_eq!(
+            cap.origin_gate_matrix.policy(*origin),
+            GatePolicy::Forbidden
+        );
+    }
+    let lints = warden_manifest::lints(&package, &crate::fixture_options());
+    assert_eq!(
+        lints.iter().map(|l| l.code).collect::<Vec<_>>(),
+        [warden_manifest::LintCode::GateMatrixMissing]
+    );
+    assert!(
+        lints[0]
+            .to_string()
+            .starts_with("warning[gate_matrix_missing]: `example.search`")
+    );
+}
