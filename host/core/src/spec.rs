@@ -159,13 +159,38 @@ impl NetworkTarget {
         self.port.unwrap_or_else(|| default_port(&self.scheme))
     }
 
-    /// Whether `host` (lowercase, no trailing dot) matches the pattern.
+    /// Whether `host` (lowercase, no trailing dot) matches the pattern. `*`
+    /// matches any host (egress still refuses private addresses and plain
+    /// HTTP the host has not allowed).
     pub fn matches_host(&self, host: &str) -> bool {
+        if self.host_pattern == "*" {
+            return !host.is_empty();
+        }
         match self.host_pattern.strip_prefix("*.") {
             Some(suffix) => host
                 .strip_suffix(suffix)
                 .is_some_and(|label| label.len() > 1 && label.ends_with('.')),
             None => self.host_pattern == host,
+        }
+    }
+}
+
+impl NetworkTarget {
+    /// How the target reads to a person: `any host`, `any host under
+    /// example.com`, or the host, with the scheme and a non-default port.
+    pub fn describe(&self) -> String {
+        let host = match self.host_pattern.as_str() {
+            "*" => "any host".to_owned(),
+            pattern => match pattern.strip_prefix("*.") {
+                Some(suffix) => format!("any host under {suffix}"),
+                None => pattern.to_owned(),
+            },
+        };
+        match self.port {
+            Some(port) if port != default_port(&self.scheme) => {
+                format!("{}://{host} (port {port})", self.scheme)
+            }
+            _ => format!("{}://{host}", self.scheme),
         }
     }
 }
@@ -409,5 +434,13 @@ mod tests {
         assert!(!target.matches_host("example.com"));
         assert!(!target.matches_host("evilexample.com"));
         assert_eq!(target.effective_port(), 443);
+        assert_eq!(target.describe(), "https://any host under example.com");
+        let any = NetworkTarget {
+            scheme: "http".into(),
+            host_pattern: "*".into(),
+            port: Some(8080),
+        };
+        assert!(any.matches_host("example.org"));
+        assert_eq!(any.describe(), "http://any host (port 8080)");
     }
 }
