@@ -1,6 +1,7 @@
 //! Integration tests of `warden-manifest`, one binary.
 
 mod contract;
+mod format;
 mod packages;
 mod parser_never_panics;
 mod ui;
