@@ -86,3 +86,72 @@ fn check_reports_an_invalid_package_and_passes_a_valid_one() {
         "diagnostic names the line: {run:?}"
     );
 }
+
+/// `warden check --as bundled|installed|user`: the tier decides which
+/// features are allowed; a lane this host does not run gets a note, and a
+/// review rule a warning, without failing the check.
+#[test]
+fn check_takes_the_package_source_and_prints_notes_and_warnings() {
+    let warden = crate::warden();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("schemas")).unwrap();
+    std::fs::write(dir.path().join("schemas/in.json"), "{}").unwrap();
+    std::fs::write(
+        dir.path().join("manifest.toml"),
+        r#"schema_version = "reborn.extension_manifest.v3"
+id = "pager"
+name = "Pager"
+version = "1"
+description = "Pages."
+trust = "first_party_requested"
+
+[runtime]
+kind = "first_party"
+service = "pager"
+
+[[tools]]
+id = "pager.page"
+description = "Page someone."
+effects = ["external_write"]
+default_permission = "allow"
+origin_gate_matrix = { loop_run = "gated_unless_granted" }
+input_schema_ref = "schemas/in.json"
+"#,
+    )
+    .unwrap();
+    let path = dir.path().to_str().unwrap();
+    let installed = warden.run(&["check", path]);
+    assert_eq!(installed.code, 1, "{installed:?}");
+    assert!(
+        installed.stderr.contains("error[source_tier]"),
+        "{installed:?}"
+    );
+    assert!(
+        installed.stderr.contains("checked as installed"),
+        "{installed:?}"
+    );
+
+    let bundled = warden.run(&["check", "--as", "bundled", path]);
+    assert_eq!(bundled.code, 0, "{bundled:?}");
+    assert!(bundled.stdout.contains("ok    pager 1"), "{bundled:?}");
+    assert!(
+        bundled
+            .stderr
+            .contains("note: package `pager` needs what this host does not run")
+            && bundled
+                .stderr
+                .contains("`pager`, which this host has not registered"),
+        "{bundled:?}"
+    );
+    assert!(
+        bundled.stderr.contains("warning[write_defaults_to_ask]"),
+        "{bundled:?}"
+    );
+
+    let wrong = warden.run(&["check", "--as", "system", path]);
+    assert_eq!(wrong.code, 2, "{wrong:?}");
+    assert!(
+        wrong.stderr.contains("unknown package source `system`"),
+        "{wrong:?}"
+    );
+}

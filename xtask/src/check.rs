@@ -3,16 +3,27 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use warden_manifest::{ValidationOptions, load_package, summary};
+use warden_manifest::{Source, ValidationOptions, lints, load_package, summary};
 
-/// Validate each package directory; print a one-line summary per valid
-/// package and every diagnostic of an invalid one.
+/// Validate each package directory as a bundled package (this repository's
+/// packages are built into the host); print a one-line summary per valid
+/// package with its review lints as warnings (the ratchet test in
+/// `warden-manifest` fails on them), a note when the host will not run it,
+/// and every diagnostic of an invalid one.
 pub(crate) fn packages(dirs: &[PathBuf]) -> Result<()> {
-    let opts = ValidationOptions::reviewed();
+    let opts = ValidationOptions::reviewed().source(Source::Bundled);
     let mut invalid = 0;
     for dir in dirs {
         match load_package(dir, &opts) {
-            Ok(package) => println!("ok    {}", summary(&package)),
+            Ok(package) => {
+                println!("ok    {}", summary(&package));
+                for lint in lints(&package, &opts) {
+                    eprintln!("{lint}");
+                }
+                if let Some(note) = package.unsupported_lane(&[]) {
+                    eprintln!("note: {note}");
+                }
+            }
             Err(diagnostics) => {
                 invalid += 1;
                 eprintln!("{diagnostics}");

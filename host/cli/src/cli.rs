@@ -44,6 +44,10 @@ pub(crate) enum Command {
         /// Package directories.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// Check as a package from this source: `bundled` (built into the
+        /// host), `installed` (a directory or archive) or `user` (`mcp add`).
+        #[arg(long = "as", value_name = "SOURCE", default_value = "installed")]
+        source: warden_manifest::Source,
     },
     /// Call a tool through authorization.
     Call(CallArgs),

@@ -27,19 +27,21 @@ impl Audience {
     }
 }
 
-/// Where the host puts a credential's value in an outgoing request.
+/// Where the host puts a credential's value in an outgoing request (the
+/// format's injection target, tagged by `type`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Injection {
     /// A header, `prefix` + value (`authorization: Bearer <token>`).
     Header {
-        /// Header name, lowercase.
+        /// Header name (an RFC 7230 token, any case).
         name: String,
         /// Text before the value, e.g. `"Bearer "`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prefix: Option<String>,
     },
-    /// A query parameter `name=<value>`.
+    /// `type = "query_param"`: a query parameter `name=<value>`.
+    #[serde(rename = "query_param", alias = "query")]
     Query {
         /// Parameter name.
         name: String,
@@ -49,6 +51,48 @@ pub enum Injection {
         /// The placeholder text without braces.
         placeholder: String,
     },
+    /// `Authorization: Basic base64(username:secret)`.
+    Basic {
+        /// The user name before the `:`.
+        username: String,
+    },
+    /// The secret inserted as a JSON string at `pointer` in the request body.
+    BodyJsonPointer {
+        /// Where in the JSON body (starts with `/`).
+        pointer: String,
+        /// Bound on the body after injection, in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        post_injection_body_limit_bytes: Option<u64>,
+    },
+    /// A Web Push VAPID `Authorization` header computed from the key.
+    VapidAuthorization,
+}
+
+impl Injection {
+    /// The manifest word of the injection type.
+    pub const fn type_name(&self) -> &'static str {
+        match self {
+            Injection::Header { .. } => "header",
+            Injection::Query { .. } => "query_param",
+            Injection::PathPlaceholder { .. } => "path_placeholder",
+            Injection::Basic { .. } => "basic",
+            Injection::BodyJsonPointer { .. } => "body_json_pointer",
+            Injection::VapidAuthorization => "vapid_authorization",
+        }
+    }
+
+    /// Whether Warden's egress can perform this injection (`header`,
+    /// `query_param`, `path_placeholder`, `basic`). The others pass the
+    /// manifest check but a host refuses to install a package that needs them.
+    pub const fn is_supported(&self) -> bool {
+        matches!(
+            self,
+            Injection::Header { .. }
+                | Injection::Query { .. }
+                | Injection::PathPlaceholder { .. }
+                | Injection::Basic { .. }
+        )
+    }
 }
 
 /// One `[[tools.credentials]]` (or `[[mcp.credentials]]`) entry.
@@ -115,13 +159,38 @@ impl NetworkTarget {
         self.port.unwrap_or_else(|| default_port(&self.scheme))
     }
 
-    /// Whether `host` (lowercase, no trailing dot) matches the pattern.
+    /// Whether `host` (lowercase, no trailing dot) matches the pattern. `*`
+    /// matches any host (egress still refuses private addresses and plain
+    /// HTTP the host has not allowed).
     pub fn matches_host(&self, host: &str) -> bool {
+        if self.host_pattern == "*" {
+            return !host.is_empty();
+        }
         match self.host_pattern.strip_prefix("*.") {
             Some(suffix) => host
                 .strip_suffix(suffix)
                 .is_some_and(|label| label.len() > 1 && label.ends_with('.')),
             None => self.host_pattern == host,
+        }
+    }
+}
+
+impl NetworkTarget {
+    /// How the target reads to a person: `any host`, `any host under
+    /// example.com`, or the host, with the scheme and a non-default port.
+    pub fn describe(&self) -> String {
+        let host = match self.host_pattern.as_str() {
+            "*" => "any host".to_owned(),
+            pattern => match pattern.strip_prefix("*.") {
+                Some(suffix) => format!("any host under {suffix}"),
+                None => pattern.to_owned(),
+            },
+        };
+        match self.port {
+            Some(port) if port != default_port(&self.scheme) => {
+                format!("{}://{host} (port {port})", self.scheme)
+            }
+            _ => format!("{}://{host}", self.scheme),
         }
     }
 }
@@ -137,9 +206,12 @@ pub fn default_port(scheme: &str) -> u16 {
 #[serde(tag = "method", rename_all = "snake_case")]
 pub enum AuthRecipe {
     /// OAuth 2.0 authorization code flow (with PKCE).
-    Oauth2Code(OAuth2Recipe),
+    Oauth2Code(Box<OAuth2Recipe>),
     /// A static API key the user pastes.
     ApiKey(ApiKeyRecipe),
+    /// An account linked on another device (display metadata only; the
+    /// protocol comes from an extension-supplied adapter Warden does not run).
+    DeviceLink(DeviceLinkRecipe),
 }
 
 impl AuthRecipe {
@@ -148,12 +220,13 @@ impl AuthRecipe {
         match self {
             AuthRecipe::Oauth2Code(r) => r.display_name.as_deref(),
             AuthRecipe::ApiKey(r) => r.display_name.as_deref(),
+            AuthRecipe::DeviceLink(r) => Some(&r.display_name),
         }
     }
 }
 
 /// `method = "oauth2_code"`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OAuth2Recipe {
     /// Name shown to a person ("GitHub account").
@@ -163,30 +236,64 @@ pub struct OAuth2Recipe {
     pub authorization_endpoint: String,
     /// HTTPS token endpoint.
     pub token_endpoint: String,
-    /// Scopes requested at authorization.
+    /// The recipe's scope ceiling, requested at authorization.
     #[serde(default)]
     pub scopes: Vec<String>,
-    /// Separator used to join scopes (default a space).
+    /// Name of the scope parameter on the authorize request (default `scope`).
+    #[serde(default)]
+    pub scope_param: Option<String>,
+    /// Separator used to join scopes: `" "` (`scope_join = "space"`, the
+    /// default) or `","` (`scope_join = "comma"`).
     #[serde(default)]
     pub scope_separator: Option<String>,
-    /// Whether PKCE (S256) is used (default true).
+    /// Whether PKCE S256 is used (`pkce = "s256"`, the default) or not (`"none"`).
     #[serde(default)]
     pub pkce: Option<bool>,
-    /// Extra, non-reserved authorization parameters.
+    /// `extra_authorize_params`: vendor parameters (never a host-owned one).
     #[serde(default)]
     pub authorize_params: BTreeMap<String, String>,
+    /// Deployment client id and secret handles; absent means dynamic client registration.
+    #[serde(default)]
+    pub client_credentials: Option<ClientCredentials>,
+    /// How the client authenticates on token requests: `post_body` (default) or `basic`.
+    #[serde(default)]
+    pub exchange_auth: Option<String>,
     /// JSON pointers into the token response.
     pub token_response: TokenResponsePointers,
     /// Refresh settings; refresh is used when the token response has a refresh token.
     #[serde(default)]
     pub refresh: Option<RefreshSettings>,
-    /// Named identity-claim pointers (free-form keys by design).
+    /// Named identity-claim pointers, `account_id` among them.
     #[serde(default)]
     pub identity: BTreeMap<String, String>,
+    /// HTTPS endpoint the identity claims are read from (GET with the token),
+    /// instead of the token response.
+    #[serde(default)]
+    pub identity_endpoint: Option<String>,
+    /// Best-effort remote revocation.
+    #[serde(default)]
+    pub revoke: Option<RevokeSettings>,
+    /// Setup copy for the user.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Link for app registration or setup.
+    #[serde(default)]
+    pub setup_url: Option<String>,
+}
+
+/// `[auth.<vendor>.client_credentials]`: secret-store handles of the deployment's client.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCredentials {
+    /// Handle of the client id.
+    pub client_id_handle: String,
+    /// Handle of the client secret (public clients have none).
+    #[serde(default)]
+    pub client_secret_handle: Option<String>,
 }
 
 /// `[auth.<vendor>.token_response]`: where to find each field.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenResponsePointers {
     /// Pointer to the access token (required), e.g. `/access_token`.
@@ -197,58 +304,118 @@ pub struct TokenResponsePointers {
     /// Pointer to the lifetime in seconds.
     #[serde(default)]
     pub expires_in: Option<String>,
-    /// Pointer to the granted scopes.
+    /// Pointer to the granted scopes (`token_response.scope.path`).
     #[serde(default)]
     pub scope: Option<String>,
-    /// Pointer to the token type.
+    /// When the granted-scope field is missing, use the requested scopes
+    /// (`missing = "fallback_to_requested"`) instead of failing (`"reject"`).
+    #[serde(default)]
+    pub scope_fallback_to_requested: bool,
+    /// Pointer to the token type (not in the v3 format; kept for embedders).
     #[serde(default)]
     pub token_type: Option<String>,
 }
 
 /// `[auth.<vendor>.refresh]`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefreshSettings {
-    /// Refresh this many seconds before expiry (default 60).
+    /// The provider issues a new refresh token on every refresh.
+    #[serde(default)]
+    pub rotates_refresh_token: bool,
+    /// Keep idle accounts alive by refreshing after this many seconds.
+    #[serde(default)]
+    pub keepalive_idle_seconds: Option<u32>,
+    /// Refresh this many seconds before expiry (host setting; default 60).
     #[serde(default)]
     pub skew_seconds: Option<u64>,
-    /// Token endpoint for refresh, when it differs.
+    /// Token endpoint for refresh, when it differs (host setting).
     #[serde(default)]
     pub endpoint: Option<String>,
 }
 
-/// `method = "api_key"`.
+/// `[auth.<vendor>.revoke]`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeSettings {
+    /// HTTPS revocation endpoint.
+    pub endpoint: String,
+    /// Name of the token parameter (default `token`).
+    #[serde(default)]
+    pub token_param: Option<String>,
+}
+
+/// `method = "api_key"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeyRecipe {
     /// Name shown to a person.
     #[serde(default)]
     pub display_name: Option<String>,
-    /// Label of the input field ("Personal access token").
+    /// The values the user enters (at least one).
     #[serde(default)]
-    pub label: Option<String>,
+    pub fields: Vec<ApiKeyField>,
+    /// How to obtain the key.
+    #[serde(default)]
+    pub instructions: Option<String>,
     /// Where a person gets a key.
     #[serde(default)]
-    pub help_url: Option<String>,
+    pub setup_url: Option<String>,
     /// A request that proves the key works, sent through host egress.
     #[serde(default)]
     pub validation: Option<ValidationProbe>,
 }
 
-/// `[auth.<vendor>.validation]`: a probe request for an API key.
+/// One `[[auth.<vendor>.fields]]` entry of an API-key recipe.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyField {
+    /// Secret handle the value is stored under.
+    pub handle: String,
+    /// Label of the input field ("Personal access token").
+    pub label: String,
+    /// Whether the value is secret (default true).
+    #[serde(default = "yes")]
+    pub secret: bool,
+}
+
+/// `[auth.<vendor>.validation]`: a read-only probe request for an API key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValidationProbe {
-    /// HTTP method (default GET).
+    /// HTTP method (only `GET`).
     #[serde(default)]
     pub method: Option<String>,
     /// HTTPS URL of the probe.
     pub url: String,
-    /// How the key is injected into the probe.
+    /// The field whose value is injected (`validation.inject.handle`).
+    #[serde(default)]
+    pub handle: Option<String>,
+    /// How the key is injected into the probe (`validation.inject`).
     pub injection: Injection,
-    /// Statuses that mean the key is valid (default 200).
+    /// Statuses that mean the key is valid (`success_status`).
     #[serde(default)]
     pub expect_status: Vec<u16>,
+}
+
+/// `method = "device_link"`: display metadata only.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceLinkRecipe {
+    /// Name shown to a person.
+    pub display_name: String,
+    /// Label of the default linking mode.
+    #[serde(default)]
+    pub default_mode_label: Option<String>,
+    /// Label of the alternate mode; absent means there is none.
+    #[serde(default)]
+    pub alternate_mode_label: Option<String>,
+    /// Setup copy for the user.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Link for setup.
+    #[serde(default)]
+    pub setup_url: Option<String>,
 }
 
 #[cfg(test)]
@@ -267,5 +434,13 @@ mod tests {
         assert!(!target.matches_host("example.com"));
         assert!(!target.matches_host("evilexample.com"));
         assert_eq!(target.effective_port(), 443);
+        assert_eq!(target.describe(), "https://any host under example.com");
+        let any = NetworkTarget {
+            scheme: "http".into(),
+            host_pattern: "*".into(),
+            port: Some(8080),
+        };
+        assert!(any.matches_host("example.org"));
+        assert_eq!(any.describe(), "http://any host (port 8080)");
     }
 }

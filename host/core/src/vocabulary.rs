@@ -115,10 +115,10 @@ vocabulary! {
     Visibility, "visibility" {
         /// Published to the model catalog (the default).
         Model = "model",
-        /// Invocable by the product, never shown to the model.
-        Product = "product",
-        /// Neither shown nor invocable by the model; host use only.
-        Hidden = "hidden",
+        /// Used by host flows only; never shown to or invocable by the model.
+        HostInternal = "host_internal",
+        /// Reachable through the gateway or API only, never shown to the model.
+        Api = "api",
     }
 }
 
@@ -139,17 +139,24 @@ vocabulary! {
         ExecuteCode = "execute_code",
         /// Starts processes.
         SpawnProcess = "spawn_process",
+        /// Invokes another capability (the format's normalizer adds it to every tool).
+        DispatchCapability = "dispatch_capability",
+        /// Installs, changes or removes an extension.
+        ModifyExtension = "modify_extension",
+        /// Changes approvals or grants.
+        ModifyApproval = "modify_approval",
+        /// Changes a spending budget.
+        ModifyBudget = "modify_budget",
         /// Writes, mutates, sends, deletes or dispatches at a provider.
         ExternalWrite = "external_write",
         /// Moves money or takes an irreversible financial action.
         Financial = "financial",
-        /// Sends a message to a person (mail, chat) on the user's behalf.
-        SendMessage = "send_message",
     }
 }
 
 impl Effect {
-    /// Effects that change the world; they require `default_permission = "ask"`.
+    /// Effects that change the world (the repository lint wants them to
+    /// default to `ask`; the format itself does not require it).
     pub const fn is_write(self) -> bool {
         matches!(
             self,
@@ -157,9 +164,11 @@ impl Effect {
                 | Effect::DeleteFilesystem
                 | Effect::ExternalWrite
                 | Effect::Financial
-                | Effect::SendMessage
                 | Effect::ExecuteCode
                 | Effect::SpawnProcess
+                | Effect::ModifyExtension
+                | Effect::ModifyApproval
+                | Effect::ModifyBudget
         )
     }
 

@@ -176,6 +176,7 @@ impl NetworkPolicy {
             .iter()
             .filter_map(|c| match &c.injection {
                 Injection::Header { name, .. } => Some(name.to_ascii_lowercase()),
+                Injection::Basic { .. } => Some("authorization".to_owned()),
                 _ => None,
             })
             .collect();

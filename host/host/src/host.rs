@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use warden_egress::Egress;
 use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
-use warden_manifest::{Trust, ValidationOptions};
+use warden_manifest::ValidationOptions;
 use warden_registry::{
     ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder,
     SqliteStore,
@@ -17,6 +17,7 @@ use warden_runtime::Runtime;
 use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::location::Location;
+use crate::trust::EffectiveTrust;
 
 /// The services every Location of a host shares.
 pub(crate) struct Shared {
@@ -27,7 +28,7 @@ pub(crate) struct Shared {
     pub(crate) bounder: OutputBounder,
     pub(crate) validation: ValidationOptions,
     /// The most trust a bundled package gets (see [`HostBuilder::bundled_trust`]).
-    pub(crate) bundled_trust: Trust,
+    pub(crate) bundled_trust: EffectiveTrust,
 }
 
 /// A Warden host: build it once, open Locations, install packages into them,
@@ -55,7 +56,7 @@ pub struct HostBuilder {
     secrets: Option<Arc<dyn SecretStore>>,
     approvals: Option<Arc<dyn ApprovalStore>>,
     resolver: Option<Arc<dyn Resolver>>,
-    bundled_trust: Trust,
+    bundled_trust: EffectiveTrust,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -87,11 +88,11 @@ impl HostBuilder {
         self
     }
 
-    /// The most trust a package built into the binary (and verified by
-    /// digest) gets: it runs with what its manifest requests, capped at
-    /// this. Default: [`Trust::FirstParty`]. Installed packages are always
-    /// [`Trust::ThirdParty`], whatever this says.
-    pub fn bundled_trust(mut self, cap: Trust) -> Self {
+    /// The trust the composition assigns to packages built into the binary
+    /// (and verified by digest); a manifest that asks for less gets less.
+    /// Default: [`EffectiveTrust::FirstParty`]. Installed packages are
+    /// always [`EffectiveTrust::ThirdParty`], whatever this says.
+    pub fn bundled_trust(mut self, cap: EffectiveTrust) -> Self {
         self.bundled_trust = cap;
         self
     }
@@ -173,7 +174,7 @@ impl Host {
             secrets: None,
             approvals: None,
             resolver: None,
-            bundled_trust: Trust::FirstParty,
+            bundled_trust: EffectiveTrust::FirstParty,
         }
     }
 

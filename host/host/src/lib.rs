@@ -31,17 +31,19 @@ mod invoke;
 mod location;
 mod outcome;
 mod source;
+mod trust;
 
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
-pub use location::{InstalledPackage, Location, Replace, effective_trust};
+pub use location::{InstalledPackage, Location, Replace};
 pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{
     LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
     load as load_package,
 };
 
+pub use trust::{EffectiveTrust, effective_trust};
 pub use warden_core::Origin;
 pub use warden_manifest::Trust;
 pub use warden_registry::{ApprovalId, ApprovalRequest, Catalog, Resolution, Snapshot};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
-use warden_manifest::{Capability, Package, Trust};
+use warden_manifest::{Capability, Package};
 use warden_registry::{
     Executor, LocationId, Registration, Registry, RegistryError, Snapshot, ToolDef,
 };
@@ -13,6 +13,7 @@ use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimi
 use crate::error::HostError;
 use crate::host::Shared;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
+use crate::trust::{EffectiveTrust, effective_trust};
 
 /// What a registered tool runs: the installed component and the manifest's
 /// declarations of its capability. Carried by the registry's [`Executor`].
@@ -28,7 +29,7 @@ pub(crate) struct Binding {
     /// The trust the host gave the package (never more than it requested;
     /// always third-party when installed).
     #[allow(dead_code, reason = "authorization reads it next")]
-    pub(crate) trust: Trust,
+    pub(crate) trust: EffectiveTrust,
     pub(crate) capability: Capability,
     pub(crate) component: Arc<InstalledComponent>,
 }
@@ -52,17 +53,7 @@ pub struct InstalledPackage {
     /// Bundled or installed.
     pub provenance: Provenance,
     /// The effective trust, decided by the host (see [`effective_trust`]).
-    pub trust: Trust,
-}
-
-/// The trust a package runs with: a bundled package gets what it requests,
-/// capped by what the host composition gives bundled packages; anything
-/// installed is third-party whatever its manifest requests.
-pub fn effective_trust(package: &Package, provenance: Provenance, bundled_cap: Trust) -> Trust {
-    match provenance {
-        Provenance::Bundled => package.requested_trust.min(bundled_cap),
-        Provenance::Installed => Trust::ThirdParty,
-    }
+    pub trust: EffectiveTrust,
 }
 
 /// What to do when the id of a package being installed is already taken.
@@ -164,6 +155,13 @@ impl Location {
             provenance,
             ..
         } = loaded;
+        // Lanes the format has and this host does not run are refused here, with the reason.
+        if let Some(reason) = package.unsupported_lane(&[]) {
+            return Err(HostError::InvalidPackage {
+                package: package.id.clone(),
+                reason,
+            });
+        }
         let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
         let Some(module) = module else {
             return Err(HostError::InvalidPackage {

@@ -157,6 +157,11 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
             package: name.clone(),
             reason: "no manifest.toml".into(),
         })?;
+    // Packages built into the binary validate as bundled (their tier may use first_party features).
+    let opts = &match source {
+        PackageSource::Embedded(_) => opts.clone().source(warden_manifest::Source::Bundled),
+        _ => opts.clone(),
+    };
     let validated =
         warden_manifest::load_from_files("manifest.toml", &manifest, &root, &reader, opts);
     if let Some(refusal) = reader.take_refusal() {

@@ -7,6 +7,14 @@
 //! network targets, effects and gate matrix — or [`Diagnostics`] naming the
 //! file, TOML path, line and column of each problem, with a help line.
 //!
+//! The rules are those of the real format (`V3-FORMAT.md`): what its parser
+//! accepts passes, what it refuses is refused. [`ValidationOptions::source`]
+//! says where the package comes from ([`Source`]: bundled, installed, user),
+//! which gates the bundled-only and user-only features. Repository review
+//! rules are [`lints`] (warnings), and [`Package::unsupported_lane`] names
+//! what a manifest declares that Warden does not run (install refuses it).
+//! Warden adds one refusal of its own: control characters in manifest text.
+//!
 //! ```
 //! use warden_manifest::{MemFiles, ValidationOptions, load_from_files};
 //!
@@ -24,7 +32,6 @@
 //! [[tools]]
 //! id = "echo.say"
 //! description = "Echo a message."
-//! effects = []
 //! default_permission = "allow"
 //! origin_gate_matrix = { loop_run = "gated_unless_granted" }
 //! input_schema_ref = "schemas/say.json"
@@ -41,22 +48,29 @@
 
 mod diag;
 mod files;
+mod lints;
 mod model;
 mod options;
 mod reader;
 mod rules;
 mod span;
 mod summary;
+mod surfaces;
 
 use std::path::Path;
 
 pub use diag::{Code, Diagnostic, Diagnostics};
 pub use files::{DirFiles, MemFiles, PackageFiles};
-pub use model::{AssetRefs, Capability, Implementation, McpServer, Package, ToolLimits, Trust};
-pub use options::{
-    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES, ValidationOptions,
+pub use lints::{Lint, LintCode, lints};
+pub use model::{
+    AdminConfiguration, AdminField, AssetRefs, Capability, Implementation, McpServer, Package,
+    ToolLimits, Trust,
 };
-pub use rules::SCHEMA_VERSION;
+pub use options::{
+    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES, RESERVED_ID_PREFIXES, Source,
+    USER_ID_PREFIX, ValidationOptions,
+};
+pub use rules::{SCHEMA_VERSION, STANDARD_OPS};
 pub use summary::summary;
 
 use diag::Sink;

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use warden_core::spec::{Audience, AuthRecipe, CredentialSpec, NetworkTarget};
+
+pub use crate::surfaces::{AdminConfiguration, AdminField};
 use warden_core::{Effect, GateMatrix, Permission, Visibility};
 
 /// A validated extension package.
@@ -29,6 +31,15 @@ pub struct Package {
     pub capabilities: Vec<Capability>,
     /// `[auth.<vendor>]` recipes by vendor.
     pub auth: BTreeMap<String, AuthRecipe>,
+    /// `[admin_configuration]`: the operator form of a bundled package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_configuration: Option<AdminConfiguration>,
+    /// Whether the manifest declares a `[memory]` provider surface.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub memory: bool,
+    /// Whether the manifest declares a `[channel]` surface.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub channel: bool,
 }
 
 impl Package {
@@ -64,33 +75,120 @@ impl Package {
     pub fn effective_trust(&self, host_grants: Trust) -> Trust {
         self.requested_trust.min(host_grants)
     }
+
+    /// Why this host will not run the package, when it declares a surface
+    /// the format has but Warden does not run: a `[channel]` or `[memory]`
+    /// surface, a `first_party` service not in `registered_services`, a
+    /// `device_link` recipe, a `standard_op` tool (Warden supplies no
+    /// canonical schemas, so it could not validate the tool's input), or an
+    /// injection type egress does not perform. `warden check` shows it as a
+    /// note; install refuses the package with it.
+    pub fn unsupported_lane(&self, registered_services: &[&str]) -> Option<String> {
+        let mut reasons = Vec::new();
+        if self.channel {
+            reasons.push("a [channel] surface".to_owned());
+        }
+        if self.memory {
+            reasons.push("a [memory] provider surface".to_owned());
+        }
+        if let Implementation::FirstParty { service } = &self.implementation
+            && !registered_services.contains(&service.as_str())
+        {
+            reasons.push(format!(
+                "first_party service `{service}`, which this host has not registered"
+            ));
+        }
+        for (vendor, recipe) in &self.auth {
+            if matches!(recipe, AuthRecipe::DeviceLink(_)) {
+                reasons.push(format!("the device_link recipe [auth.{vendor}]"));
+            }
+        }
+        for cap in &self.capabilities {
+            if let Some(op) = &cap.standard_op {
+                reasons.push(format!(
+                    "`{}` binds standard_op `{op}`, for which this host supplies no canonical schema",
+                    cap.id
+                ));
+            }
+        }
+        let credentials = self.capabilities.iter().flat_map(|c| &c.credentials);
+        let mcp = match &self.implementation {
+            Implementation::Mcp(m) => &m.credentials[..],
+            _ => &[],
+        };
+        let mut seen = Vec::new();
+        for cred in credentials.chain(mcp) {
+            let kind = cred.injection.type_name();
+            if !cred.injection.is_supported() && !seen.contains(&kind) {
+                seen.push(kind);
+                reasons.push(format!("credential injection type `{kind}`"));
+            }
+        }
+        if reasons.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "package `{}` needs what this host does not run: {}",
+                self.id,
+                reasons.join("; ")
+            ))
+        }
+    }
 }
 
-/// The trust a manifest requests. Ordered from least to most trusted.
+/// The trust a manifest requests (`trust`, default `untrusted`). Ordered from
+/// least to most trusted. Only a host-bundled package may request
+/// `first_party_requested` or `system_requested`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
-    /// A registry or user-installed extension (the default).
+    /// No claim (the default).
+    Untrusted,
+    /// A registry or user-installed extension.
     ThirdParty,
-    /// Shipped by the host's vendor.
-    FirstParty,
-    /// Part of the host itself.
-    System,
+    /// Shipped by the host's vendor (host-bundled only).
+    FirstPartyRequested,
+    /// Part of the host itself (host-bundled only).
+    SystemRequested,
 }
 
+#[allow(non_upper_case_globals)]
 impl Trust {
+    /// Former name of [`Trust::FirstPartyRequested`] (the format's word is
+    /// `first_party_requested`; `first_party` is refused).
+    pub const FirstParty: Trust = Trust::FirstPartyRequested;
+    /// Former name of [`Trust::SystemRequested`].
+    pub const System: Trust = Trust::SystemRequested;
+
     /// Every value, in order.
-    pub const ALL: &'static [Trust] = &[Trust::ThirdParty, Trust::FirstParty, Trust::System];
+    pub const ALL: &'static [Trust] = &[
+        Trust::Untrusted,
+        Trust::ThirdParty,
+        Trust::FirstPartyRequested,
+        Trust::SystemRequested,
+    ];
 
     /// The manifest word.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Trust::Untrusted => "untrusted",
             Trust::ThirdParty => "third_party",
-            Trust::FirstParty => "first_party",
-            Trust::System => "system",
+            Trust::FirstPartyRequested => "first_party_requested",
+            Trust::SystemRequested => "system_requested",
         }
+    }
+
+    /// Whether only a host-bundled package may request it.
+    pub const fn is_bundled_only(self) -> bool {
+        matches!(self, Trust::FirstPartyRequested | Trust::SystemRequested)
+    }
+}
+
+impl std::fmt::Display for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -103,8 +201,12 @@ pub enum Implementation {
         /// Package-relative path of the component (a build output).
         module: String,
     },
-    /// `[runtime] kind = "first_party"`: implemented by the host.
-    FirstParty,
+    /// `[runtime] kind = "first_party"`: implemented in-process by the
+    /// embedder's registered `service` (host-bundled only).
+    FirstParty {
+        /// The name of the host service that implements the tools.
+        service: String,
+    },
     /// `[mcp]`: a hosted MCP server.
     Mcp(McpServer),
 }
@@ -119,7 +221,7 @@ pub struct McpServer {
     /// Prefix of the tools the server exposes.
     pub namespace: String,
     /// Most tools the host will take from the server.
-    pub max_tools: u64,
+    pub max_tools: u32,
     /// Permission of the server's tools.
     pub default_permission: Permission,
     /// Effects of the server's tools.
@@ -139,7 +241,7 @@ pub struct Capability {
     pub description: String,
     /// Declared effects, in manifest order.
     pub effects: Vec<Effect>,
-    /// `default_permission` (default `ask`).
+    /// `default_permission` (required).
     pub default_permission: Permission,
     /// `visibility` (default `model`).
     pub visibility: Visibility,
@@ -162,8 +264,13 @@ pub struct Capability {
     pub network_targets: Vec<NetworkTarget>,
     /// Bound on the bytes one call may send and receive, when declared.
     pub max_egress_bytes: Option<u64>,
-    /// Per-tool resource limits; the runtime caps them by host maxima.
+    /// Per-tool resource limits from `resource_profile.hard_ceiling`; the
+    /// runtime caps them by host maxima.
     pub limits: ToolLimits,
+    /// Whether this is a pinned tool of an `[mcp]` manifest (it inherits the
+    /// server's effects, credentials and gate matrix).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mcp_pinned: bool,
 }
 
 impl Capability {
@@ -195,19 +302,23 @@ pub struct AssetRefs {
     pub prompt_doc: Option<String>,
 }
 
-/// `[tools.limits]`: optional per-tool requests, bounded by the host's maxima.
+/// Per-tool limits, read from the format's `resource_profile.hard_ceiling`
+/// and bounded by the host's maxima:
+/// `sandbox.memory_bytes` -> `memory_bytes`, `max_wall_clock_ms` ->
+/// `timeout_ms`, `max_output_bytes` -> `max_output_bytes`. The format has no
+/// fuel field; `fuel` is for embedders and per-call requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ToolLimits {
-    /// Fuel per call.
+    /// Fuel per call (not in the format).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fuel: Option<u64>,
-    /// Linear memory per instance, in bytes.
+    /// Linear memory per instance, in bytes (`hard_ceiling.sandbox.memory_bytes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
-    /// Wall-clock deadline per call, in milliseconds.
+    /// Wall-clock deadline per call, in milliseconds (`hard_ceiling.max_wall_clock_ms`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// Bound on the output size, in bytes.
+    /// Bound on the output size, in bytes (`hard_ceiling.max_output_bytes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_bytes: Option<u64>,
 }

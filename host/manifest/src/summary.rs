@@ -8,7 +8,7 @@ use crate::model::{Implementation, Package};
 pub fn summary(package: &Package) -> String {
     let kind = match &package.implementation {
         Implementation::Wasm { .. } => "wasm",
-        Implementation::FirstParty => "first_party",
+        Implementation::FirstParty { .. } => "first_party",
         Implementation::Mcp(_) => "mcp",
     };
     let mut credentials = BTreeSet::new();

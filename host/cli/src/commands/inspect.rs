@@ -137,12 +137,18 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
         .unwrap_or_default()
 }
 
-/// `warden check <dir>...`: every diagnostic of every package, and what
-/// `install` would refuse here: a tool name another package's tool already
-/// uses (the built-ins plus what the data dir has installed). An id that is
-/// taken is only noted: `install --replace` accepts it.
-pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
-    let host_options = warden_manifest::ValidationOptions::reviewed();
+/// `warden check [--as bundled|installed|user] <dir>...`: every diagnostic
+/// of every package, the review lints as warnings, a note when this host
+/// will not run the package, and what `install` would refuse here: a tool
+/// name another package's tool already uses (the built-ins plus what the
+/// data dir has installed). An id that is taken is only noted: `install
+/// --replace` accepts it.
+pub(crate) fn check(
+    cx: &Context,
+    dirs: &[PathBuf],
+    source: warden_manifest::Source,
+) -> Result<ExitCode> {
+    let host_options = warden_manifest::ValidationOptions::reviewed().source(source);
     let mut effective: Option<Location> = None;
     let mut report = Vec::new();
     let mut invalid = 0;
@@ -163,9 +169,17 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
                     Err(error) => conflicts.push(error.to_string()),
                 }
                 let taken = location.package(&package.id).map(|p| p.provenance);
+                let lints = warden_manifest::lints(&package, &host_options);
+                let note = package.unsupported_lane(&[]);
                 if !cx.json {
                     if conflicts.is_empty() {
                         println!("ok    {}", render::escape(&summary));
+                        for lint in &lints {
+                            eprintln!("{lint}");
+                        }
+                        if let Some(note) = &note {
+                            eprintln!("note: {note}; `warden install` will refuse it");
+                        }
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
@@ -186,6 +200,7 @@ pub(crate) fn check(cx: &Context, dirs: &[PathBuf]) -> Result<ExitCode> {
                 report.push(json!({
                     "dir": dir, "valid": conflicts.is_empty(), "summary": summary,
                     "conflicts": conflicts, "replaces": taken,
+                    "warnings": lints, "unsupported": note,
                 }));
             }
             Err(diagnostics) => {

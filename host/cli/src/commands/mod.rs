@@ -124,7 +124,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::List => inspect::list(&cx),
         Command::Describe { tool } => inspect::describe(&cx, &tool),
-        Command::Check { dirs } => inspect::check(&cx, &dirs),
+        Command::Check { dirs, source } => inspect::check(&cx, &dirs, source),
         Command::Call(args) => call::run(&cx, args).await,
         Command::Install { path, replace } => install::run(&cx, &path, replace),
         Command::Uninstall { id } => install::uninstall(&cx, &id),

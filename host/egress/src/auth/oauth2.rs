@@ -116,7 +116,8 @@ impl<'a> OAuth2Flow<'a> {
                 .append_pair("redirect_uri", &self.client.redirect_uri)
                 .append_pair("state", &state);
             if !self.recipe.scopes.is_empty() {
-                query.append_pair("scope", &self.recipe.scopes.join(self.separator()));
+                let param = self.recipe.scope_param.as_deref().unwrap_or("scope");
+                query.append_pair(param, &self.recipe.scopes.join(self.separator()));
             }
             if self.recipe.pkce.unwrap_or(true) {
                 let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));

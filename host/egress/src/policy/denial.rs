@@ -74,6 +74,9 @@ pub enum Denial {
     /// The request's scheme, host or port differ from the credential's audience.
     #[error("credential `{0}` may only be sent to its declared audience")]
     AudienceMismatch(String),
+    /// An injection type the manifest format has but this host does not perform.
+    #[error("injection type `{0}` is not supported by this host")]
+    UnsupportedInjection(&'static str),
     /// A path-placeholder injection whose placeholder is not in the path.
     #[error("the url path has no `{{{0}}}` placeholder for the credential")]
     MissingPlaceholder(String),

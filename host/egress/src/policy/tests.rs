@@ -178,3 +178,33 @@ fn prescan_refuses_staged_secrets_and_token_formats() {
         }
     );
 }
+
+/// A `*` target (the format allows it) admits any public host without a
+/// credential, and never widens what the host allows: plain HTTP still needs
+/// the host's permission, and credentials still go only to their audience.
+#[test]
+fn a_wildcard_target_does_not_widen_the_host_rules() {
+    let config = EgressConfig::default();
+    let any = NetworkPolicy::for_capability(
+        "x.y",
+        &[github()],
+        &[target("https", "*"), target("http", "*")],
+        &config,
+    );
+    any.authorize(&get("https://example.org/x"), None, &Redactor::default())
+        .expect("any https host");
+    assert!(matches!(
+        any.authorize(&get("http://example.org/x"), None, &Redactor::default())
+            .unwrap_err(),
+        Denial::PlainHttp { .. }
+    ));
+    assert_eq!(
+        any.authorize(
+            &get("https://example.org/x"),
+            Some("gh"),
+            &Redactor::default()
+        )
+        .unwrap_err(),
+        Denial::AudienceMismatch("gh".into())
+    );
+}

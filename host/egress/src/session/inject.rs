@@ -1,5 +1,7 @@
 //! Building the wire request from a plan: guest headers plus the injected credential.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -40,6 +42,16 @@ pub(crate) fn outgoing(
             }
             Injection::Query { name } => {
                 url.query_pairs_mut().append_pair(name, value);
+            }
+            Injection::Basic { username } => {
+                let pair = zeroize::Zeroizing::new(format!("{username}:{value}"));
+                let text = zeroize::Zeroizing::new(format!("Basic {}", STANDARD.encode(&*pair)));
+                let mut value = HeaderValue::from_str(&text).map_err(|_| Denial::InvalidHeader)?;
+                value.set_sensitive(true);
+                headers.insert(http::header::AUTHORIZATION, value);
+            }
+            other @ (Injection::BodyJsonPointer { .. } | Injection::VapidAuthorization) => {
+                return Err(Denial::UnsupportedInjection(other.type_name()));
             }
             Injection::PathPlaceholder { placeholder } => {
                 let encoded = utf8_percent_encode(value, SEGMENT).to_string();

@@ -70,10 +70,9 @@ fn recipe() -> OAuth2Recipe {
             refresh_token: Some("/refresh_token".into()),
             expires_in: Some("/expires_in".into()),
             scope: Some("/scope".into()),
-            token_type: None,
+            ..Default::default()
         },
-        refresh: None,
-        identity: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -157,18 +156,17 @@ async fn api_key_is_stored_only_after_its_probe_passes() {
     })
     .await;
     let recipe = ApiKeyRecipe {
-        display_name: None,
-        label: Some("Personal access token".into()),
-        help_url: None,
         validation: Some(ValidationProbe {
             method: None,
             url: "https://api.github.com/user".into(),
+            handle: None,
             injection: Injection::Header {
                 name: "authorization".into(),
                 prefix: Some("token ".into()),
             },
             expect_status: vec![],
         }),
+        ..Default::default()
     };
     let key = AccountKey::new("github", "gh_key", Vec::<String>::new());
     let err = api_key::connect(

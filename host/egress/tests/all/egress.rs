@@ -376,3 +376,51 @@ async fn query_and_path_injection_follow_the_declaration() {
     assert_eq!(received[0].target, format!("/q?a=1&api_key={TOKEN}"));
     assert_eq!(received[1].target, format!("/bot{TOKEN}/getMe"));
 }
+
+#[tokio::test]
+async fn basic_injection_builds_the_authorization_header_and_unsupported_types_are_denied() {
+    use base64::Engine as _;
+    let fx = fixture(|_| TestResponse::ok("ok")).await;
+    let store = fx.egress.store();
+    for handle in ["b", "j"] {
+        let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
+        store.put(&key, secrecy::SecretString::from(TOKEN)).unwrap();
+    }
+    let mut basic = github_credential();
+    basic.handle = "b".into();
+    basic.injection = Injection::Basic {
+        username: "api".into(),
+    };
+    let mut body = github_credential();
+    body.handle = "j".into();
+    body.injection = Injection::BodyJsonPointer {
+        pointer: "/token".into(),
+        post_injection_body_limit_bytes: None,
+    };
+    let session = fx
+        .egress
+        .session("x.y", "x", &[basic, body], &[], 1 << 20)
+        .unwrap();
+    session
+        .send(get("https://api.github.com/user"), Some("b"), CALL)
+        .await
+        .unwrap();
+    let err = session
+        .send_checked(get("https://api.github.com/user"), Some("j"), CALL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EgressError::Denied(Denial::UnsupportedInjection("body_json_pointer"))
+        ),
+        "{err:?}"
+    );
+    let received = fx.server.requests();
+    assert_eq!(received.len(), 1, "the unsupported injection sent nothing");
+    let expected = base64::engine::general_purpose::STANDARD.encode(format!("api:{TOKEN}"));
+    assert_eq!(
+        received[0].header("authorization"),
+        Some(format!("Basic {expected}").as_str())
+    );
+}

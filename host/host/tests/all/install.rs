@@ -2,8 +2,8 @@
 
 use serde_json::json;
 use warden_host::{
-    CallFailure, Host, HostConfig, HostError, Invocation, InvokeOutcome, Origin, PackageSource,
-    Provenance, Replace, Trust,
+    CallFailure, EffectiveTrust, Host, HostConfig, HostError, Invocation, InvokeOutcome, Origin,
+    PackageSource, Provenance, Replace,
 };
 
 use crate::root;
@@ -187,16 +187,10 @@ async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
     location.install_embedded().unwrap();
     let bundled = location.package("echo").unwrap();
     assert_eq!(bundled.provenance, Provenance::Bundled);
-    assert_eq!(bundled.trust, Trust::FirstParty);
+    assert_eq!(bundled.trust, EffectiveTrust::FirstParty);
 
     let scratch = tempfile::tempdir().unwrap();
-    let replacement = echo_copy(
-        scratch.path(),
-        &[
-            ("trust = \"first_party\"", "trust = \"system\""),
-            ("Echo a text back", "Replaced echo"),
-        ],
-    );
+    let replacement = echo_copy(scratch.path(), &[("Echo a text back", "Replaced echo")]);
     let error = location.install(&replacement).unwrap_err();
     assert!(
         matches!(&error, HostError::AlreadyInstalled { id, provenance: Provenance::Bundled, .. } if id == "echo"),
@@ -214,7 +208,7 @@ async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
     assert_eq!(active.provenance, Provenance::Installed);
     assert_eq!(
         active.trust,
-        Trust::ThirdParty,
+        EffectiveTrust::ThirdParty,
         "a manifest cannot ask for system"
     );
     assert_ne!(active.digest, bundled.digest);
@@ -242,7 +236,7 @@ async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
 #[test]
 fn the_host_composition_caps_bundled_trust() {
     let host = Host::builder(HostConfig::default())
-        .bundled_trust(Trust::ThirdParty)
+        .bundled_trust(EffectiveTrust::ThirdParty)
         .build()
         .unwrap();
     let location = host.open_location("p");
@@ -251,6 +245,65 @@ fn the_host_composition_caps_bundled_trust() {
         location
             .installed()
             .iter()
-            .all(|p| p.trust == Trust::ThirdParty)
+            .all(|p| p.trust == EffectiveTrust::ThirdParty)
     );
+}
+
+/// A copy of `packages/echo` whose manifest gets `extra` appended (without
+/// its SHA256SUMS, which the change would break).
+fn echo_with(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = root().join("packages/echo");
+    for rel in [
+        "schemas/echo/echo.input.v1.json",
+        "schemas/echo/echo.output.v1.json",
+        "prompts/echo/echo.md",
+        "wasm/echo.wasm",
+    ] {
+        let to = dir.path().join(rel);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(src.join(rel), to).expect("copy");
+    }
+    let manifest = std::fs::read_to_string(src.join("manifest.toml")).expect("manifest");
+    std::fs::write(
+        dir.path().join("manifest.toml"),
+        format!("{manifest}\n{extra}"),
+    )
+    .expect("write");
+    dir
+}
+
+/// A lane the format has but this host does not run passes the manifest
+/// check and is refused at install with the reason, not installed and then
+/// failing later.
+#[test]
+fn lanes_this_host_does_not_run_are_refused_at_install() {
+    let location = host().open_location("p");
+    let cases = [
+        (
+            "[channel]\nid = \"echo\"\ndisplay_name = \"Echo\"\nconversation_model = \"isolated\"\n",
+            "[channel]",
+        ),
+        (
+            "[[tools]]\nid = \"echo.whoami\"\ndescription = \"\"\nstandard_op = \"whoami\"\ndefault_permission = \"allow\"\norigin_gate_matrix = { loop_run = \"gated_unless_granted\" }\n",
+            "standard_op `whoami`",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let dir = echo_with(extra);
+        warden_manifest::load_package(dir.path(), &warden_manifest::ValidationOptions::default())
+            .expect("the format accepts it");
+        match location.install(&PackageSource::Dir(dir.path().to_owned())) {
+            Err(HostError::InvalidPackage { reason, .. }) => {
+                assert!(reason.contains(expected), "{reason}");
+                assert!(reason.contains("does not run"), "{reason}");
+            }
+            other => panic!("{expected}: {other:?}"),
+        }
+        assert!(location.snapshot().lookup("echo_echo").is_none());
+    }
+    // The unchanged copy installs.
+    location
+        .install(&PackageSource::Dir(echo_with("").path().to_owned()))
+        .expect("plain echo installs");
 }

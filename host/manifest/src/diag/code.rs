@@ -54,15 +54,11 @@ codes! {
     /// Not exactly one implementation.
     Implementation = "implementation", "declare exactly one of [runtime] (kind = \"wasm\" or \"first_party\") or [mcp]";
     /// `[runtime]` is inconsistent.
-    Runtime = "runtime", "use kind = \"wasm\" with a package-relative `module`, or kind = \"first_party\" without one";
+    Runtime = "runtime", "use kind = \"wasm\" with a package-relative `module`, or kind = \"first_party\" with a `service`";
     /// The wasm module does not exist.
     ModuleMissing = "module_missing", "build the package (cargo xtask bundle) so the module exists";
-    /// A runtime package declares no tool.
-    NoTools = "no_tools", "declare at least one [[tools]] entry";
     /// The extension id breaks the id charset.
     InvalidId = "invalid_id", "use lowercase ASCII letters, digits, `_`, `-` and `.` (no `..`, no slashes)";
-    /// The version is not `MAJOR.MINOR.PATCH`.
-    InvalidVersion = "invalid_version", "use a semantic version such as \"0.1.0\"";
     /// A capability id is not `<extension_id>.<name>` or breaks the charset.
     CapabilityId = "capability_id", "name the tool `<extension_id>.<name>` with lowercase letters, digits, `_` or `-`";
     /// Two tools share an id.
@@ -71,62 +67,66 @@ codes! {
     UnknownEffect = "unknown_effect", "use effects from the v3 vocabulary";
     /// An effect listed twice.
     DuplicateEffect = "duplicate_effect", "list each effect once";
-    /// A write effect with a permission other than `ask`.
-    WriteRequiresAsk = "write_requires_ask", "set default_permission = \"ask\" for capabilities with write effects";
     /// Credentials without `use_secret`.
     CredentialRequiresUseSecret = "credential_requires_use_secret", "add \"use_secret\" to effects, or remove the credentials";
     /// Egress declarations without `network`.
     RequiresNetwork = "requires_network", "add \"network\" to effects";
-    /// No gate matrix, or no `loop_run` policy.
-    GateMatrix = "gate_matrix", "declare origin_gate_matrix = { loop_run = \"gated_unless_granted\", ... }";
-    /// `consent_sufficient` for an origin other than product.
-    ConsentSufficient = "consent_sufficient", "consent_sufficient is valid for `product` only; use gated_unless_granted or ask_always";
-    /// `ungated` for `loop_run` on a capability the host has not allowlisted.
-    UngatedLoopRun = "ungated_loop_run", "use gated_unless_granted; ungated loop_run needs a reviewed host allowlist entry";
     /// A credential vendor without a recipe.
-    MissingAuthRecipe = "missing_auth_recipe", "add an [auth.<vendor>] recipe (method = \"oauth2_code\" or \"api_key\")";
+    MissingAuthRecipe = "missing_auth_recipe", "add an [auth.<vendor>] recipe (method = \"oauth2_code\", \"api_key\" or \"device_link\")";
     /// A recipe no credential references.
     UnusedAuthRecipe = "unused_auth_recipe", "remove the recipe or reference its vendor from a credential";
     /// A credential audience that is not HTTPS with a literal host.
-    Audience = "audience", "use audience = { scheme = \"https\", host = \"api.example.com\" } with a literal lowercase host";
+    Audience = "audience", "use audience = { scheme = \"https\", host = \"api.example.com\" } with a literal host (no wildcard)";
     /// A malformed injection.
-    Injection = "injection", "use injection = { type = \"header\", name = \"authorization\", prefix = \"Bearer \" } (or query / path_placeholder)";
+    Injection = "injection", "use injection = { type = \"header\", name = \"authorization\", prefix = \"Bearer \" } (or query_param, path_placeholder, basic, body_json_pointer, vapid_authorization)";
     /// A handle declared twice in one tool.
     DuplicateHandle = "duplicate_handle", "declare each credential handle once per tool";
-    /// One handle declared with different settings in two places.
-    HandleConflict = "handle_conflict", "use one vendor, audience and injection per handle, or rename one handle";
     /// A handle or vendor name outside the charset.
-    InvalidName = "invalid_name", "use lowercase ASCII letters, digits, `_` and `-`";
+    InvalidName = "invalid_name", "use 1-128 bytes of lowercase ASCII letters, digits, `_`, `-` and `.`, starting with a letter or digit";
     /// A malformed network target.
-    NetworkTarget = "network_target", "use { scheme = \"https\", host_pattern = \"api.example.com\" } (a leading `*.` label is the only wildcard)";
+    NetworkTarget = "network_target", "use { scheme = \"https\", host_pattern = \"api.example.com\" } (`*` or a leading `*.` are the only wildcards)";
     /// A limit out of range.
-    Limit = "limit", "use a positive integer";
+    Limit = "limit", "use a non-negative integer in range";
     /// A ref that is not a package-relative path.
-    RefPath = "ref_path", "use a relative path inside the package, with `/` separators and no `..`";
+    RefPath = "ref_path", "use a relative path inside the package of ASCII letters, digits, `.`, `_`, `-` and `/`, without `..`";
     /// A ref whose file does not exist.
     RefMissing = "ref_missing", "add the file to the package, or fix the ref";
-    /// A model-visible tool without its schema or prompt.
-    MissingAsset = "missing_asset", "model-visible tools need input_schema_ref (unless standard_op) and prompt_doc_ref";
+    /// A tool without its input schema.
+    MissingAsset = "missing_asset", "add input_schema_ref (every tool needs one unless it binds a standard_op)";
     /// A schema file over 64 KiB.
     SchemaTooLarge = "schema_too_large", "keep schema files under 64 KiB";
     /// A schema that is not JSON or not a valid JSON Schema.
     SchemaInvalid = "schema_invalid", "fix the schema file so it parses as JSON and compiles as JSON Schema";
-    /// An input schema whose root is not an object schema.
-    InputSchemaNotObject = "input_schema_not_object", "give input schemas \"type\": \"object\" at the root";
     /// A prompt doc over 16 KiB.
     PromptTooLarge = "prompt_too_large", "keep prompt docs under 16 KiB";
     /// A prompt doc that is not UTF-8.
     PromptNotUtf8 = "prompt_not_utf8", "save the prompt doc as UTF-8";
     /// An MCP server URL the host will not use.
-    McpEndpoint = "mcp_endpoint", "use an https:// URL with a host and path, without userinfo, query or fragment";
+    McpEndpoint = "mcp_endpoint", "use an https:// URL with a host, without userinfo, wildcard or fragment";
     /// `max_tools` below one.
     McpMaxTools = "mcp_max_tools", "set max_tools to 1 or more";
     /// A recipe endpoint that is not plain HTTPS.
-    AuthEndpoint = "auth_endpoint", "use an https:// URL without userinfo or fragment";
+    AuthEndpoint = "auth_endpoint", "use an https:// URL with a host, without userinfo, wildcard or fragment";
     /// A recipe that sets a parameter the host owns.
-    ReservedAuthorizeParam = "reserved_authorize_param", "remove it; the host sets state, redirect_uri, PKCE, client_id, response_type and scope";
-    /// A token-response pointer that is not a JSON pointer.
-    JsonPointer = "json_pointer", "use a JSON pointer such as \"/access_token\"";
+    ReservedAuthorizeParam = "reserved_authorize_param", "remove it; the host sets state, redirect_uri, code, PKCE, client_id/secret, response_type and the scope parameter";
+    /// A token-response or identity pointer that is not a bounded JSON pointer.
+    JsonPointer = "json_pointer", "use a JSON pointer such as \"/access_token\" (at most 8 tokens, none empty, no `*`)";
+    /// A control character in manifest text or a prompt doc.
+    ControlCharacter = "control_character", "remove the control character; only newlines and tabs are allowed in text";
+    /// A field or id prefix this package source may not use.
+    SourceTier = "source_tier", "remove it; bundled-only and user-only features depend on where the package comes from";
+    /// A `standard_op` that is unknown, reserved or bound against its rules.
+    StandardOp = "standard_op", "bind one of the format's standard ops, with id `<id>.<op>` and no schema refs";
+    /// A pinned tool of an `[mcp]` manifest that declares what it inherits.
+    McpPinnedTool = "mcp_pinned_tool", "pinned tools declare id, description, default_permission, input_schema_ref (and visibility, prompt_doc_ref)";
+    /// `[mcp].namespace` differs from the extension id.
+    McpNamespace = "mcp_namespace", "set namespace to the extension id";
+    /// `[memory]` without a first_party runtime.
+    Memory = "memory", "a [memory] surface needs [runtime] kind = \"first_party\"";
+    /// A recipe that breaks a recipe rule (fields, probe handle, device_link count).
+    AuthRecipe = "auth_recipe", "fix the recipe as the message says";
+    /// A blank, padded or repeated scope.
+    Scope = "scope", "write each scope once, without surrounding whitespace";
 }
 
 impl std::fmt::Display for Code {

@@ -4,7 +4,6 @@
 use std::io::ErrorKind;
 
 use serde_json::Value;
-use warden_core::Visibility;
 
 use super::Ctx;
 use crate::diag::Code;
@@ -16,17 +15,22 @@ use crate::span::L;
 /// What a tool's refs resolve to.
 #[derive(Debug, Default)]
 pub(super) struct Assets {
-    pub(super) standard_op: Option<String>,
     pub(super) input_schema: Option<Value>,
     pub(super) output_schema: Option<Value>,
     pub(super) prompt: Option<String>,
     pub(super) refs: AssetRefs,
 }
 
-/// Why `path` is not a package-relative path, if it is not.
+/// Why `path` is not a package-relative path, if it is not. Refs use only
+/// ASCII alphanumerics and `. _ - /`, at most 512 bytes; the `standard:`
+/// namespace belongs to the host.
 pub(crate) fn ref_problem(path: &str) -> Option<&'static str> {
     if path.is_empty() {
         Some("is empty")
+    } else if path.len() > 512 {
+        Some("is longer than 512 bytes")
+    } else if path.starts_with("standard:") {
+        Some("is in the host's `standard:` namespace")
     } else if path.contains('\\') {
         Some("contains a backslash")
     } else if path.contains("://") || path.contains(':') {
@@ -37,6 +41,11 @@ pub(crate) fn ref_problem(path: &str) -> Option<&'static str> {
         Some("contains `..`")
     } else if path.split('/').any(|seg| seg.is_empty() || seg == ".") {
         Some("has an empty or `.` segment")
+    } else if !path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+    {
+        Some("contains characters other than ASCII letters, digits, `.`, `_`, `-` and `/`")
     } else {
         None
     }
@@ -54,41 +63,24 @@ pub(super) fn check_ref(cx: &mut Ctx<'_, '_>, r: &L<String>) -> bool {
     }
 }
 
-/// Check the schema and prompt refs of a tool.
+/// Check the schema and prompt refs of a tool. `input_schema_ref` is
+/// required unless the tool binds a `standard_op` (whatever its visibility);
+/// `prompt_doc_ref` is optional.
 pub(super) fn check_tool_assets(
     t: &Table<'_, '_>,
     cx: &mut Ctx<'_, '_>,
-    visibility: Visibility,
+    standard_op: bool,
 ) -> Assets {
     let sink = &mut cx.sink;
-    let standard_op = t.str(sink, "standard_op");
-    if let Some(op) = &standard_op
-        && !super::words::is_name(&op.v.replace('.', "_"))
-    {
-        sink.error(
-            Code::InvalidName,
-            &op.at,
-            format!("standard_op `{}` is not a valid name", op.v),
-        );
-    }
     let input = t.str(sink, "input_schema_ref");
     let output = t.str(sink, "output_schema_ref");
     let prompt = t.str(sink, "prompt_doc_ref");
-    if visibility == Visibility::Model {
-        if input.is_none() && standard_op.is_none() && !t.has("input_schema_ref") {
-            sink.error(
-                Code::MissingAsset,
-                &t.at,
-                "a model-visible tool needs `input_schema_ref` (or a `standard_op`)",
-            );
-        }
-        if prompt.is_none() && !t.has("prompt_doc_ref") {
-            sink.error(
-                Code::MissingAsset,
-                &t.at,
-                "a model-visible tool needs `prompt_doc_ref`",
-            );
-        }
+    if !standard_op && !t.has("input_schema_ref") {
+        sink.error(
+            Code::MissingAsset,
+            &t.at,
+            "the tool has no `input_schema_ref`",
+        );
     }
     let refs = AssetRefs {
         input_schema: input.as_ref().map(|r| r.v.clone()),
@@ -97,11 +89,15 @@ pub(super) fn check_tool_assets(
     };
     Assets {
         refs,
-        standard_op: standard_op.map(|s| s.v),
-        input_schema: input.and_then(|r| schema(cx, &r, true)),
-        output_schema: output.and_then(|r| schema(cx, &r, false)),
+        input_schema: input.and_then(|r| schema(cx, &r)),
+        output_schema: output.and_then(|r| schema(cx, &r)),
         prompt: prompt.and_then(|r| prompt_doc(cx, &r)),
     }
+}
+
+/// Whether the memory lane serves `path` from the host (not the package).
+fn host_served(cx: &Ctx<'_, '_>, path: &str) -> bool {
+    cx.memory && path.starts_with("schemas/memory/")
 }
 
 /// Read a ref with `limit`; records ref errors.
@@ -125,7 +121,11 @@ fn read(cx: &mut Ctx<'_, '_>, r: &L<String>, limit: usize) -> Option<Vec<u8>> {
     }
 }
 
-fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>, input: bool) -> Option<Value> {
+fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<Value> {
+    if host_served(cx, &r.v) {
+        check_ref(cx, r);
+        return None;
+    }
     let bytes = read(cx, r, MAX_SCHEMA_BYTES)?;
     if bytes.len() > MAX_SCHEMA_BYTES {
         cx.sink.error(
@@ -158,13 +158,6 @@ fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>, input: bool) -> Option<Value> {
             .note(format!("at `{}`: {e}", e.instance_path()));
         return None;
     }
-    if input && value.get("type").and_then(Value::as_str) != Some("object") {
-        cx.sink.error(
-            Code::InputSchemaNotObject,
-            &r.at,
-            format!("input schema `{}` does not describe an object", r.v),
-        );
-    }
     Some(value)
 }
 
@@ -179,7 +172,10 @@ fn prompt_doc(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<String> {
         return None;
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Some(text),
+        Ok(text) => {
+            super::text::check_prompt(cx, r, &text);
+            Some(text)
+        }
         Err(_) => {
             cx.sink.error(
                 Code::PromptNotUtf8,
@@ -206,6 +202,9 @@ mod tests {
             "a\\b",
             "C:/x",
             "a//b",
+            "schemas/a b.json",
+            "schemas/é.json",
+            "standard:messaging/send_message.input.v1",
             "./a",
             "",
         ] {

@@ -7,6 +7,7 @@ use warden_core::spec::{Audience, CredentialSpec, Injection, NetworkTarget};
 use super::{Ctx, words};
 use crate::diag::Code;
 use crate::reader::Table;
+use crate::span::L;
 
 const CRED: &[&str] = &[
     "handle",
@@ -16,20 +17,18 @@ const CRED: &[&str] = &[
     "injection",
     "required",
 ];
+/// `[[mcp.credentials]]` keys: no `audience` (derived from the server) and no `required`.
+const MCP_CRED: &[&str] = &["handle", "vendor", "scopes", "injection"];
 const AUDIENCE: &[&str] = &["scheme", "host", "port"];
 const TARGET: &[&str] = &["scheme", "host_pattern", "port"];
-const INJECTION_ANY: &[&str] = &["type", "name", "prefix", "placeholder"];
-/// Headers the transport owns; a credential may not be injected there.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "trailer",
-    "keep-alive",
-    "proxy-connection",
+const INJECTION_ANY: &[&str] = &[
+    "type",
+    "name",
+    "prefix",
+    "placeholder",
+    "username",
+    "pointer",
+    "post_injection_body_limit_bytes",
 ];
 
 /// Check the credentials of one tool.
@@ -54,9 +53,10 @@ fn check_list(
     cx: &mut Ctx<'_, '_>,
     derived: Option<&Audience>,
 ) -> Vec<CredentialSpec> {
+    let known = if derived.is_some() { MCP_CRED } else { CRED };
     let mut handles = BTreeSet::new();
     let mut out = Vec::new();
-    for c in t.tables(&mut cx.sink, "credentials", CRED) {
+    for c in t.tables(&mut cx.sink, "credentials", known) {
         let Some(spec) = check_credential(&c, cx, derived) else {
             c.finish(&mut cx.sink);
             continue;
@@ -68,19 +68,6 @@ fn check_list(
                 &at,
                 format!("credential handle `{}` is declared twice", spec.handle),
             );
-        } else if let Some((first, first_at)) = cx.handles.get(&spec.handle) {
-            if (&first.vendor, &first.audience, &first.injection)
-                != (&spec.vendor, &spec.audience, &spec.injection)
-            {
-                cx.sink.error(
-                    Code::HandleConflict,
-                    &at,
-                    format!("credential handle `{}` is declared with a different vendor, audience or injection", spec.handle),
-                )
-                .note(format!("first declared at `{}`", first_at.path));
-            }
-        } else {
-            cx.handles.insert(spec.handle.clone(), (spec.clone(), at));
         }
         c.finish(&mut cx.sink);
         out.push(spec);
@@ -95,34 +82,9 @@ fn check_credential(
 ) -> Option<CredentialSpec> {
     let handle = name(c, cx, "handle");
     let vendor = name(c, cx, "vendor");
-    let sink = &mut cx.sink;
-    let scopes = c.str_array(sink, "scopes").map(|s| {
-        for scope in &s.v {
-            if scope.v.is_empty() || scope.v.chars().any(char::is_whitespace) {
-                sink.error(
-                    Code::EmptyValue,
-                    &scope.at,
-                    format!("scope `{}` is empty or contains whitespace", scope.v),
-                )
-                .help("write one scope per array element");
-            }
-        }
-        s.v.into_iter().map(|s| s.v).collect()
-    });
-    let required = c.bool(&mut cx.sink, "required").is_none_or(|b| b.v);
+    let scopes = scopes(c, cx, "scopes");
     let audience = match derived {
-        Some(derived) => {
-            if let Some((_, at)) = c.get("audience") {
-                cx.sink
-                    .error(
-                        Code::UnknownField,
-                        &at,
-                        "an MCP credential has no `audience`",
-                    )
-                    .help("remove it; the audience is derived from the [mcp] server URL");
-            }
-            Some(derived.clone())
-        }
+        Some(derived) => Some(derived.clone()),
         None => {
             if !c.has("audience") {
                 c.missing(&mut cx.sink, "audience");
@@ -138,11 +100,14 @@ fn check_credential(
         let t = Table::of(v, at, INJECTION_ANY, &mut cx.sink)?;
         injection(&t, cx)
     });
+    let required = match derived {
+        // MCP credentials are always required.
+        Some(_) => true,
+        None => c.bool(&mut cx.sink, "required").is_none_or(|b| b.v),
+    };
     if let Some(vendor) = &vendor {
         cx.vendors_referenced.insert(vendor.v.clone());
-        if derived.is_none() {
-            cx.vendor_uses.push(vendor.clone());
-        }
+        cx.vendor_uses.push(vendor.clone());
     }
     Some(CredentialSpec {
         handle: handle?.v,
@@ -154,7 +119,39 @@ fn check_credential(
     })
 }
 
-fn name(c: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, key: &str) -> Option<crate::span::L<String>> {
+/// The scopes at `key`: no blank entries, no leading or trailing whitespace, no duplicates.
+pub(super) fn scopes(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, key: &str) -> Option<Vec<String>> {
+    let list = t.str_array(&mut cx.sink, key)?;
+    let mut seen = BTreeSet::new();
+    for scope in &list.v {
+        let problem = if scope.v.trim().is_empty() {
+            Some("is blank")
+        } else if scope.v.trim() != scope.v {
+            Some("has leading or trailing whitespace")
+        } else if !seen.insert(scope.v.as_str()) {
+            Some("is listed twice")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            cx.sink
+                .error(
+                    Code::Scope,
+                    &scope.at,
+                    format!("scope `{}` {problem}", scope.v),
+                )
+                .help("write each scope once, one per array element");
+        }
+    }
+    Some(list.v.into_iter().map(|s| s.v).collect())
+}
+
+/// A required name-segment field (handle, vendor).
+pub(super) fn name(
+    c: &Table<'_, '_>,
+    cx: &mut Ctx<'_, '_>,
+    key: &str,
+) -> Option<crate::span::L<String>> {
     let v = c.req_str(&mut cx.sink, key)?;
     if !words::is_name(&v.v) {
         cx.sink.error(
@@ -188,9 +185,9 @@ fn audience(a: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Audience> {
         && !words::is_literal_host(&h.v)
     {
         let why = if h.v.contains('*') {
-            "wildcards are rejected in v3"
+            "wildcards are not allowed in an audience"
         } else {
-            "it must be a literal lowercase host name without port, path or userinfo"
+            "it must be a literal host name without port, path or userinfo"
         };
         sink.error(
             Code::Audience,
@@ -201,7 +198,8 @@ fn audience(a: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Audience> {
     a.finish(sink);
     Some(Audience {
         scheme: scheme?.v,
-        host: host?.v,
+        // Hosts compare case-insensitively; egress matches lowercase names.
+        host: host?.v.to_ascii_lowercase(),
         port,
     })
 }
@@ -209,160 +207,192 @@ fn audience(a: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Audience> {
 fn port(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<u16> {
     let p = t.u64(&mut cx.sink, "port")?;
     match u16::try_from(p.v) {
-        Ok(n) if n > 0 => Some(n),
-        _ => {
+        Ok(n) => Some(n),
+        Err(_) => {
             cx.sink
                 .error(Code::Limit, &p.at, format!("port {} is out of range", p.v))
-                .help("use a port between 1 and 65535");
+                .help("use a port between 0 and 65535");
             None
         }
     }
 }
 
-/// Check an injection table (also used by API-key validation probes).
+/// Whether `name` is an RFC 7230 token.
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Check an injection table (its unknown keys are ignored). `strict` applies
+/// the per-type rules (tool and MCP credentials; not API-key probes).
 pub(super) fn injection(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Injection> {
+    injection_checked(t, cx, true)
+}
+
+/// As [`injection`], with the per-type rules only when `strict`.
+pub(super) fn injection_checked(
+    t: &Table<'_, '_>,
+    cx: &mut Ctx<'_, '_>,
+    strict: bool,
+) -> Option<Injection> {
     let sink = &mut cx.sink;
     let kind = t.req_str(sink, "type")?;
-    let (known, result): (&'static [&'static str], _) = match kind.v.as_str() {
+    let bad = |sink: &mut crate::diag::Sink<'_>, v: &L<String>, ok: bool, what: &str| {
+        if strict && !ok {
+            sink.error(
+                Code::Injection,
+                &v.at,
+                format!("{what} `{}` is not accepted", v.v),
+            );
+        }
+    };
+    let no_controls = |s: &str| !s.chars().any(char::is_control);
+    match kind.v.as_str() {
         "header" => {
             let name = t.req_str(sink, "name");
             let prefix = t.str(sink, "prefix");
             if let Some(n) = &name {
-                let token = !n.v.is_empty()
-                    && n.v.bytes().all(|b| {
-                        b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_".contains(&b)
-                    });
-                if !token {
-                    sink.error(
-                        Code::Injection,
-                        &n.at,
-                        format!("header name `{}` must be a lowercase HTTP token", n.v),
-                    );
-                } else if RESERVED_HEADERS.contains(&n.v.as_str()) {
-                    sink.error(
-                        Code::Injection,
-                        &n.at,
-                        format!("header `{}` is owned by the transport", n.v),
-                    );
-                }
+                bad(sink, n, is_token(&n.v), "header name (an RFC 7230 token)");
             }
-            if let Some(p) = &prefix
-                && p.v.chars().any(char::is_control)
-            {
-                sink.error(
-                    Code::Injection,
-                    &p.at,
-                    "the header prefix contains control characters",
+            if let Some(p) = &prefix {
+                bad(
+                    sink,
+                    p,
+                    no_controls(&p.v),
+                    "header prefix (no control characters)",
                 );
             }
-            let r = name.map(|n| Injection::Header {
+            name.map(|n| Injection::Header {
                 name: n.v,
                 prefix: prefix.map(|p| p.v),
-            });
-            (&["type", "name", "prefix"][..], r)
+            })
         }
-        "query" => {
+        "query_param" => {
             let name = t.req_str(sink, "name");
-            if let Some(n) = &name
-                && (n.v.is_empty()
-                    || !n
-                        .v
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)))
-            {
-                sink.error(
-                    Code::Injection,
-                    &n.at,
-                    format!(
-                        "query parameter `{}` must be unreserved URL characters",
-                        n.v
-                    ),
+            if let Some(n) = &name {
+                let ok = !n.v.trim().is_empty() && no_controls(&n.v);
+                bad(
+                    sink,
+                    n,
+                    ok,
+                    "query parameter name (non-blank, no control characters)",
                 );
             }
-            (
-                &["type", "name"][..],
-                name.map(|n| Injection::Query { name: n.v }),
-            )
+            name.map(|n| Injection::Query { name: n.v })
         }
         "path_placeholder" => {
             let p = t.req_str(sink, "placeholder");
-            if let Some(p) = &p
-                && (p.v.is_empty() || !p.v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-            {
-                sink.error(
-                    Code::Injection,
-                    &p.at,
-                    format!(
-                        "placeholder `{}` must be letters, digits and `_` (no braces)",
-                        p.v
-                    ),
+            if let Some(p) = &p {
+                let ok = !p.v.is_empty()
+                    && p.v != "."
+                    && p.v != ".."
+                    && p.v
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+                bad(
+                    sink,
+                    p,
+                    ok,
+                    "placeholder (`[A-Za-z0-9-._~]+`, not `.` or `..`)",
                 );
             }
-            (
-                &["type", "placeholder"][..],
-                p.map(|p| Injection::PathPlaceholder { placeholder: p.v }),
-            )
+            p.map(|p| Injection::PathPlaceholder { placeholder: p.v })
         }
+        "basic" => {
+            let u = t.req_str(sink, "username");
+            if let Some(u) = &u {
+                let ok = !u.v.trim().is_empty() && no_controls(&u.v) && !u.v.contains(':');
+                bad(
+                    sink,
+                    u,
+                    ok,
+                    "basic username (non-blank, no `:` or control characters)",
+                );
+            }
+            u.map(|u| Injection::Basic { username: u.v })
+        }
+        "body_json_pointer" => {
+            let p = t.req_str(sink, "pointer");
+            let limit = t.u64(sink, "post_injection_body_limit_bytes").map(|l| l.v);
+            if let Some(p) = &p {
+                let ok = p.v.starts_with('/') && no_controls(&p.v);
+                bad(
+                    sink,
+                    p,
+                    ok,
+                    "body pointer (starts with `/`, no control characters)",
+                );
+            }
+            p.map(|p| Injection::BodyJsonPointer {
+                pointer: p.v,
+                post_injection_body_limit_bytes: limit,
+            })
+        }
+        "vapid_authorization" => Some(Injection::VapidAuthorization),
         other => {
             sink.error(
                 Code::Injection,
                 &kind.at,
                 format!("unknown injection type `{other}`"),
             )
-            .help("use type = \"header\", \"query\" or \"path_placeholder\"");
-            return None;
+            .help("use type = \"header\", \"query_param\", \"path_placeholder\", \"basic\", \"body_json_pointer\" or \"vapid_authorization\"");
+            None
         }
-    };
-    Table::new_like(t, known).finish(sink);
-    result
+    }
 }
 
-/// Check `network_targets` of one tool.
+/// Check `network_targets` of one tool (unknown keys ignored; duplicates refused).
 pub(super) fn check_network_targets(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Vec<NetworkTarget> {
-    let mut out = Vec::new();
+    let mut out: Vec<NetworkTarget> = Vec::new();
     for n in t.tables(&mut cx.sink, "network_targets", TARGET) {
         let sink = &mut cx.sink;
-        let scheme = n.req_str(sink, "scheme");
+        let scheme = n.str(sink, "scheme");
         let host = n.req_str(sink, "host_pattern");
         let port = port(&n, cx);
         let sink = &mut cx.sink;
-        if let Some(s) = &scheme {
-            let ok = s.v == "https" || (s.v == "http" && cx.opts.allow_http_network_targets);
-            if !ok {
-                sink.error(
-                    Code::NetworkTarget,
-                    &s.at,
-                    format!("network target scheme `{}` is not accepted; use https", s.v),
-                );
-            }
+        if let Some(s) = &scheme
+            && s.v != "https"
+            && s.v != "http"
+        {
+            sink.error(
+                Code::NetworkTarget,
+                &s.at,
+                format!(
+                    "network target scheme `{}` is not accepted; use https or http",
+                    s.v
+                ),
+            );
         }
         if let Some(h) = &host
-            && !host_pattern_ok(&h.v)
+            && !words::is_host_pattern(&h.v)
         {
             sink.error(
                 Code::NetworkTarget,
                 &h.at,
                 format!(
-                    "host_pattern `{}` is not a literal host or `*.<domain>`",
+                    "host_pattern `{}` is not `*`, a literal host or `*.<host>`",
                     h.v
                 ),
             );
         }
-        n.finish(sink);
-        if let (Some(scheme), Some(host)) = (scheme, host) {
-            out.push(NetworkTarget {
-                scheme: scheme.v,
-                host_pattern: host.v,
+        if let Some(host) = host {
+            let target = NetworkTarget {
+                scheme: scheme.map_or_else(|| "https".to_owned(), |s| s.v),
+                host_pattern: host.v.to_ascii_lowercase(),
                 port,
-            });
+            };
+            if out.contains(&target) {
+                sink.error(
+                    Code::NetworkTarget,
+                    &n.at,
+                    format!("network target `{}` is listed twice", host.v),
+                );
+            } else {
+                out.push(target);
+            }
         }
     }
     out
-}
-
-fn host_pattern_ok(pattern: &str) -> bool {
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => words::is_literal_host(suffix) && suffix.contains('.'),
-        None => words::is_literal_host(pattern),
-    }
 }

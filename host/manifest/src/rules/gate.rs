@@ -1,27 +1,20 @@
-//! `origin_gate_matrix`: a `loop_run` policy is required, omitted origins
-//! are forbidden, `consent_sufficient` is product-only, and `ungated`
-//! `loop_run` needs a host allowlist entry.
+//! `origin_gate_matrix`: optional (absent means every origin is forbidden),
+//! each cell optional (default `forbidden`), unknown keys ignored, as the
+//! format has it. Whether a matrix is present, `consent_sufficient` outside
+//! `product` and an `ungated` `loop_run` off the reviewed allowlist are
+//! repository review rules: [`crate::lints`] reports them, and authorization
+//! enforces the safe reading at call time.
 
 use warden_core::{GateMatrix, GatePolicy, Origin};
 
 use super::{Ctx, words};
-use crate::diag::Code;
 use crate::reader::Table;
 
 const GATE: &[&str] = &["loop_run", "product", "automation"];
 
-/// Check the `origin_gate_matrix` of the table `t` for capability `id`
-/// (the ungated allowlist is keyed by it).
-pub(super) fn check_matrix(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, id: &str) -> GateMatrix {
+/// Check the `origin_gate_matrix` of the table `t`.
+pub(super) fn check_matrix(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> GateMatrix {
     let sink = &mut cx.sink;
-    if !t.has("origin_gate_matrix") {
-        sink.error(
-            Code::GateMatrix,
-            &t.at,
-            format!("`{id}` has no origin_gate_matrix, so no origin may invoke it"),
-        );
-        return GateMatrix::default();
-    }
     let Some(m) = t.table(sink, "origin_gate_matrix", GATE) else {
         return GateMatrix::default();
     };
@@ -33,37 +26,17 @@ pub(super) fn check_matrix(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, id: &str) ->
         let Some(policy) = words::word::<GatePolicy>(sink, &word) else {
             continue;
         };
-        if policy == GatePolicy::ConsentSufficient && *origin != Origin::Product {
-            sink.error(
-                Code::ConsentSufficient,
-                &word.at,
-                format!("consent_sufficient is not valid for `{origin}`"),
-            );
-        }
-        if policy == GatePolicy::Ungated
-            && *origin == Origin::LoopRun
-            && !cx.opts.ungated_loop_run_allowlist.contains(id)
-        {
-            sink.error(
-                Code::UngatedLoopRun,
-                &word.at,
-                format!("`{id}` asks for an ungated loop_run, but the host has not allowlisted it"),
-            );
-        }
+        // The format clamps an `ungated` cell of a memory manifest.
+        let policy = if cx.memory && policy == GatePolicy::Ungated {
+            GatePolicy::GatedUnlessGranted
+        } else {
+            policy
+        };
         match origin {
             Origin::LoopRun => matrix.loop_run = Some(policy),
             Origin::Product => matrix.product = Some(policy),
             Origin::Automation => matrix.automation = Some(policy),
         }
     }
-    if !m.has("loop_run") {
-        sink.error(
-            Code::GateMatrix,
-            &m.at,
-            format!("the origin_gate_matrix of `{id}` has no `loop_run` policy"),
-        )
-        .help("add loop_run = \"gated_unless_granted\" (or \"forbidden\" to keep the model out)");
-    }
-    m.finish(sink);
     matrix
 }

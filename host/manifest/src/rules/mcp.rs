@@ -1,5 +1,6 @@
-//! `[mcp]`: a hosted MCP server with an HTTPS endpoint, a namespace, `max_tools ≥ 1`,
-//! effects, permission, gate matrix and `[[mcp.credentials]]`.
+//! `[mcp]`: a hosted MCP server with an HTTPS endpoint, a namespace equal to
+//! the id, `max_tools ≥ 1`, effects, permission, gate matrix and
+//! `[[mcp.credentials]]` (whose vendors need recipes like tools' do).
 
 use warden_core::spec::Audience;
 use warden_core::{Effect, Permission};
@@ -25,65 +26,60 @@ pub(super) fn check_mcp(v: &Val<'_>, at: At, cx: &mut Ctx<'_, '_>) -> Option<Mcp
     let t = Table::of(v, at, MCP, &mut cx.sink)?;
     let sink = &mut cx.sink;
     let server = t.req_str(sink, "server");
-    let audience = server
-        .as_ref()
-        .and_then(|s| match words::https_url(&s.v, false) {
-            Ok(url) => Some(Audience {
-                scheme: "https".into(),
-                host: url.host_str().unwrap_or_default().to_owned(),
-                port: url.port(),
-            }),
-            Err(why) => {
-                sink.error(Code::McpEndpoint, &s.at, format!("MCP server {why}"));
-                None
-            }
-        });
+    let audience = server.as_ref().and_then(|s| match words::https_url(&s.v) {
+        Ok(url) => Some(Audience {
+            scheme: "https".into(),
+            host: url.host_str().unwrap_or_default().to_ascii_lowercase(),
+            port: url.port(),
+        }),
+        Err(why) => {
+            sink.error(Code::McpEndpoint, &s.at, format!("MCP server {why}"));
+            None
+        }
+    });
     let namespace = t.req_str(sink, "namespace");
     if let Some(ns) = &namespace
-        && !words::is_name(&ns.v)
+        && !cx.ext_id.is_empty()
+        && ns.v != cx.ext_id
     {
         sink.error(
-            Code::InvalidName,
+            Code::McpNamespace,
             &ns.at,
-            format!("namespace `{}` is not a valid name", ns.v),
-        );
+            format!(
+                "namespace `{}` differs from the extension id `{}`",
+                ns.v, cx.ext_id
+            ),
+        )
+        .help(format!("set namespace = \"{}\"", cx.ext_id));
     }
     if !t.has("max_tools") {
         t.missing(sink, "max_tools");
     }
-    let max_tools = t.u64(sink, "max_tools");
-    if let Some(m) = &max_tools
-        && m.v == 0
-    {
-        sink.error(Code::McpMaxTools, &m.at, "max_tools must be at least 1");
-    }
-    let permission = t.str(sink, "default_permission");
-    let default_permission = permission
-        .as_ref()
-        .and_then(|p| words::word::<Permission>(sink, p))
+    let max_tools = t
+        .u64(sink, "max_tools")
+        .and_then(|m| match u32::try_from(m.v) {
+            Ok(0) => {
+                sink.error(Code::McpMaxTools, &m.at, "max_tools must be at least 1");
+                None
+            }
+            Ok(n) => Some(n),
+            Err(_) => {
+                sink.error(Code::McpMaxTools, &m.at, "max_tools must fit in 32 bits");
+                None
+            }
+        });
+    let default_permission = t
+        .str(sink, "default_permission")
+        .and_then(|p| words::word::<Permission>(sink, &p))
         .unwrap_or(Permission::Ask);
-    let effects = tool::effects(&t, cx);
-    if let Some(write) = effects.v.iter().find(|e| e.is_write())
-        && default_permission != Permission::Ask
-    {
-        let at = permission.map_or(effects.at.clone(), |p| p.at);
-        cx.sink.error(Code::WriteRequiresAsk, &at, format!("[mcp] has the write effect `{write}` but default_permission = \"{default_permission}\""));
-    }
-    let key = namespace.as_ref().map_or(String::new(), |n| n.v.clone());
-    let origin_gate_matrix = gate::check_matrix(&t, cx, &key);
+    let effects = tool::effects(&t, cx, true);
+    let origin_gate_matrix = gate::check_matrix(&t, cx);
     let derived = audience.clone().unwrap_or(Audience {
         scheme: "https".into(),
         host: String::new(),
         port: None,
     });
     let credentials = credential::check_mcp_credentials(&t, cx, &derived);
-    if !effects.v.contains(&Effect::Network) && t.has("effects") {
-        cx.sink.error(
-            Code::RequiresNetwork,
-            &effects.at,
-            "a hosted MCP server needs the `network` effect",
-        );
-    }
     if let Some((_, at)) = t.get("credentials").filter(|_| !credentials.is_empty())
         && !effects.v.contains(&Effect::UseSecret)
     {
@@ -98,7 +94,7 @@ pub(super) fn check_mcp(v: &Val<'_>, at: At, cx: &mut Ctx<'_, '_>) -> Option<Mcp
         server: server?.v,
         audience: audience?,
         namespace: namespace?.v,
-        max_tools: max_tools?.v,
+        max_tools: max_tools?,
         default_permission,
         effects: effects.v,
         origin_gate_matrix,

@@ -7,6 +7,9 @@ mod auth;
 mod credential;
 mod gate;
 mod mcp;
+pub(crate) mod standard_op;
+mod surfaces;
+mod text;
 mod tool;
 mod words;
 
@@ -14,14 +17,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use toml::de::{DeTable, DeValue};
-use warden_core::spec::CredentialSpec;
 
 use crate::diag::{Code, Sink};
 use crate::files::PackageFiles;
 use crate::model::{Implementation, Package, Trust};
-use crate::options::ValidationOptions;
-use crate::reader::{Table, wrong_type};
+use crate::options::{RESERVED_ID_PREFIXES, Source, USER_ID_PREFIX, ValidationOptions};
+use crate::reader::Table;
 use crate::span::{At, L};
+
+pub use standard_op::BINDABLE as STANDARD_OPS;
 
 /// The only accepted `schema_version`.
 pub const SCHEMA_VERSION: &str = "reborn.extension_manifest.v3";
@@ -38,12 +42,15 @@ const ROOT: &[&str] = &[
     "mcp",
     "tools",
     "auth",
+    "admin_configuration",
+    "memory",
+    "channel",
     // Legacy shapes, refused with their own diagnostic.
     "host_api",
     "capability_provider",
     "capabilities",
 ];
-const RUNTIME: &[&str] = &["kind", "module"];
+const RUNTIME: &[&str] = &["kind", "module", "service"];
 
 /// State shared by the rules while one manifest is checked.
 pub(crate) struct Ctx<'s, 'f> {
@@ -52,12 +59,16 @@ pub(crate) struct Ctx<'s, 'f> {
     pub(crate) files: &'f dyn PackageFiles,
     /// The extension id when it is valid (empty otherwise), to check capability prefixes.
     pub(crate) ext_id: String,
-    /// Vendors of `[[tools.credentials]]`, which need a recipe.
+    /// Vendors of tool and MCP credentials, which need a recipe.
     pub(crate) vendor_uses: Vec<L<String>>,
     /// Every vendor any credential names.
     pub(crate) vendors_referenced: BTreeSet<String>,
-    /// The first declaration of each handle in the package.
-    pub(crate) handles: BTreeMap<String, (CredentialSpec, At)>,
+    /// Whether the manifest has an `[mcp]` table (its `[[tools]]` are pinned).
+    pub(crate) mcp: bool,
+    /// Whether the manifest has a `[memory]` table (opens `ironclaw.memory.*` ids).
+    pub(crate) memory: bool,
+    /// `standard_op`s bound so far, with where.
+    pub(crate) standard_ops: BTreeMap<String, At>,
 }
 
 impl std::fmt::Debug for Ctx<'_, '_> {
@@ -81,7 +92,9 @@ impl<'s, 'f> Ctx<'s, 'f> {
             ext_id: String::new(),
             vendor_uses: Vec::new(),
             vendors_referenced: BTreeSet::new(),
-            handles: BTreeMap::new(),
+            mcp: false,
+            memory: false,
+            standard_ops: BTreeMap::new(),
         }
     }
 
@@ -89,12 +102,37 @@ impl<'s, 'f> Ctx<'s, 'f> {
     pub(crate) fn into_sink(self) -> Sink<'s> {
         self.sink
     }
+
+    /// Record that `what` at `at` needs another package source than the one checked.
+    fn tier(&mut self, at: &At, what: String, needs: Source) {
+        let got = self.opts.source;
+        self.sink
+            .error(
+                Code::SourceTier,
+                at,
+                format!(
+                    "{what} is only allowed in a {} package; this one is checked as {}",
+                    needs.as_str(),
+                    got.as_str()
+                ),
+            )
+            .help(format!(
+                "remove it, or check with `--as {}` if the package is {}",
+                needs.as_str(),
+                match needs {
+                    Source::Bundled => "built into the host",
+                    Source::User => "registered by the user",
+                    Source::Installed => "installed",
+                }
+            ));
+    }
 }
 
 /// Check the whole document and build the package (meaningful only without errors).
 pub(crate) fn check_document(doc: &DeTable<'_>, root: PathBuf, cx: &mut Ctx<'_, '_>) -> Package {
     let t = Table::new(doc, At::root(), ROOT);
     legacy(&t, cx);
+    text::check_controls(&t, cx);
     let sink = &mut cx.sink;
     if let Some(v) = t.req_str(sink, "schema_version")
         && v.v != SCHEMA_VERSION
@@ -105,8 +143,8 @@ pub(crate) fn check_document(doc: &DeTable<'_>, root: PathBuf, cx: &mut Ctx<'_, 
             format!("unsupported schema_version `{}`", v.v),
         );
     }
-    let mut valid_id = false;
-    let id = t.req_str(sink, "id").map(|id| {
+    let id = t.req_str(sink, "id");
+    if let Some(id) = &id {
         match words::id_problem(&id.v) {
             Some(problem) => {
                 sink.error(
@@ -115,69 +153,108 @@ pub(crate) fn check_document(doc: &DeTable<'_>, root: PathBuf, cx: &mut Ctx<'_, 
                     format!("extension id `{}` {problem}", id.v),
                 );
             }
-            None => valid_id = true,
+            // Capability prefixes are checked only against a valid extension id.
+            None => cx.ext_id = id.v.clone(),
         }
-        id.v
-    });
-    // Capability prefixes are checked only against a valid extension id.
-    if valid_id {
-        cx.ext_id = id.clone().unwrap_or_default();
-    }
-    let name = non_empty(&t, cx, "name");
-    let description = non_empty(&t, cx, "description");
-    let sink = &mut cx.sink;
-    let version = t.req_str(sink, "version").map(|v| {
-        if !words::is_semver(&v.v) {
-            sink.error(
-                Code::InvalidVersion,
-                &v.at,
-                format!("version `{}` is not MAJOR.MINOR.PATCH", v.v),
+        let source = cx.opts.source;
+        if let Some(prefix) = RESERVED_ID_PREFIXES.iter().find(|p| id.v.starts_with(*p))
+            && source != Source::Bundled
+        {
+            cx.tier(&id.at, format!("the id prefix `{prefix}`"), Source::Bundled);
+        }
+        if id.v.starts_with(USER_ID_PREFIX) && source != Source::User {
+            cx.tier(
+                &id.at,
+                format!("the id prefix `{USER_ID_PREFIX}`"),
+                Source::User,
             );
         }
-        v.v
-    });
-    let requested_trust = t
-        .str(sink, "trust")
-        .map_or(Trust::ThirdParty, |w| trust(sink, &w));
-    if let Some((v, at)) = t.get("metadata")
-        && !v.get_ref().is_table()
-    {
-        wrong_type(sink, &at, "a table", v.get_ref());
+    }
+    let name = non_blank(&t, cx, "name");
+    let description = non_blank(&t, cx, "description");
+    let version = non_blank(&t, cx, "version");
+    let requested_trust = match t.str(&mut cx.sink, "trust") {
+        None => Trust::Untrusted,
+        Some(w) => {
+            let trust = trust(&mut cx.sink, &w);
+            if trust.is_bundled_only() && cx.opts.source != Source::Bundled {
+                cx.tier(&w.at, format!("trust = \"{trust}\""), Source::Bundled);
+            }
+            trust
+        }
+    };
+    cx.mcp = t.has("mcp");
+    let memory = surfaces::check_memory(&t, cx);
+    cx.memory = memory;
+    let channel = surfaces::check_channel(&t, cx);
+    if let (Some((_, at)), true) = (t.get("channel"), cx.mcp) {
+        cx.sink.error(
+            Code::Implementation,
+            &at,
+            "[channel] and [mcp] are mutually exclusive",
+        );
     }
     let implementation = implementation(&t, cx);
+    if let Some((_, at)) = t.get("memory")
+        && !matches!(implementation, Some(Implementation::FirstParty { .. }))
+    {
+        cx.sink.error(
+            Code::Memory,
+            &at,
+            "a [memory] surface needs [runtime] kind = \"first_party\"",
+        );
+    }
+    let admin_configuration = surfaces::check_admin(&t, cx);
+    if let Some((_, at)) = t.get("admin_configuration")
+        && cx.opts.source != Source::Bundled
+    {
+        cx.tier(&at, "[admin_configuration]".to_owned(), Source::Bundled);
+    }
     let auth = auth::check_recipes(&t, cx);
     let capabilities = tool::check_tools(&t, cx);
-    if matches!(
-        implementation,
-        Some(Implementation::Wasm { .. } | Implementation::FirstParty)
-    ) && capabilities.is_empty()
-        && !t.has("tools")
+    if let Some(Implementation::Mcp(mcp)) = &implementation
+        && let Some(clash) = capabilities
+            .iter()
+            .find(|c| c.id == format!("{}.mcp_server", mcp.namespace))
+        && let Some(tables) = t.get("tools")
     {
-        cx.sink
-            .error(Code::NoTools, &t.at, "the package declares no [[tools]]");
+        cx.sink.error(
+            Code::DuplicateCapability,
+            &tables.1,
+            format!(
+                "capability id `{}` is taken by the MCP server's template",
+                clash.id
+            ),
+        );
     }
     auth::cross_check(&auth, cx);
     t.finish(&mut cx.sink);
     Package {
-        id: id.unwrap_or_default(),
+        id: id.map(|i| i.v).unwrap_or_default(),
         name,
-        version: version.unwrap_or_default(),
+        version,
         description,
         requested_trust,
-        implementation: implementation.unwrap_or(Implementation::FirstParty),
+        implementation: implementation.unwrap_or(Implementation::FirstParty {
+            service: String::new(),
+        }),
         root,
         capabilities,
         auth: auth.valid,
+        admin_configuration,
+        memory,
+        channel,
     }
 }
 
-fn non_empty(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, key: &str) -> String {
+/// A required string that must not be blank after trimming.
+pub(crate) fn non_blank(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>, key: &str) -> String {
     let Some(v) = t.req_str(&mut cx.sink, key) else {
         return String::new();
     };
     if v.v.trim().is_empty() {
         cx.sink
-            .error(Code::EmptyValue, &v.at, format!("`{key}` is empty"));
+            .error(Code::EmptyValue, &v.at, format!("`{key}` is blank"));
     }
     v.v
 }
@@ -187,8 +264,8 @@ fn trust(sink: &mut Sink<'_>, w: &L<String>) -> Trust {
         Some(t) => *t,
         None => {
             sink.error(Code::UnknownValue, &w.at, format!("unknown trust `{}`", w.v))
-                .help("use one of: `third_party` `first_party` `system` (a request; the host decides effective trust)");
-            Trust::ThirdParty
+                .help("use one of: `untrusted` `third_party` `first_party_requested` `system_requested` (a request; the host decides effective trust)");
+            Trust::Untrusted
         }
     }
 }
@@ -246,9 +323,17 @@ fn implementation(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Implementat
     let sink = &mut cx.sink;
     let kind = rt.req_str(sink, "kind");
     let module = rt.str(sink, "module");
+    let service = rt.str(sink, "service");
     rt.finish(sink);
     match kind?.v.as_str() {
         "wasm" => {
+            if let Some(service) = &service {
+                sink.error(
+                    Code::Runtime,
+                    &service.at,
+                    "a wasm runtime has no `service`",
+                );
+            }
             let Some(module) = module else {
                 rt.missing(sink, "module");
                 return None;
@@ -266,14 +351,26 @@ fn implementation(t: &Table<'_, '_>, cx: &mut Ctx<'_, '_>) -> Option<Implementat
             Some(Implementation::Wasm { module: module.v })
         }
         "first_party" => {
-            if let Some(module) = module {
+            if let Some(module) = &module {
                 sink.error(
                     Code::Runtime,
                     &module.at,
                     "a first_party runtime has no `module`",
                 );
             }
-            Some(Implementation::FirstParty)
+            let Some(service) = service else {
+                rt.missing(sink, "service");
+                return None;
+            };
+            if cx.opts.source != Source::Bundled {
+                let at = rt.get("kind").map_or(rt.at.clone(), |(_, at)| at);
+                cx.tier(
+                    &at,
+                    "[runtime] kind = \"first_party\"".to_owned(),
+                    Source::Bundled,
+                );
+            }
+            Some(Implementation::FirstParty { service: service.v })
         }
         other => {
             let at = rt.get("kind").map(|(_, at)| at).unwrap_or(rt.at.clone());

@@ -29,29 +29,75 @@ pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether `name` is a handle, vendor or namespace name (`[a-z0-9_-]+`, starting alphanumeric).
-pub(crate) fn is_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
+/// Why a capability id is refused, if it is: at least two `.`-separated
+/// segments, each starting with `a-z0-9` and using only `a-z 0-9 _ -`.
+pub(crate) fn capability_problem(id: &str) -> Option<&'static str> {
+    if let Some(problem) = id_problem(id) {
+        return Some(problem);
+    }
+    let segments: Vec<_> = id.split('.').collect();
+    if segments.len() < 2 {
+        Some("has fewer than two `.`-separated segments")
+    } else if segments
+        .iter()
+        .any(|s| !s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric))
+    {
+        Some("has a segment that does not start with a letter or digit")
+    } else {
+        None
+    }
 }
 
-/// Whether `host` is a literal lowercase DNS name (no wildcard, port, path or userinfo).
+/// Whether `name` is a name segment (extension id, vendor, handle): 1-128
+/// bytes of `a-z 0-9 _ - .`, starting with `a-z0-9`, no `..`, not ending with `.`.
+pub(crate) fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && !name.contains("..")
+        && !name.ends_with('.')
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+        })
+}
+
+/// Whether `host` is a literal host of the format: 1-253 bytes of ASCII
+/// alphanumerics, `.`, `-`, `_` (any case), no leading or trailing `.`, no `..`.
 pub(crate) fn is_literal_host(host: &str) -> bool {
     !host.is_empty()
         && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
+        && !host.starts_with('.')
+        && !host.ends_with('.')
+        && !host.contains("..")
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// Whether `pattern` is a host pattern: `*`, or an optional `*.` then a literal host.
+pub(crate) fn is_host_pattern(pattern: &str) -> bool {
+    pattern == "*"
+        || (pattern.len() <= 253 && is_literal_host(pattern.strip_prefix("*.").unwrap_or(pattern)))
+}
+
+/// Why `text` is refused for holding a control character, if it is (`\n`
+/// and `\t` are text; `\r` only right before `\n` when `multiline`).
+pub(crate) fn control_problem(text: &str, multiline: bool) -> Option<String> {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let allowed = match c {
+            '\n' | '\t' => multiline,
+            '\r' => multiline && chars.peek() == Some(&'\n'),
+            c => {
+                !c.is_control()
+                    && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            }
+        };
+        if !allowed {
+            return Some(format!("U+{:04X}", c as u32));
+        }
+    }
+    None
 }
 
 /// Parse a closed-vocabulary word, recording an error when it is unknown.
@@ -74,61 +120,59 @@ pub(crate) fn word<T: FromStr<Err = warden_core::UnknownWord>>(
     }
 }
 
-/// Why `raw` is not an acceptable HTTPS endpoint (no userinfo or fragment;
-/// `allow_query` for authorization endpoints), with the parsed URL otherwise.
-pub(crate) fn https_url(raw: &str, allow_query: bool) -> Result<url::Url, String> {
-    let url = url::Url::parse(raw).map_err(|e| format!("`{raw}` is not a URL ({e})"))?;
-    if url.scheme() != "https" {
-        return Err(format!(
-            "`{raw}` uses `{}`; only https is accepted",
-            url.scheme()
-        ));
+/// Why `raw` is not an HTTPS endpoint of the format (literal `https://`, a
+/// non-empty authority without `@` or `*`, no `#` or whitespace; queries,
+/// ports, IP addresses and upper case are allowed), with the parsed URL otherwise.
+pub(crate) fn https_url(raw: &str) -> Result<url::Url, String> {
+    let Some(rest) = raw.strip_prefix("https://") else {
+        return Err(format!("`{raw}` does not start with `https://`"));
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    if authority.is_empty() {
+        return Err(format!("`{raw}` has no host"));
     }
-    if !url.username().is_empty() || url.password().is_some() {
+    if authority.contains('@') {
         return Err(format!("`{raw}` contains userinfo"));
     }
-    if url.fragment().is_some() {
+    if authority.contains('*') {
+        return Err(format!("`{raw}` contains a wildcard host"));
+    }
+    if raw.contains('#') {
         return Err(format!("`{raw}` contains a fragment"));
     }
-    if !allow_query && url.query().is_some() {
-        return Err(format!("`{raw}` contains a query string"));
+    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("`{raw}` contains whitespace"));
     }
-    match url.host() {
-        Some(url::Host::Domain(d)) if is_literal_host(d) => Ok(url),
-        Some(url::Host::Domain(_)) | None => Err(format!("`{raw}` has no literal host")),
-        Some(_) => Err(format!("`{raw}` uses an IP address; use a host name")),
+    let url = url::Url::parse(raw).map_err(|e| format!("`{raw}` is not a URL ({e})"))?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{raw}` has no host"));
     }
+    Ok(url)
 }
 
-/// Whether `text` is a version `MAJOR.MINOR.PATCH` with optional `-pre` / `+build`.
-pub(crate) fn is_semver(text: &str) -> bool {
-    let core = text.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<_> = core.split('.').collect();
-    let rest_ok = text[core.len()..]
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
-    parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && rest_ok
-}
-
-/// Whether `pointer` is an RFC 6901 JSON pointer (`""` or `/a/b`, `~` only as `~0`/`~1`).
-pub(crate) fn is_json_pointer(pointer: &str) -> bool {
-    if pointer.is_empty() {
-        return true;
+/// Why `pointer` is not a bounded JSON pointer (non-empty, starts with `/`,
+/// at most 8 tokens, none empty or containing `*`, `~` only as `~0`/`~1`).
+pub(crate) fn pointer_problem(pointer: &str) -> Option<&'static str> {
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Some("must start with `/`");
+    };
+    let tokens: Vec<_> = rest.split('/').collect();
+    if tokens.len() > 8 {
+        return Some("has more than 8 reference tokens");
     }
-    if !pointer.starts_with('/') {
-        return false;
+    if tokens.iter().any(|t| t.is_empty()) {
+        return Some("has an empty reference token");
+    }
+    if pointer.contains('*') {
+        return Some("contains `*`");
     }
     let mut chars = pointer.chars();
     while let Some(c) = chars.next() {
         if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return false;
+            return Some("uses `~` other than `~0` or `~1`");
         }
     }
-    true
+    None
 }
 
 #[cfg(test)]
@@ -144,32 +188,46 @@ mod tests {
         assert!(id_problem("a..b").is_some());
         assert!(id_problem(".a").is_some());
         assert!(id_problem("a b").is_some());
+        assert!(is_name("mem0.local.memory"));
+        assert!(!is_name("a.") && !is_name("-a") && !is_name("a..b"));
     }
 
     #[test]
     fn hosts_and_urls() {
         assert!(is_literal_host("api.github.com"));
+        assert!(is_literal_host("API.git_hub.com"));
         assert!(!is_literal_host("*.github.com"));
-        assert!(!is_literal_host("API.github.com"));
         assert!(!is_literal_host("api.github.com:443"));
-        assert!(https_url("https://mcp.notion.com/mcp", false).is_ok());
-        assert!(https_url("http://mcp.notion.com/mcp", false).is_err());
-        assert!(https_url("https://u:p@mcp.notion.com/", false).is_err());
-        assert!(https_url("https://mcp.notion.com/?a=b", false).is_err());
-        assert!(https_url("https://mcp.notion.com/?a=b", true).is_ok());
-        assert!(https_url("https://mcp.notion.com/#x", true).is_err());
-        assert!(https_url("https://127.0.0.1/", true).is_err());
+        assert!(is_host_pattern("*") && is_host_pattern("*.example.com"));
+        assert!(!is_host_pattern("a.*.com"));
+        assert!(https_url("https://mcp.notion.com/mcp").is_ok());
+        assert!(https_url("https://mcp.notion.com/?a=b").is_ok());
+        assert!(https_url("https://127.0.0.1:8443/x").is_ok());
+        assert!(https_url("http://mcp.notion.com/mcp").is_err());
+        assert!(https_url("https://u:p@mcp.notion.com/").is_err());
+        assert!(https_url("https://mcp.notion.com/#x").is_err());
+        assert!(https_url("https://*.notion.com/").is_err());
+        assert!(https_url("https:///x").is_err());
     }
 
     #[test]
-    fn versions_and_pointers() {
-        assert!(is_semver("0.1.0"));
-        assert!(is_semver("1.2.3-beta.1+b5"));
-        assert!(!is_semver("1.2"));
-        assert!(!is_semver("v1.2.3"));
-        assert!(is_json_pointer("/access_token"));
-        assert!(is_json_pointer("/a~1b/c~0"));
-        assert!(!is_json_pointer("access_token"));
-        assert!(!is_json_pointer("/a~2"));
+    fn pointers_and_controls() {
+        assert_eq!(pointer_problem("/access_token"), None);
+        assert_eq!(pointer_problem("/a~1b/c~0"), None);
+        for bad in [
+            "",
+            "access_token",
+            "/a~2",
+            "/a//b",
+            "/*",
+            "/1/2/3/4/5/6/7/8/9",
+        ] {
+            assert!(pointer_problem(bad).is_some(), "{bad}");
+        }
+        assert_eq!(control_problem("a\nb\tc\r\n", true), None);
+        assert!(control_problem("a\nb", false).is_some());
+        assert!(control_problem("a\u{1b}[2J", true).is_some());
+        assert!(control_problem("a\rb", true).is_some());
+        assert!(control_problem("a\u{202e}b", true).is_some());
     }
 }

@@ -1,6 +1,7 @@
 //! Integration tests of `warden-manifest`, one binary.
 
 mod contract;
+mod format;
 mod packages;
 mod parser_never_panics;
 mod ui;
@@ -14,9 +15,13 @@ pub(crate) fn ui_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui")
 }
 
-/// Options the fixtures are checked with: one capability allowlisted for ungated loop_run.
+/// Options the fixtures are checked with: as host-bundled packages (the
+/// tier that allows every feature of the format), with one capability
+/// allowlisted for ungated loop_run.
 pub(crate) fn fixture_options() -> ValidationOptions {
-    ValidationOptions::default().allow_ungated_loop_run("example.status")
+    ValidationOptions::default()
+        .source(warden_manifest::Source::Bundled)
+        .allow_ungated_loop_run("example.status")
 }
 
 /// Validate `text` as a manifest whose files live in `tests/ui/assets`.

@@ -1,6 +1,8 @@
-//! Every package under the workspace's `packages/*/` validates. Packages are
-//! written independently of this crate, so an empty `packages/` passes; an
-//! invalid package fails with its diagnostics.
+//! Every package under the workspace's `packages/*/` and
+//! `tests/fixtures/packages/*/` validates, and the shipped packages pass the
+//! repository review rules (the lint ratchet). Packages are written
+//! independently of this crate, so an empty `packages/` passes; an invalid
+//! package fails with its diagnostics.
 
 use std::path::Path;
 
@@ -20,7 +22,15 @@ fn check_packages(dir: &Path) -> Result<Vec<String>, String> {
             continue; // a package being written has no manifest yet
         }
         match load_package(&path, &opts) {
-            Ok(package) => summaries.push(warden_manifest::summary(&package)),
+            Ok(package) => {
+                let lints = warden_manifest::lints(&package, &opts);
+                if lints.is_empty() {
+                    summaries.push(warden_manifest::summary(&package));
+                } else {
+                    let lines: Vec<_> = lints.iter().map(ToString::to_string).collect();
+                    failures.push(format!("{}:\n{}", path.display(), lines.join("\n")));
+                }
+            }
             Err(diags) => failures.push(diags.to_string()),
         }
     }
@@ -36,6 +46,15 @@ fn workspace_packages_validate() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages");
     match check_packages(&dir) {
         Ok(summaries) => summaries.iter().for_each(|s| println!("{s}")),
+        Err(failures) => panic!("{failures}"),
+    }
+}
+
+#[test]
+fn fixture_packages_validate() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/packages");
+    match check_packages(&dir) {
+        Ok(summaries) => assert!(!summaries.is_empty()),
         Err(failures) => panic!("{failures}"),
     }
 }
@@ -57,5 +76,32 @@ fn an_invalid_package_fails_and_an_empty_dir_passes() {
         err.contains("error[schema_version]") && err.contains("broken/manifest.toml"),
         "{err}"
     );
+    // The ratchet: a package the format accepts but the review rules flag fails too.
+    std::fs::remove_dir_all(dir.join("broken")).expect("rm");
+    std::fs::create_dir_all(dir.join("lax/schemas")).expect("mkdir");
+    std::fs::write(dir.join("lax/schemas/in.json"), "{}").expect("write");
+    std::fs::write(
+        dir.join("lax/manifest.toml"),
+        r#"schema_version = "reborn.extension_manifest.v3"
+id = "lax"
+name = "Lax"
+version = "1"
+description = "Accepted by the format, flagged by review."
+
+[runtime]
+kind = "wasm"
+module = "wasm/lax.wasm"
+
+[[tools]]
+id = "lax.go"
+description = "Go."
+default_permission = "allow"
+origin_gate_matrix = { loop_run = "gated_unless_granted", automation = "consent_sufficient" }
+input_schema_ref = "schemas/in.json"
+"#,
+    )
+    .expect("write");
+    let err = check_packages(&dir).expect_err("lint");
+    assert!(err.contains("warning[consent_sufficient]"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -260,7 +260,7 @@ fn grant_for_another_origin_or_capability_does_not_cover() {
 fn non_model_tools_are_not_invocable_by_the_model() {
     let authorizer = Authorizer::new(["gh.op"]);
     let scope = InvocationScope::location("loc");
-    for visibility in [Visibility::Product, Visibility::Hidden] {
+    for visibility in [Visibility::Api, Visibility::HostInternal] {
         let mut p = policy(L, Ungated, Allow, &[]);
         p.gate.product = Some(Ungated);
         p.visibility = visibility;

@@ -38,7 +38,7 @@ fn registry() -> (Registry, crate::Registration) {
                     json!({"type": "object"}),
                     Executor::key("github.admin"),
                 )
-                .with_visibility(Visibility::Hidden),
+                .with_visibility(Visibility::HostInternal),
             )?;
             Ok(())
         })
