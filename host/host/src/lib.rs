@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod accounts;
 mod config;
 mod error;
 mod host;
@@ -32,11 +33,12 @@ mod location;
 mod outcome;
 mod source;
 
+pub use accounts::{AccountError, DeclaredCredential};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use location::Location;
-pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{LoadedPackage, PackageSource, content_digest, load as load_package};
 
 pub use warden_core::Origin;

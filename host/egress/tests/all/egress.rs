@@ -336,7 +336,9 @@ async fn query_and_path_injection_follow_the_declaration() {
     let store = fx.egress.store();
     for handle in ["q", "p"] {
         let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
-        store.put(&key, secrecy::SecretString::from(TOKEN)).unwrap();
+        store
+            .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+            .unwrap();
     }
     let mut query = github_credential();
     query.handle = "q".into();
