@@ -104,6 +104,11 @@ vendor = "github"
 scopes = ["repo"]
 audience = {{ scheme = "https", host = "{audience}" }}
 injection = {{ type = "header", name = "authorization", prefix = "Bearer " }}
+
+[auth.github]
+method = "api_key"
+display_name = "GitHub token"
+label = "Token"
 "#
     );
     std::fs::write(root.join("manifest.toml"), manifest).unwrap();
