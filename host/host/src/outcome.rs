@@ -131,7 +131,7 @@ impl CallFailure {
                 scopes: auth.needed.scopes.clone(),
                 extension: auth.extension_id.clone(),
                 handle: Some(auth.handle.clone()),
-                reason: auth.reason,
+                reason: Some(auth.reason),
             }),
             CallFailure::Runtime {
                 error:
@@ -146,7 +146,7 @@ impl CallFailure {
                 scopes: scopes.clone(),
                 extension: extension.clone(),
                 handle: None,
-                reason: AuthReason::Missing,
+                reason: None,
             }),
             _ => None,
         }
@@ -183,8 +183,10 @@ pub struct AuthDetails {
     pub extension: String,
     /// The credential handle, when known.
     pub handle: Option<String>,
-    /// Why: `missing`, `unbound`, `consent` or `audience`.
-    pub reason: AuthReason,
+    /// Why: `missing`, `unbound`, `consent` or `audience`. `None` when the
+    /// guest reported it (an optional credential it asked for); the host's
+    /// precheck of required credentials always says why.
+    pub reason: Option<AuthReason>,
 }
 
 fn refusal_code(failure: &ToolFailure) -> &'static str {

@@ -251,38 +251,52 @@ pub(crate) fn lookup<S: SecretStore + ?Sized>(
         request.handle,
         request.scopes.iter().cloned(),
     );
-    let mut candidates = vec![exact.clone()];
-    candidates.extend(
-        store
-            .list()?
-            .into_iter()
-            .filter(|k| *k != exact && k.covers(request.vendor, request.handle, request.scopes)),
-    );
     let mut refusal = AuthReason::Missing;
-    for key in candidates {
-        let Some(value) = store.get(&key)? else {
-            continue;
-        };
-        if value.expose_secret().is_empty() {
-            continue;
-        }
-        let mut binding = store.binding(&key)?.unwrap_or_default();
-        match binding.check(request.extension, &request.audience) {
-            Ok(()) => return Ok(Lookup::Found(value)),
-            Err(AuthReason::Unbound)
-                if binding.created_by.as_deref() == Some(request.extension) =>
-            {
-                binding.add_audiences([request.audience.clone()]);
-                binding.allow(request.extension);
-                store.set_binding(&key, &binding)?;
-                tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
-                return Ok(Lookup::Found(value));
-            }
-            Err(reason) if reason.rank() > refusal.rank() => refusal = reason,
-            Err(_) => {}
+    if let Some(value) = try_account(store, &exact, request, &mut refusal)? {
+        return Ok(Lookup::Found(value));
+    }
+    for key in store.list()? {
+        if key != exact
+            && key.covers(request.vendor, request.handle, request.scopes)
+            && let Some(value) = try_account(store, &key, request, &mut refusal)?
+        {
+            return Ok(Lookup::Found(value));
         }
     }
     Ok(Lookup::Refused(refusal))
+}
+
+/// The value of `key` if its binding allows `request`; otherwise raise
+/// `refusal` to this account's reason when that is more specific.
+fn try_account<S: SecretStore + ?Sized>(
+    store: &S,
+    key: &AccountKey,
+    request: &CredentialRequest<'_>,
+    refusal: &mut AuthReason,
+) -> Result<Option<SecretString>, SecretError> {
+    let Some(value) = store.get(key)? else {
+        return Ok(None);
+    };
+    if value.expose_secret().is_empty() {
+        return Ok(None);
+    }
+    let mut binding = store.binding(key)?.unwrap_or_default();
+    match binding.check(request.extension, &request.audience) {
+        Ok(()) => Ok(Some(value)),
+        Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(request.extension) => {
+            binding.add_audiences([request.audience.clone()]);
+            binding.allow(request.extension);
+            store.set_binding(key, &binding)?;
+            tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
+            Ok(Some(value))
+        }
+        Err(reason) => {
+            if reason.rank() > refusal.rank() {
+                *refusal = reason;
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// Allow `extension` to use every account of `vendor`; the accounts changed.

@@ -160,7 +160,7 @@ fn auth_reason(outcome: &InvokeOutcome, extension: &str) -> AuthReason {
     assert_eq!(details.vendor.as_deref(), Some("github"));
     assert_eq!(details.scopes, ["repo"]);
     assert_eq!(details.extension, extension);
-    details.reason
+    details.reason.expect("the host says why")
 }
 
 fn assert_no_secret_arrived(server: &TestServer) {
