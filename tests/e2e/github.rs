@@ -58,6 +58,10 @@ async fn a_missing_secret_is_auth_required_before_any_request() {
     let out = run.json();
     assert_eq!(out["code"], "auth_required", "{out}");
     assert!(out["message"].as_str().unwrap().contains("github"), "{out}");
+    assert_eq!(out["auth"]["reason"], "missing", "{out}");
+    assert_eq!(out["auth"]["vendor"], "github", "{out}");
+    assert_eq!(out["auth"]["extension"], "github", "{out}");
+    assert_eq!(out["auth"]["scopes"], serde_json::json!(["repo"]), "{out}");
     assert!(
         fake.requests().is_empty(),
         "nothing was sent without a credential"

@@ -146,12 +146,32 @@ impl From<OriginArg> for warden_core::Origin {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum SecretCommand {
-    /// Store a credential value (prompted for, or read from stdin).
-    Set(SecretKeyArgs),
-    /// List stored credentials (never their values).
+    /// Store a credential value (prompted for, or read from stdin), bound to
+    /// the audiences the extension it is for declares and usable by it only.
+    Set(SecretSetArgs),
+    /// List stored accounts: vendor, handle, scopes, audiences and allowed
+    /// extensions (never values).
     List,
     /// Remove a stored credential.
     Rm(SecretKeyArgs),
+    /// Allow another extension to use the stored accounts of a vendor (toward
+    /// those accounts' own audiences only).
+    Allow {
+        /// The extension to allow (`gmail`).
+        extension: String,
+        /// The vendor of the accounts (`google`).
+        vendor: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SecretSetArgs {
+    #[command(flatten)]
+    pub(crate) key: SecretKeyArgs,
+    /// The extension the account is for (needed when several installed
+    /// extensions declare this vendor and handle).
+    #[arg(long)]
+    pub(crate) extension: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -160,7 +180,8 @@ pub(crate) struct SecretKeyArgs {
     pub(crate) vendor: String,
     /// Credential handle the manifest declares (`github_runtime_token`).
     pub(crate) handle: String,
-    /// Scopes the account has (repeatable).
+    /// Scopes the account has (repeatable; `set` defaults to the scopes the
+    /// extension declares).
     #[arg(long = "scope")]
     pub(crate) scopes: Vec<String>,
 }

@@ -12,7 +12,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls_pki_types::ServerName;
 use warden_core::net::{CallNetwork, GuestRequest};
 use warden_core::spec::CredentialSpec;
-use warden_egress::secrets::{AccountKey, MemoryStore};
+use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing::{self, TestCa, TestResponse, TestServer};
 use warden_egress::{Egress, EgressConfig};
 
@@ -50,8 +50,14 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
         max_requests_per_call: u32::MAX,
         ..testing::config(&ca, &[("api.github.com", 443)])
     };
+    let api = AccountAudience {
+        scheme: "https".into(),
+        host: "api.github.com".into(),
+        port: 443,
+    };
     let store = MemoryStore::new().with(
         AccountKey::new("github", "gh", ["repo"]),
+        AccountBinding::new("github", [api]),
         "ghp_BenchToken0123456789abcdefghijkl",
     );
     let egress = Egress::new(config, Arc::new(store), Arc::new(resolver)).unwrap();

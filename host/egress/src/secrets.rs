@@ -5,15 +5,21 @@
 //! environment, and [`MemoryStore`] is for embedders and tests. Values are
 //! [`SecretString`]s (zeroized on drop); listing returns keys only.
 //!
+//! Every account is bound ([`AccountBinding`]): the audiences it may be sent
+//! to and the extensions allowed to use it. [`SecretStore::lookup`] is the
+//! one way a call gets a value, and it applies that binding (see [`account`]).
+//!
 //! ```
 //! use secrecy::SecretString;
-//! use warden_egress::secrets::{AccountKey, MemoryStore, SecretStore};
+//! use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore, SecretStore};
 //! let store = MemoryStore::new();
 //! let key = AccountKey::new("github", "github_token", ["repo"]);
-//! store.put(&key, SecretString::from("ghp_example")).unwrap();
+//! let api = AccountAudience { scheme: "https".into(), host: "api.github.com".into(), port: 443 };
+//! store.put_bound(&key, &AccountBinding::new("github", [api]), SecretString::from("ghp_example")).unwrap();
 //! assert_eq!(store.list().unwrap(), vec![key]);
 //! ```
 
+pub mod account;
 mod env;
 mod file;
 
@@ -23,6 +29,9 @@ use std::sync::Mutex;
 
 use secrecy::SecretString;
 
+pub use account::{
+    Account, AccountAudience, AccountBinding, AuthReason, CredentialRequest, Lookup,
+};
 pub use env::EnvStore;
 pub use file::{EncryptedFileStore, KeySource};
 
@@ -45,6 +54,9 @@ pub enum SecretError {
     /// The store does not support writing.
     #[error("this secret store is read-only")]
     ReadOnly,
+    /// A binding was set for an account that is not stored.
+    #[error("no account {0} is stored")]
+    NoSuchAccount(String),
 }
 
 /// Identifies a stored account: vendor, credential handle and scopes
@@ -98,46 +110,74 @@ impl fmt::Display for AccountKey {
     }
 }
 
-/// A store of credential values.
+/// A store of credential values and the binding of each.
 pub trait SecretStore: Send + Sync + fmt::Debug {
-    /// The value stored under exactly `key`.
+    /// The value stored under exactly `key` (no binding check: for the
+    /// host's own flows, never for a call).
     fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError>;
 
-    /// Store `value` under `key`, replacing any previous value.
+    /// Store `value` under `key`, replacing any previous value and keeping
+    /// its binding. A new account has none (unbound: refused) until
+    /// [`SecretStore::set_binding`]; prefer [`SecretStore::put_bound`].
     fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError>;
 
-    /// Remove `key`; whether it existed.
+    /// Remove `key` and its binding; whether it existed.
     fn delete(&self, key: &AccountKey) -> Result<bool, SecretError>;
 
     /// Every stored key (never values).
     fn list(&self) -> Result<Vec<AccountKey>, SecretError>;
 
-    /// The value for a credential: the exact key, else an account whose scopes cover `scopes`.
-    fn find(
-        &self,
-        vendor: &str,
-        handle: &str,
-        scopes: &[String],
-    ) -> Result<Option<SecretString>, SecretError> {
-        let exact = AccountKey::new(vendor, handle, scopes.iter().cloned());
-        if let Some(value) = self.get(&exact)? {
-            return Ok(Some(value));
-        }
-        for key in self.list()? {
-            if key.covers(vendor, handle, scopes)
-                && let Some(value) = self.get(&key)?
-            {
-                return Ok(Some(value));
-            }
-        }
+    /// The binding of `key`; `None` when none is recorded (such an account
+    /// is refused as unbound). A store that keeps none records none.
+    fn binding(&self, _key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(None)
+    }
+
+    /// Record the binding of the stored account `key`.
+    fn set_binding(&self, _key: &AccountKey, _binding: &AccountBinding) -> Result<(), SecretError> {
+        Err(SecretError::ReadOnly)
+    }
+
+    /// Store `value` under `key` with `binding` (connecting an account).
+    fn put_bound(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+        value: SecretString,
+    ) -> Result<(), SecretError> {
+        self.put(key, value)?;
+        self.set_binding(key, binding)
+    }
+
+    /// Every account with its binding (never values).
+    fn accounts(&self) -> Result<Vec<Account>, SecretError> {
+        self.list()?
+            .into_iter()
+            .map(|key| {
+                let binding = self.binding(&key)?.unwrap_or_default();
+                Ok(Account { key, binding })
+            })
+            .collect()
+    }
+
+    /// The value a call may use for `request`, or why it may not: the
+    /// account must cover the scopes, allow the extension and include the
+    /// audience (see [`account`]).
+    fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
+        account::lookup(self, request)
+    }
+
+    /// Allow `extension` to use every bound account of `vendor` (toward
+    /// those accounts' own audiences only); the accounts it now may use.
+    fn allow(&self, vendor: &str, extension: &str) -> Result<Vec<Account>, SecretError> {
+        account::allow(self, vendor, extension)
     }
 }
 
 /// An in-memory store (nothing persists).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    values: Mutex<BTreeMap<AccountKey, SecretString>>,
+    values: Mutex<BTreeMap<AccountKey, (SecretString, Option<AccountBinding>)>>,
 }
 
 impl MemoryStore {
@@ -146,24 +186,39 @@ impl MemoryStore {
         Self::default()
     }
 
-    /// A store holding `value` under `key` (builder style).
-    pub fn with(self, key: AccountKey, value: impl Into<String>) -> Self {
-        self.lock().insert(key, SecretString::from(value.into()));
+    /// A store holding `value` under `key`, bound by `binding` (builder style).
+    pub fn with(self, key: AccountKey, binding: AccountBinding, value: impl Into<String>) -> Self {
+        self.lock()
+            .insert(key, (SecretString::from(value.into()), Some(binding)));
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<AccountKey, SecretString>> {
+    /// A store holding `value` under `key` with no binding, as a store
+    /// written before accounts were bound holds it (builder style).
+    pub fn with_unbound(self, key: AccountKey, value: impl Into<String>) -> Self {
+        self.lock()
+            .insert(key, (SecretString::from(value.into()), None));
+        self
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, BTreeMap<AccountKey, (SecretString, Option<AccountBinding>)>>
+    {
         self.values.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl SecretStore for MemoryStore {
     fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
-        Ok(self.lock().get(key).cloned())
+        Ok(self.lock().get(key).map(|(value, _)| value.clone()))
     }
 
     fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
-        self.lock().insert(key.clone(), value);
+        let mut values = self.lock();
+        let binding = values.remove(key).and_then(|(_, binding)| binding);
+        values.insert(key.clone(), (value, binding));
         Ok(())
     }
 
@@ -174,6 +229,23 @@ impl SecretStore for MemoryStore {
     fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(self.lock().keys().cloned().collect())
     }
+
+    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        Ok(self
+            .lock()
+            .get(key)
+            .and_then(|(_, binding)| binding.clone()))
+    }
+
+    fn set_binding(&self, key: &AccountKey, binding: &AccountBinding) -> Result<(), SecretError> {
+        match self.lock().get_mut(key) {
+            Some((_, slot)) => {
+                *slot = Some(binding.clone());
+                Ok(())
+            }
+            None => Err(SecretError::NoSuchAccount(key.to_string())),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -182,22 +254,129 @@ mod tests {
 
     use super::*;
 
+    fn api(host: &str) -> AccountAudience {
+        AccountAudience {
+            scheme: "https".into(),
+            host: host.into(),
+            port: 443,
+        }
+    }
+
+    fn request<'a>(
+        extension: &'a str,
+        handle: &'a str,
+        scopes: &'a [String],
+        host: &str,
+    ) -> CredentialRequest<'a> {
+        CredentialRequest {
+            vendor: "github",
+            handle,
+            scopes,
+            extension,
+            audience: api(host),
+        }
+    }
+
+    fn found(lookup: Lookup) -> String {
+        match lookup {
+            Lookup::Found(value) => value.expose_secret().to_owned(),
+            Lookup::Refused(reason) => panic!("refused: {reason}"),
+        }
+    }
+
+    fn refused(lookup: Lookup) -> AuthReason {
+        match lookup {
+            Lookup::Found(_) => panic!("a value was handed out"),
+            Lookup::Refused(reason) => reason,
+        }
+    }
+
     #[test]
-    fn find_prefers_exact_then_covering_scopes() {
+    fn lookup_prefers_exact_then_covering_scopes() {
         let wide = AccountKey::new("github", "gh", ["repo", "read:org"]);
-        let store = MemoryStore::new().with(wide, "wide-value");
-        let found = store
-            .find("github", "gh", &["repo".into()])
-            .unwrap()
-            .unwrap();
-        assert_eq!(found.expose_secret(), "wide-value");
-        assert!(
-            store
-                .find("github", "gh", &["admin".into()])
-                .unwrap()
-                .is_none()
+        let bound = AccountBinding::new("github", [api("api.github.com")]);
+        let store = MemoryStore::new().with(wide, bound, "wide-value");
+        let repo = ["repo".to_owned()];
+        let lookup = store.lookup(&request("github", "gh", &repo, "api.github.com"));
+        assert_eq!(found(lookup.unwrap()), "wide-value");
+        let admin = ["admin".to_owned()];
+        let lookup = store.lookup(&request("github", "gh", &admin, "api.github.com"));
+        assert_eq!(refused(lookup.unwrap()), AuthReason::Missing);
+    }
+
+    #[test]
+    fn an_account_stored_without_scopes_serves_no_request_that_needs_one() {
+        let key = AccountKey::new("github", "gh", Vec::<String>::new());
+        let bound = AccountBinding::new("github", [api("api.github.com")]);
+        let store = MemoryStore::new().with(key, bound, "no-scopes");
+        let repo = ["repo".to_owned()];
+        let lookup = store.lookup(&request("github", "gh", &repo, "api.github.com"));
+        assert_eq!(refused(lookup.unwrap()), AuthReason::Missing);
+        let lookup = store.lookup(&request("github", "gh", &[], "api.github.com"));
+        assert_eq!(found(lookup.unwrap()), "no-scopes");
+    }
+
+    #[test]
+    fn another_extension_needs_consent_and_then_only_reaches_the_accounts_audience() {
+        let key = AccountKey::new("github", "gh", ["repo"]);
+        let bound = AccountBinding::new("github", [api("api.github.com")]);
+        let store = MemoryStore::new().with(key.clone(), bound, "ghp_value");
+        let repo = ["repo".to_owned()];
+        let thief = request("thief", "gh", &repo, "collector.thief.example");
+        assert_eq!(refused(store.lookup(&thief).unwrap()), AuthReason::Consent);
+        let shared = request("github_extra", "gh", &repo, "api.github.com");
+        assert_eq!(refused(store.lookup(&shared).unwrap()), AuthReason::Consent);
+
+        let allowed = store.allow("github", "thief").unwrap();
+        assert_eq!(allowed[0].binding.extensions, ["github", "thief"]);
+        assert_eq!(refused(store.lookup(&thief).unwrap()), AuthReason::Audience);
+        store.allow("github", "github_extra").unwrap();
+        assert_eq!(found(store.lookup(&shared).unwrap()), "ghp_value");
+        // Allowing never widened the audiences.
+        assert_eq!(
+            store.binding(&key).unwrap().unwrap().audiences,
+            [api("api.github.com")]
         );
-        assert!(store.find("google", "gh", &[]).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_legacy_account_is_refused_and_a_creators_account_binds_on_first_use() {
+        let legacy = AccountKey::new("github", "gh", ["repo"]);
+        let store = MemoryStore::new().with_unbound(legacy, "old");
+        let repo = ["repo".to_owned()];
+        let call = request("github", "gh", &repo, "api.github.com");
+        assert_eq!(refused(store.lookup(&call).unwrap()), AuthReason::Unbound);
+        // Nobody can claim it by allowing it either.
+        assert!(store.allow("github", "github").unwrap().is_empty());
+
+        let key = AccountKey::new("google", "g", Vec::<String>::new());
+        let created = AccountBinding {
+            created_by: Some("gmail".into()),
+            ..AccountBinding::default()
+        };
+        let store = MemoryStore::new().with(key.clone(), created, "ya29");
+        let mut other = request("thief", "g", &[], "collector.thief.example");
+        other.vendor = "google";
+        assert_eq!(refused(store.lookup(&other).unwrap()), AuthReason::Consent);
+        let mut first = request("gmail", "g", &[], "gmail.googleapis.com");
+        first.vendor = "google";
+        assert_eq!(found(store.lookup(&first).unwrap()), "ya29");
+        let binding = store.binding(&key).unwrap().unwrap();
+        assert_eq!(binding.audiences, [api("gmail.googleapis.com")]);
+        assert_eq!(binding.extensions, ["gmail"]);
+        // The creator's own later manifest cannot move it.
+        let mut moved = request("gmail", "g", &[], "collector.thief.example");
+        moved.vendor = "google";
+        assert_eq!(refused(store.lookup(&moved).unwrap()), AuthReason::Audience);
+    }
+
+    #[test]
+    fn put_keeps_the_binding() {
+        let key = AccountKey::new("github", "gh", ["repo"]);
+        let bound = AccountBinding::new("github", [api("api.github.com")]);
+        let store = MemoryStore::new().with(key.clone(), bound.clone(), "old");
+        store.put(&key, SecretString::from("new")).unwrap();
+        assert_eq!(store.binding(&key).unwrap(), Some(bound));
     }
 
     #[test]

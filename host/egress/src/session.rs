@@ -18,7 +18,7 @@ use crate::config::EgressConfig;
 use crate::policy::{Denial, NetworkPolicy, bounded};
 use crate::redact::Redactor;
 use crate::resolve::{AddressError, Resolver};
-use crate::secrets::{SecretError, SecretStore};
+use crate::secrets::{AuthReason, SecretError, SecretStore};
 use crate::staging::Staged;
 
 /// Why an egress operation failed. [`CallNetwork::send`] maps it to the
@@ -120,7 +120,7 @@ impl Egress {
         targets: &[NetworkTarget],
         max_egress_bytes: u64,
     ) -> Result<CallSession, EgressError> {
-        let staged = Staged::stage(self.inner.store.as_ref(), credentials)?;
+        let staged = Staged::stage(self.inner.store.as_ref(), extension_id, credentials)?;
         Ok(self.session_with(
             capability_id,
             extension_id,
@@ -154,7 +154,8 @@ impl Egress {
     }
 }
 
-/// What the host tells a user to connect: vendor, scopes and the extension asking.
+/// What the host tells a user to connect or allow: vendor, scopes, the
+/// extension asking and why it cannot use an account now.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AuthRequired {
     /// Extension whose capability needs the credential.
@@ -163,6 +164,25 @@ pub struct AuthRequired {
     pub handle: String,
     /// Vendor and scopes.
     pub needed: AuthNeeded,
+    /// Why no account serves it (`missing`, `unbound`, `consent`, `audience`).
+    pub reason: AuthReason,
+}
+
+impl std::fmt::Display for AuthRequired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scopes = if self.needed.scopes.is_empty() {
+            String::new()
+        } else {
+            format!(" with scopes [{}]", self.needed.scopes.join(" "))
+        };
+        write!(
+            f,
+            "authorization required ({}): credential `{}`{scopes}: {}",
+            self.reason,
+            self.handle,
+            self.reason.advice(&self.extension_id, &self.needed.vendor)
+        )
+    }
 }
 
 /// Live counters of one call, readable while and after it runs.
@@ -242,7 +262,8 @@ impl CallSession {
         &self.redactor
     }
 
-    /// The auth-required outcome for `handle`, if it is declared but has no secret.
+    /// The auth-required outcome for `handle`, if it is declared but no
+    /// account may serve it.
     pub fn auth_required(&self, handle: &str) -> Option<AuthRequired> {
         let staged = self.staged.get(handle)?;
         staged.secret.is_none().then(|| AuthRequired {
@@ -252,10 +273,12 @@ impl CallSession {
                 vendor: staged.spec.vendor.clone(),
                 scopes: staged.spec.scopes.clone(),
             },
+            reason: staged.refusal.unwrap_or(AuthReason::Missing),
         })
     }
 
-    /// Every required credential without a secret.
+    /// Every required credential no account may serve (the host refuses the
+    /// call with these before the guest starts).
     pub fn missing_required(&self) -> Vec<AuthRequired> {
         self.staged
             .iter()

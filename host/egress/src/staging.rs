@@ -1,17 +1,24 @@
 //! Per-call staging: the secrets of the credentials one capability declares,
 //! looked up when the call starts and zeroized when it ends.
+//!
+//! A value is staged only if its account allows the calling extension and
+//! includes the credential's audience ([`SecretStore::lookup`]). The policy
+//! sends a staged value only to that same audience, so every injection goes
+//! to one of the account's audiences.
 
 use secrecy::{ExposeSecret, SecretString};
 use warden_core::spec::CredentialSpec;
 
 use crate::redact::Redactor;
-use crate::secrets::{SecretError, SecretStore};
+use crate::secrets::{AuthReason, CredentialRequest, Lookup, SecretError, SecretStore};
 
-/// One declared credential and its value, if one is configured.
+/// One declared credential and its value, if one may be used.
 #[derive(Debug)]
 pub(crate) struct StagedCredential {
     pub(crate) spec: CredentialSpec,
     pub(crate) secret: Option<SecretString>,
+    /// Why `secret` is `None`.
+    pub(crate) refusal: Option<AuthReason>,
 }
 
 /// The staged credentials of one call. Dropping it zeroizes every value.
@@ -21,18 +28,25 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    /// Look up every credential `specs` declares in `store`.
+    /// Look up every credential `specs` of `extension` declares in `store`.
     pub(crate) fn stage(
         store: &dyn SecretStore,
+        extension: &str,
         specs: &[CredentialSpec],
     ) -> Result<Self, SecretError> {
         let entries = specs
             .iter()
             .map(|spec| {
-                let secret = store.find(&spec.vendor, &spec.handle, &spec.scopes)?;
+                let (secret, refusal) =
+                    match store.lookup(&CredentialRequest::of(spec, extension))? {
+                        Lookup::Found(s) if !s.expose_secret().is_empty() => (Some(s), None),
+                        Lookup::Found(_) => (None, Some(AuthReason::Missing)),
+                        Lookup::Refused(reason) => (None, Some(reason)),
+                    };
                 Ok(StagedCredential {
                     spec: spec.clone(),
-                    secret: secret.filter(|s| !s.expose_secret().is_empty()),
+                    secret,
+                    refusal,
                 })
             })
             .collect::<Result<_, SecretError>>()?;
@@ -47,6 +61,7 @@ impl Staged {
                 .map(|(spec, secret)| StagedCredential {
                     spec,
                     secret: Some(secret),
+                    refusal: None,
                 })
                 .collect(),
         }

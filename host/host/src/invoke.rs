@@ -123,7 +123,13 @@ impl Location {
                 &capability.network_targets,
                 capability.max_egress_bytes.unwrap_or(u64::MAX),
             ) {
-                Ok(session) => Arc::new(session),
+                // Required credentials are checked before the guest starts.
+                Ok(session) => match session.missing_required().into_iter().next() {
+                    Some(needed) => {
+                        return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
+                    }
+                    None => Arc::new(session),
+                },
                 Err(error) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
                     return InvokeOutcome::Failed(CallFailure::Runtime {

@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod accounts;
 mod config;
 mod error;
 mod host;
@@ -33,11 +34,12 @@ mod outcome;
 mod source;
 mod trust;
 
+pub use accounts::{AccountError, DeclaredCredential};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use location::{InstalledPackage, Location, Replace};
-pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{
     LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
     load as load_package,

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 use warden_core::Origin;
+use warden_egress::AuthRequired;
+use warden_egress::secrets::AuthReason;
 use warden_registry::{ApprovalError, ApprovalId, ApprovalRequest, Rule, ToolFailure, Truncation};
 use warden_runtime::{LogEntry, RuntimeError, Usage};
 
@@ -88,6 +90,10 @@ pub enum CallFailure {
     /// The approval named on a resume cannot be used: unknown, not yet
     /// answered, or already used by the one dispatch it allows.
     Approval(ApprovalError),
+    /// A required credential has no account this extension may use toward
+    /// its audience; the host refused before the guest started (nothing ran,
+    /// nothing was sent).
+    AuthRequired(AuthRequired),
     /// The runtime refused the input or the guest failed; usage is still reported.
     Runtime {
         /// The typed error.
@@ -111,7 +117,38 @@ impl CallFailure {
                 ApprovalError::NotFound(_) => "approval_not_found",
                 _ => "approval_unusable",
             },
+            CallFailure::AuthRequired(_) => "auth_required",
             CallFailure::Runtime { error, .. } => error.code(),
+        }
+    }
+
+    /// The structured fields of an `auth_required` failure (from the host's
+    /// precheck, or reported by the guest), for JSON output and MCP clients.
+    pub fn auth_details(&self) -> Option<AuthDetails> {
+        match self {
+            CallFailure::AuthRequired(auth) => Some(AuthDetails {
+                vendor: Some(auth.needed.vendor.clone()),
+                scopes: auth.needed.scopes.clone(),
+                extension: auth.extension_id.clone(),
+                handle: Some(auth.handle.clone()),
+                reason: Some(auth.reason),
+            }),
+            CallFailure::Runtime {
+                error:
+                    RuntimeError::AuthRequired {
+                        vendor,
+                        scopes,
+                        extension,
+                    },
+                ..
+            } => Some(AuthDetails {
+                vendor: vendor.clone(),
+                scopes: scopes.clone(),
+                extension: extension.clone(),
+                handle: None,
+                reason: None,
+            }),
+            _ => None,
         }
     }
 
@@ -129,9 +166,27 @@ impl CallFailure {
                 other => other.to_string(),
             },
             CallFailure::Approval(error) => error.to_string(),
+            CallFailure::AuthRequired(auth) => auth.to_string(),
             CallFailure::Runtime { error, .. } => error.to_string(),
         }
     }
+}
+
+/// What an `auth_required` failure asks of the user.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuthDetails {
+    /// Credential authority (`github`), when known.
+    pub vendor: Option<String>,
+    /// Scopes the capability needs.
+    pub scopes: Vec<String>,
+    /// The extension asking.
+    pub extension: String,
+    /// The credential handle, when known.
+    pub handle: Option<String>,
+    /// Why: `missing`, `unbound`, `consent` or `audience`. `None` when the
+    /// guest reported it (an optional credential it asked for); the host's
+    /// precheck of required credentials always says why.
+    pub reason: Option<AuthReason>,
 }
 
 fn refusal_code(failure: &ToolFailure) -> &'static str {

@@ -151,5 +151,10 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
 }
 
 fn failure_json(failure: &CallFailure) -> Value {
-    json!({ "status": "failed", "code": failure.code(), "message": failure.message() })
+    let mut value =
+        json!({ "status": "failed", "code": failure.code(), "message": failure.message() });
+    if let Some(auth) = failure.auth_details() {
+        value["auth"] = json!(auth);
+    }
+    value
 }

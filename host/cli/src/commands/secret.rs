@@ -1,57 +1,144 @@
-//! `warden secret set|list|rm`. Values come from a prompt or stdin, never argv.
+//! `warden secret set|list|rm|allow`. Values come from a prompt or stdin,
+//! never argv. An account is bound when it is set: to the audiences the
+//! manifest of the extension it is for declares (shown before the value is
+//! read) and to that extension; `allow` lets another extension use it,
+//! toward the same audiences only.
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
 use secrecy::SecretString;
-use warden_egress::secrets::AccountKey;
+use warden_egress::secrets::{Account, AccountKey};
+use warden_host::{DeclaredCredential, Location};
 
 use super::Context;
-use crate::cli::{SecretCommand, SecretKeyArgs};
+use crate::cli::{SecretCommand, SecretKeyArgs, SecretSetArgs};
 use crate::render;
 
 /// Run a `secret` subcommand.
 pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
-    let host = cx.host()?;
-    let store = host.secrets();
     match command {
         SecretCommand::Set(args) => {
-            let key = key(&args);
-            let value = read_value(&key)?;
-            store.put(&key, value).context("storing the secret")?;
-            if !cx.json {
-                println!("stored {key}");
-            }
+            let (_host, location) = cx.open()?;
+            set(cx, &location, &args)?;
         }
         SecretCommand::List => {
-            let keys = store.list().context("listing secrets")?;
+            let host = cx.host()?;
+            let accounts = host.secrets().accounts().context("listing secrets")?;
             if cx.json {
-                render::json(&keys);
+                render::json(&accounts);
             } else {
-                for key in keys {
-                    println!("{key}");
+                for account in &accounts {
+                    print_account(account);
                 }
             }
         }
         SecretCommand::Rm(args) => {
-            let key = key(&args);
-            if !store.delete(&key).context("removing the secret")? {
+            let host = cx.host()?;
+            let key = key(&args, &args.scopes);
+            if !host.secrets().delete(&key).context("removing the secret")? {
                 bail!("no secret stored for {key}");
             }
             if !cx.json {
                 println!("removed {key}");
             }
         }
+        SecretCommand::Allow { extension, vendor } => {
+            let (_host, location) = cx.open()?;
+            let accounts = location
+                .allow_account(&extension, &vendor)
+                .with_context(|| format!("allowing `{extension}` to use `{vendor}` accounts"))?;
+            if cx.json {
+                render::json(&accounts);
+            } else {
+                for account in &accounts {
+                    println!(
+                        "allowed `{extension}` to use {} (sent only to {})",
+                        account.key,
+                        render::words(&account.binding.audiences)
+                    );
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn key(args: &SecretKeyArgs) -> AccountKey {
+/// Bind and store one account for the extension that declares it.
+fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<()> {
+    let declared = for_extension(location, args)?;
+    let scopes = if args.key.scopes.is_empty() {
+        &declared.scopes
+    } else {
+        &args.key.scopes
+    };
+    let key = key(&args.key, scopes);
+    // Shown before the value is read: the user sees where it may go.
+    eprintln!(
+        "{key} for extension `{}`: may be sent only to {}",
+        declared.extension,
+        render::words(&declared.audiences)
+    );
+    let value = read_value(&key)?;
+    let account = location
+        .connect_account(&declared.extension, &key, value)
+        .context("storing the secret")?;
+    if cx.json {
+        render::json(&account);
+    } else {
+        println!("stored {key}");
+    }
+    Ok(())
+}
+
+/// The installed extension the account is for: the one `--extension` names,
+/// or the only one declaring this vendor and handle.
+fn for_extension(location: &Location, args: &SecretSetArgs) -> Result<DeclaredCredential> {
+    let (vendor, handle) = (&args.key.vendor, &args.key.handle);
+    let mut declared = location.credential_declarations(vendor, handle);
+    if let Some(extension) = &args.extension {
+        return match declared.into_iter().find(|d| &d.extension == extension) {
+            Some(d) => Ok(d),
+            None => bail!(
+                "extension `{extension}` is not installed or declares no credential \
+                 `{handle}` of vendor `{vendor}`"
+            ),
+        };
+    }
+    match declared.len() {
+        0 => bail!(
+            "no installed extension declares credential `{handle}` of vendor `{vendor}`; \
+             install the extension first (the account is bound to its audiences)"
+        ),
+        1 => Ok(declared.remove(0)),
+        _ => {
+            let names: Vec<&str> = declared.iter().map(|d| d.extension.as_str()).collect();
+            bail!(
+                "several extensions declare credential `{handle}` of vendor `{vendor}` ({}); \
+                 choose the one this account is for with --extension",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+fn print_account(account: &Account) {
+    let binding = &account.binding;
+    println!("{}", account.key);
+    if binding.audiences.is_empty() {
+        println!("  audiences   none (unbound: store it again with `warden secret set`)");
+    } else {
+        println!("  audiences   {}", render::words(&binding.audiences));
+    }
+    println!("  extensions  {}", render::words(&binding.extensions));
+}
+
+fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
     AccountKey::new(
         args.vendor.clone(),
         args.handle.clone(),
-        args.scopes.iter().cloned(),
+        scopes.iter().cloned(),
     )
 }
 

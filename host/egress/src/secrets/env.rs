@@ -1,14 +1,21 @@
 //! Secrets from environment variables: `WARDEN_SECRET_<VENDOR>_<HANDLE>`.
 
+use std::collections::BTreeMap;
+
 use secrecy::SecretString;
 
-use super::{AccountKey, SecretError, SecretStore};
+use super::{AccountBinding, AccountKey, AuthReason, CredentialRequest, Lookup};
+use super::{SecretError, SecretStore};
 
 /// Reads `<PREFIX><VENDOR>_<HANDLE>` (uppercase, other characters as `_`).
 /// Scopes are not checked: the operator who set the variable vouches for them.
+/// A variable is used only once the embedder binds it
+/// ([`EnvStore::bind`]): the environment cannot record audiences or
+/// consumers, and an unbound value would go to any package naming the vendor.
 #[derive(Debug, Clone)]
 pub struct EnvStore {
     prefix: String,
+    bindings: BTreeMap<(String, String), AccountBinding>,
 }
 
 impl Default for EnvStore {
@@ -27,7 +34,15 @@ impl EnvStore {
     pub fn with_prefix(prefix: &str) -> Self {
         Self {
             prefix: prefix.to_owned(),
+            bindings: BTreeMap::new(),
         }
+    }
+
+    /// Bind the variable of `vendor`/`handle` (builder style).
+    pub fn bind(mut self, vendor: &str, handle: &str, binding: AccountBinding) -> Self {
+        self.bindings
+            .insert((vendor.to_owned(), handle.to_owned()), binding);
+        self
     }
 
     /// The variable that holds `vendor`/`handle`.
@@ -68,12 +83,22 @@ impl SecretStore for EnvStore {
         Ok(Vec::new())
     }
 
-    fn find(
-        &self,
-        vendor: &str,
-        handle: &str,
-        _scopes: &[String],
-    ) -> Result<Option<SecretString>, SecretError> {
-        self.get(&AccountKey::new(vendor, handle, Vec::<String>::new()))
+    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        Ok(self
+            .bindings
+            .get(&(key.vendor.clone(), key.handle.clone()))
+            .cloned())
+    }
+
+    fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
+        let key = AccountKey::new(request.vendor, request.handle, Vec::<String>::new());
+        let Some(value) = self.get(&key)? else {
+            return Ok(Lookup::Refused(AuthReason::Missing));
+        };
+        let binding = self.binding(&key)?.unwrap_or_default();
+        Ok(match binding.check(request.extension, &request.audience) {
+            Ok(()) => Lookup::Found(value),
+            Err(reason) => Lookup::Refused(reason),
+        })
     }
 }

@@ -1,9 +1,15 @@
 //! The embedded default store: one file, encrypted with XChaCha20-Poly1305.
 //!
-//! File format (JSON): `{"format": "warden-secrets", "version": 1, "nonce":
+//! File format (JSON): `{"format": "warden-secrets", "version": 2, "nonce":
 //! b64, "ciphertext": b64}`; the plaintext is a JSON list of accounts with
-//! their values, authenticated with the format and version as associated
-//! data. Writes go to a 0600 temporary file that is synced and renamed.
+//! their values and bindings, authenticated with the format and version as
+//! associated data. Writes go to a 0600 temporary file that is synced and
+//! renamed.
+//!
+//! Versions: 2 adds each account's `binding` (audiences, allowed extensions,
+//! creator). Version 1 files (no bindings) are still read; their accounts
+//! are unbound, so calls refuse them until the user stores them again, and
+//! the next write saves the file as version 2.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,11 +24,19 @@ use chacha20poly1305::{Key, KeyInit, XChaCha20Poly1305, XNonce};
 use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
-use super::{AccountKey, SecretError, SecretStore};
+use super::{AccountBinding, AccountKey, SecretError, SecretStore};
 
 const FORMAT: &str = "warden-secrets";
-const VERSION: u32 = 1;
-const AAD: &[u8] = b"warden-secrets/v1";
+const VERSION: u32 = 2;
+
+/// The associated data of a version (binds the ciphertext to it).
+fn aad(version: u32) -> Option<&'static [u8]> {
+    match version {
+        1 => Some(b"warden-secrets/v1"),
+        2 => Some(b"warden-secrets/v2"),
+        _ => None,
+    }
+}
 
 /// Where the 32-byte store key comes from.
 #[derive(Debug, Clone)]
@@ -47,8 +61,20 @@ struct Envelope {
 struct Entry {
     #[serde(flatten)]
     key: AccountKey,
+    /// Absent in version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    binding: Option<AccountBinding>,
     value: String,
 }
+
+/// A value and its binding, in memory.
+#[derive(Debug)]
+struct Stored {
+    value: SecretString,
+    binding: Option<AccountBinding>,
+}
+
+type Values = BTreeMap<AccountKey, Stored>;
 
 impl Drop for Entry {
     fn drop(&mut self) {
@@ -61,7 +87,7 @@ impl Drop for Entry {
 pub struct EncryptedFileStore {
     path: PathBuf,
     cipher: XChaCha20Poly1305Debug,
-    values: Mutex<BTreeMap<AccountKey, SecretString>>,
+    values: Mutex<Values>,
 }
 
 /// The cipher, without a `Debug` that could print key material.
@@ -96,12 +122,13 @@ impl EncryptedFileStore {
         &self.path
     }
 
-    fn save(&self, values: &BTreeMap<AccountKey, SecretString>) -> Result<(), SecretError> {
+    fn save(&self, values: &Values) -> Result<(), SecretError> {
         let entries: Vec<Entry> = values
             .iter()
-            .map(|(key, value)| Entry {
+            .map(|(key, stored)| Entry {
                 key: key.clone(),
-                value: value.expose_secret().to_owned(),
+                binding: stored.binding.clone(),
+                value: stored.value.expose_secret().to_owned(),
             })
             .collect();
         let plain = Zeroizing::new(
@@ -116,7 +143,7 @@ impl EncryptedFileStore {
                 &nonce,
                 Payload {
                     msg: &plain,
-                    aad: AAD,
+                    aad: aad(VERSION).unwrap_or_default(),
                 },
             )
             .map_err(|_| SecretError::Corrupt("encrypt"))?;
@@ -131,19 +158,22 @@ impl EncryptedFileStore {
         write_atomic(&self.path, &bytes)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<AccountKey, SecretString>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Values> {
         self.values.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl SecretStore for EncryptedFileStore {
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
-        Ok(self.lock().get(key).cloned())
-    }
-
-    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+    /// Apply `change` and save; on a failed save, restore the previous entry.
+    fn update<T>(
+        &self,
+        key: &AccountKey,
+        change: impl FnOnce(&mut Values) -> T,
+    ) -> Result<T, SecretError> {
         let mut values = self.lock();
-        let previous = values.insert(key.clone(), value);
+        let previous = values.get(key).map(|s| Stored {
+            value: s.value.clone(),
+            binding: s.binding.clone(),
+        });
+        let result = change(&mut values);
         if let Err(e) = self.save(&values) {
             match previous {
                 Some(previous) => values.insert(key.clone(), previous),
@@ -151,38 +181,70 @@ impl SecretStore for EncryptedFileStore {
             };
             return Err(e);
         }
-        Ok(())
+        Ok(result)
+    }
+}
+
+impl SecretStore for EncryptedFileStore {
+    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+        Ok(self.lock().get(key).map(|s| s.value.clone()))
+    }
+
+    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+        self.update(key, |values| {
+            let binding = values.remove(key).and_then(|s| s.binding);
+            values.insert(key.clone(), Stored { value, binding });
+        })
     }
 
     fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
-        let mut values = self.lock();
-        let Some(previous) = values.remove(key) else {
+        if !self.lock().contains_key(key) {
             return Ok(false);
-        };
-        if let Err(e) = self.save(&values) {
-            values.insert(key.clone(), previous);
-            return Err(e);
         }
-        Ok(true)
+        self.update(key, |values| values.remove(key).is_some())
     }
 
     fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(self.lock().keys().cloned().collect())
     }
+
+    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        Ok(self.lock().get(key).and_then(|s| s.binding.clone()))
+    }
+
+    fn set_binding(&self, key: &AccountKey, binding: &AccountBinding) -> Result<(), SecretError> {
+        if !self.lock().contains_key(key) {
+            return Err(SecretError::NoSuchAccount(key.to_string()));
+        }
+        self.update(key, |values| {
+            if let Some(stored) = values.get_mut(key) {
+                stored.binding = Some(binding.clone());
+            }
+        })
+    }
+
+    fn put_bound(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+        value: SecretString,
+    ) -> Result<(), SecretError> {
+        self.update(key, |values| {
+            let binding = Some(binding.clone());
+            values.insert(key.clone(), Stored { value, binding });
+        })
+    }
 }
 
-fn decrypt(
-    cipher: &XChaCha20Poly1305,
-    bytes: &[u8],
-) -> Result<BTreeMap<AccountKey, SecretString>, SecretError> {
+fn decrypt(cipher: &XChaCha20Poly1305, bytes: &[u8]) -> Result<Values, SecretError> {
     let envelope: Envelope = serde_json::from_slice(bytes)
         .map_err(|_| SecretError::Corrupt("not a secret store file"))?;
     if envelope.format != FORMAT {
         return Err(SecretError::Corrupt("not a secret store file"));
     }
-    if envelope.version != VERSION {
+    let Some(aad) = aad(envelope.version) else {
         return Err(SecretError::Corrupt("unsupported store version"));
-    }
+    };
     let nonce = STANDARD
         .decode(&envelope.nonce)
         .map_err(|_| SecretError::Corrupt("bad nonce"))?;
@@ -198,7 +260,7 @@ fn decrypt(
                 XNonce::from_slice(&nonce),
                 Payload {
                     msg: &ciphertext,
-                    aad: AAD,
+                    aad,
                 },
             )
             .map_err(|_| SecretError::Corrupt("does not decrypt with this key"))?,
@@ -207,7 +269,12 @@ fn decrypt(
         serde_json::from_slice(&plain).map_err(|_| SecretError::Corrupt("bad contents"))?;
     Ok(entries
         .iter()
-        .map(|e| (e.key.clone(), SecretString::from(e.value.clone())))
+        .map(|e| {
+            // Version 1 had no bindings; a version 1 file carries none.
+            let binding = e.binding.clone().filter(|_| envelope.version >= 2);
+            let value = SecretString::from(e.value.clone());
+            (e.key.clone(), Stored { value, binding })
+        })
         .collect())
 }
 
@@ -322,7 +389,7 @@ mod tests {
             .unwrap();
         let on_disk = fs::read_to_string(&path).unwrap();
         assert!(!on_disk.contains("ghp_plaintext_value"), "{on_disk}");
-        assert!(on_disk.contains("\"version\": 1"));
+        assert!(on_disk.contains("\"version\": 2"));
         let reopened = EncryptedFileStore::open(&path, key).unwrap();
         assert_eq!(
             reopened.get(&account).unwrap().unwrap().expose_secret(),
@@ -363,5 +430,73 @@ mod tests {
         let err =
             EncryptedFileStore::open(&path, KeySource::File(dir.path().join("k2"))).unwrap_err();
         assert!(matches!(err, SecretError::Corrupt(_)), "{err}");
+    }
+
+    #[test]
+    fn bindings_persist_and_a_version_1_file_reads_as_unbound() {
+        use crate::secrets::{AccountAudience, AuthReason, CredentialRequest, Lookup};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let key_source = KeySource::File(dir.path().join("k"));
+        let account = AccountKey::new("github", "gh", ["repo"]);
+        let api = AccountAudience {
+            scheme: "https".into(),
+            host: "api.github.com".into(),
+            port: 443,
+        };
+        let binding = AccountBinding::new("github", [api.clone()]);
+        let store = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
+        store
+            .put_bound(&account, &binding, SecretString::from("ghp_v2"))
+            .unwrap();
+        let reopened = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
+        assert_eq!(reopened.binding(&account).unwrap(), Some(binding));
+
+        // A file written by version 1: same key, old associated data, no bindings.
+        let cipher = XChaCha20Poly1305::new(Key::from_slice(&load_key(&key_source).unwrap()));
+        let plain = br#"[{"vendor":"github","handle":"gh","scopes":["repo"],"value":"ghp_v1"}]"#;
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let payload = Payload {
+            msg: plain,
+            aad: b"warden-secrets/v1",
+        };
+        let ciphertext = cipher.encrypt(&nonce, payload).unwrap();
+        let v1 = serde_json::json!({
+            "format": "warden-secrets", "version": 1,
+            "nonce": STANDARD.encode(nonce), "ciphertext": STANDARD.encode(ciphertext),
+        });
+        fs::write(&path, v1.to_string()).unwrap();
+        let legacy = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
+        assert_eq!(
+            legacy.get(&account).unwrap().unwrap().expose_secret(),
+            "ghp_v1"
+        );
+        assert_eq!(legacy.binding(&account).unwrap(), None);
+        let scopes = ["repo".to_owned()];
+        let request = CredentialRequest {
+            vendor: "github",
+            handle: "gh",
+            scopes: &scopes,
+            extension: "github",
+            audience: api,
+        };
+        assert!(matches!(
+            legacy.lookup(&request).unwrap(),
+            Lookup::Refused(AuthReason::Unbound)
+        ));
+        // Storing it again writes version 2.
+        legacy
+            .put_bound(
+                &account,
+                &AccountBinding::new("github", [request.audience.clone()]),
+                SecretString::from("ghp_again"),
+            )
+            .unwrap();
+        assert!(
+            fs::read_to_string(&path)
+                .unwrap()
+                .contains("\"version\": 2")
+        );
+        assert!(matches!(legacy.lookup(&request).unwrap(), Lookup::Found(_)));
     }
 }

@@ -295,6 +295,10 @@ async fn missing_secret_is_auth_required_with_vendor_and_scopes() {
     assert_eq!(missing.len(), 1);
     assert_eq!(missing[0].extension_id, "google-drive");
     assert_eq!(missing[0].needed, needed);
+    assert_eq!(
+        missing[0].reason,
+        warden_egress::secrets::AuthReason::Missing
+    );
     let err = session
         .send(
             get("https://www.googleapis.com/drive"),
@@ -336,7 +340,9 @@ async fn query_and_path_injection_follow_the_declaration() {
     let store = fx.egress.store();
     for handle in ["q", "p"] {
         let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
-        store.put(&key, secrecy::SecretString::from(TOKEN)).unwrap();
+        store
+            .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+            .unwrap();
     }
     let mut query = github_credential();
     query.handle = "q".into();
@@ -350,7 +356,7 @@ async fn query_and_path_injection_follow_the_declaration() {
     };
     let session = fx
         .egress
-        .session("x.y", "x", &[query, path], &[], 1 << 20)
+        .session("github.y", "github", &[query, path], &[], 1 << 20)
         .unwrap();
     session
         .send(get("https://api.github.com/q?a=1"), Some("q"), CALL)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use warden_core::net::{GuestRequest, GuestResponse};
 use warden_core::spec::{CredentialSpec, NetworkTarget};
-use warden_egress::secrets::{AccountKey, MemoryStore};
+use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing::{self, RecordedRequest, TestCa, TestResponse, TestServer};
 use warden_egress::{CallSession, Egress, EgressConfig};
 
@@ -59,7 +59,11 @@ pub(crate) async fn fixture_with(
             ("github.com", 443),
         ],
     ));
-    let store = MemoryStore::new().with(AccountKey::new("github", "gh", ["repo"]), TOKEN);
+    let store = MemoryStore::new().with(
+        AccountKey::new("github", "gh", ["repo"]),
+        github_account(),
+        TOKEN,
+    );
     let egress = Egress::new(config, Arc::new(store), Arc::new(resolver)).unwrap();
     Fixture { server, egress }
 }
@@ -87,6 +91,18 @@ impl Fixture {
             )
             .unwrap()
     }
+}
+
+/// The binding of the fixture's account: extension `github`, sent only to api.github.com.
+pub(crate) fn github_account() -> AccountBinding {
+    AccountBinding::new(
+        "github",
+        [AccountAudience {
+            scheme: "https".into(),
+            host: "api.github.com".into(),
+            port: 443,
+        }],
+    )
 }
 
 pub(crate) fn get(url: &str) -> GuestRequest {

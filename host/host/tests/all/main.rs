@@ -1,5 +1,6 @@
 //! The host API end to end: install, snapshot, invoke, approvals, egress.
 
+mod accounts;
 mod approvals;
 mod install;
 mod network;

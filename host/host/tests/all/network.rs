@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use warden_egress::secrets::{AccountKey, MemoryStore};
+use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing::{TestCa, TestResponse, TestServer};
 use warden_host::{CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Location, Origin};
 
@@ -46,8 +46,14 @@ fn get_repo() -> Invocation {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_token_is_injected_and_redacted_from_what_comes_back() {
+    let api = AccountAudience {
+        scheme: "https".into(),
+        host: "api.github.com".into(),
+        port: 443,
+    };
     let secrets = MemoryStore::new().with(
         AccountKey::new("github", "github_runtime_token", ["repo"]),
+        AccountBinding::new("github", [api]),
         TOKEN,
     );
     let (location, server) = github(secrets, format!("leaked {TOKEN} here")).await;
@@ -76,10 +82,11 @@ async fn a_missing_secret_is_auth_required_with_vendor_and_scopes() {
     let InvokeOutcome::Failed(failure) = location.invoke(get_repo()).await.unwrap() else {
         panic!("fails")
     };
-    let CallFailure::Runtime { error, .. } = &failure else {
+    // The host refuses before the guest starts.
+    let CallFailure::AuthRequired(_) = &failure else {
         panic!("{failure}")
     };
-    assert_eq!(error.code(), "auth_required", "{error}");
+    assert_eq!(failure.code(), "auth_required", "{failure}");
     let message = failure.message();
     assert!(
         message.contains("github") && message.contains("repo"),

@@ -1,0 +1,321 @@
+//! Accounts: what a stored credential may be used for, and the one rule that
+//! decides whether a call may use it.
+//!
+//! A stored credential (an account) is bound to the audiences (scheme, host,
+//! port) it may be sent to and to the extensions allowed to use it. The
+//! binding is fixed when the account is connected (from the manifest of the
+//! extension it is set up for), never by a later manifest: a package that
+//! declares the same vendor and handle gets nothing until the user allows it
+//! (reason [`AuthReason::Consent`]), and even then only toward the account's
+//! own audiences ([`AuthReason::Audience`]).
+//!
+//! Migration: an account with no recorded audience is bound on its first use
+//! by the extension recorded as its creator; an account with no creator
+//! either (stored before bindings existed) is refused
+//! ([`AuthReason::Unbound`]) until the user stores it again.
+
+use std::fmt;
+
+use secrecy::{ExposeSecret as _, SecretString};
+use warden_core::spec::{Audience, CredentialSpec};
+
+use super::{AccountKey, SecretError, SecretStore};
+
+/// An origin a credential may be sent to: scheme, host (lowercase) and the
+/// effective port.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct AccountAudience {
+    /// `https` for every audience a valid manifest declares.
+    pub scheme: String,
+    /// Host name, lowercase.
+    pub host: String,
+    /// Port (the scheme default when the manifest names none).
+    pub port: u16,
+}
+
+impl AccountAudience {
+    /// The audience a manifest declares, normalized.
+    pub fn of(audience: &Audience) -> Self {
+        Self {
+            scheme: audience.scheme.to_ascii_lowercase(),
+            host: audience.host.to_ascii_lowercase(),
+            port: audience.effective_port(),
+        }
+    }
+}
+
+impl fmt::Display for AccountAudience {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+    }
+}
+
+/// Where an account may be sent and who may use it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AccountBinding {
+    /// The audiences the value may be sent to (sorted). Empty: not yet bound.
+    #[serde(default)]
+    pub audiences: Vec<AccountAudience>,
+    /// Extension ids allowed to use the account (sorted).
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// The extension the account was connected for (binds it on first use
+    /// when no audience is recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+}
+
+impl AccountBinding {
+    /// An account connected for `extension`, sendable to `audiences`.
+    pub fn new(
+        extension: impl Into<String>,
+        audiences: impl IntoIterator<Item = AccountAudience>,
+    ) -> Self {
+        let extension = extension.into();
+        let mut binding = Self {
+            audiences: audiences.into_iter().collect(),
+            extensions: vec![extension.clone()],
+            created_by: Some(extension),
+        };
+        binding.normalize();
+        binding
+    }
+
+    /// Allow `extension` too; whether it was new.
+    pub fn allow(&mut self, extension: &str) -> bool {
+        if self.extensions.iter().any(|e| e == extension) {
+            return false;
+        }
+        self.extensions.push(extension.to_owned());
+        self.normalize();
+        true
+    }
+
+    /// Add audiences (a user re-connecting the account for another extension).
+    pub fn add_audiences(&mut self, audiences: impl IntoIterator<Item = AccountAudience>) {
+        self.audiences.extend(audiences);
+        self.normalize();
+    }
+
+    /// Whether `extension` may send the value to `audience`.
+    pub fn check(&self, extension: &str, audience: &AccountAudience) -> Result<(), AuthReason> {
+        if self.audiences.is_empty() {
+            return Err(match &self.created_by {
+                None => AuthReason::Unbound,
+                Some(creator) if creator != extension => AuthReason::Consent,
+                // The creator binds it on first use (see `lookup`).
+                Some(_) => AuthReason::Unbound,
+            });
+        }
+        if !self.extensions.iter().any(|e| e == extension) {
+            return Err(AuthReason::Consent);
+        }
+        if !self.audiences.contains(audience) {
+            return Err(AuthReason::Audience);
+        }
+        Ok(())
+    }
+
+    fn normalize(&mut self) {
+        self.audiences.sort();
+        self.audiences.dedup();
+        self.extensions.sort();
+        self.extensions.dedup();
+    }
+}
+
+/// A stored account as listed: its key and binding (never its value).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Account {
+    /// Vendor, handle and scopes.
+    #[serde(flatten)]
+    pub key: AccountKey,
+    /// Audiences and allowed extensions.
+    #[serde(flatten)]
+    pub binding: AccountBinding,
+}
+
+/// Why a call cannot use an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuthReason {
+    /// No account with this vendor, handle and (covering) scopes is stored.
+    Missing,
+    /// An account exists but records no audience and no creator (stored
+    /// before accounts were bound): store it again with `warden secret set`.
+    Unbound,
+    /// An account exists but this extension is not allowed to use it
+    /// (`warden secret allow <extension> <vendor>`).
+    Consent,
+    /// The extension is allowed, but the credential's audience is not one
+    /// of the account's.
+    Audience,
+}
+
+impl AuthReason {
+    /// The stable machine word (`missing`, `unbound`, `consent`, `audience`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthReason::Missing => "missing",
+            AuthReason::Unbound => "unbound",
+            AuthReason::Consent => "consent",
+            AuthReason::Audience => "audience",
+        }
+    }
+
+    /// What a user does about it.
+    pub fn advice(self, extension: &str, vendor: &str) -> String {
+        match self {
+            AuthReason::Missing => format!("connect a `{vendor}` account for `{extension}`"),
+            AuthReason::Unbound => format!(
+                "the stored `{vendor}` account was saved before accounts were bound to \
+                 audiences; store it again with `warden secret set`"
+            ),
+            AuthReason::Consent => format!(
+                "`{extension}` is not allowed to use the `{vendor}` account; \
+                 allow it with `warden secret allow {extension} {vendor}`"
+            ),
+            AuthReason::Audience => format!(
+                "`{extension}` asks to send the `{vendor}` account to a host it is not bound to"
+            ),
+        }
+    }
+
+    /// Which refusal to report when several accounts refuse: the most specific.
+    fn rank(self) -> u8 {
+        match self {
+            AuthReason::Missing => 0,
+            AuthReason::Unbound => 1,
+            AuthReason::Consent => 2,
+            AuthReason::Audience => 3,
+        }
+    }
+}
+
+impl fmt::Display for AuthReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One credential one call of one extension asks for.
+#[derive(Debug, Clone)]
+pub struct CredentialRequest<'a> {
+    /// Vendor the manifest names.
+    pub vendor: &'a str,
+    /// Handle the manifest names.
+    pub handle: &'a str,
+    /// Scopes the capability needs.
+    pub scopes: &'a [String],
+    /// The calling extension (from the host, never from a manifest field).
+    pub extension: &'a str,
+    /// The audience the manifest would send it to.
+    pub audience: AccountAudience,
+}
+
+impl<'a> CredentialRequest<'a> {
+    /// The request `spec` of `extension` makes.
+    pub fn of(spec: &'a CredentialSpec, extension: &'a str) -> Self {
+        Self {
+            vendor: &spec.vendor,
+            handle: &spec.handle,
+            scopes: &spec.scopes,
+            extension,
+            audience: AccountAudience::of(&spec.audience),
+        }
+    }
+}
+
+/// The answer to a [`CredentialRequest`].
+#[derive(Debug)]
+pub enum Lookup {
+    /// A bound account allows it: the value.
+    Found(SecretString),
+    /// No account may serve it; the most specific reason.
+    Refused(AuthReason),
+}
+
+/// The rule, for any store: the exact account first, then any whose scopes
+/// cover the request (an account with fewer scopes never serves a request
+/// needing more: stored empty scopes match only requests with none). An
+/// account is used only if its binding allows this extension and audience.
+pub(crate) fn lookup<S: SecretStore + ?Sized>(
+    store: &S,
+    request: &CredentialRequest<'_>,
+) -> Result<Lookup, SecretError> {
+    let exact = AccountKey::new(
+        request.vendor,
+        request.handle,
+        request.scopes.iter().cloned(),
+    );
+    let mut refusal = AuthReason::Missing;
+    if let Some(value) = try_account(store, &exact, request, &mut refusal)? {
+        return Ok(Lookup::Found(value));
+    }
+    for key in store.list()? {
+        if key != exact
+            && key.covers(request.vendor, request.handle, request.scopes)
+            && let Some(value) = try_account(store, &key, request, &mut refusal)?
+        {
+            return Ok(Lookup::Found(value));
+        }
+    }
+    Ok(Lookup::Refused(refusal))
+}
+
+/// The value of `key` if its binding allows `request`; otherwise raise
+/// `refusal` to this account's reason when that is more specific.
+fn try_account<S: SecretStore + ?Sized>(
+    store: &S,
+    key: &AccountKey,
+    request: &CredentialRequest<'_>,
+    refusal: &mut AuthReason,
+) -> Result<Option<SecretString>, SecretError> {
+    let Some(value) = store.get(key)? else {
+        return Ok(None);
+    };
+    if value.expose_secret().is_empty() {
+        return Ok(None);
+    }
+    let mut binding = store.binding(key)?.unwrap_or_default();
+    match binding.check(request.extension, &request.audience) {
+        Ok(()) => Ok(Some(value)),
+        Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(request.extension) => {
+            binding.add_audiences([request.audience.clone()]);
+            binding.allow(request.extension);
+            store.set_binding(key, &binding)?;
+            tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
+            Ok(Some(value))
+        }
+        Err(reason) => {
+            if reason.rank() > refusal.rank() {
+                *refusal = reason;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Allow `extension` to use every account of `vendor`; the accounts changed.
+pub(crate) fn allow<S: SecretStore + ?Sized>(
+    store: &S,
+    vendor: &str,
+    extension: &str,
+) -> Result<Vec<Account>, SecretError> {
+    let mut accounts = Vec::new();
+    for key in store.list()?.into_iter().filter(|k| k.vendor == vendor) {
+        let mut binding = store.binding(&key)?.unwrap_or_default();
+        if binding.audiences.is_empty() {
+            // Allowing an unbound account would let the first caller pick its audience.
+            continue;
+        }
+        if binding.allow(extension) {
+            store.set_binding(&key, &binding)?;
+        }
+        accounts.push(Account { key, binding });
+    }
+    Ok(accounts)
+}

@@ -1,0 +1,151 @@
+//! Connecting and sharing accounts through a [`Location`]: an account is
+//! bound to the audiences the manifest of the extension it is connected for
+//! declares, at the moment it is connected, and to that extension; other
+//! extensions use it only once the user allows them, and only toward those
+//! audiences (the rule itself is [`warden_egress::secrets::account`]).
+
+use std::collections::BTreeSet;
+
+use secrecy::SecretString;
+use warden_core::spec::CredentialSpec;
+use warden_egress::secrets::{Account, AccountAudience, AccountBinding, AccountKey, SecretError};
+use warden_manifest::{Implementation, Package};
+
+use crate::location::Location;
+
+/// Why an account could not be connected or shared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccountError {
+    /// No package with this id is installed in the Location.
+    #[error("no extension `{0}` is installed")]
+    UnknownExtension(String),
+    /// The extension declares no credential with this vendor and handle.
+    #[error("extension `{extension}` declares no credential `{handle}` of vendor `{vendor}`")]
+    NotDeclared {
+        /// The extension named.
+        extension: String,
+        /// The vendor asked for.
+        vendor: String,
+        /// The handle asked for.
+        handle: String,
+    },
+    /// No stored account of this vendor can be shared (none, or none bound).
+    #[error("no bound `{0}` account is stored; connect one first with `warden secret set`")]
+    NoAccount(String),
+    /// The secret store failed.
+    #[error(transparent)]
+    Store(#[from] SecretError),
+}
+
+/// What one extension declares for one vendor and handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredCredential {
+    /// The extension.
+    pub extension: String,
+    /// Every audience its manifest declares for the credential.
+    pub audiences: Vec<AccountAudience>,
+    /// Every scope its capabilities ask for with it.
+    pub scopes: Vec<String>,
+}
+
+impl Location {
+    /// The installed extensions that declare credential `vendor`/`handle`,
+    /// with the audiences and scopes they declare for it.
+    pub fn credential_declarations(&self, vendor: &str, handle: &str) -> Vec<DeclaredCredential> {
+        self.packages()
+            .iter()
+            .filter_map(|package| declared(package, vendor, handle))
+            .collect()
+    }
+
+    /// Store `value` as the account `key`, connected for `extension`: bound
+    /// to the audiences that extension's manifest declares for the credential
+    /// now (a later manifest never moves it) and usable by that extension.
+    /// Storing an account again keeps the extensions already allowed and adds
+    /// this extension's audiences.
+    pub fn connect_account(
+        &self,
+        extension: &str,
+        key: &AccountKey,
+        value: SecretString,
+    ) -> Result<Account, AccountError> {
+        let declared = self.declaration(extension, &key.vendor, &key.handle)?;
+        let store = self.shared.egress.store();
+        let binding = match store.binding(key)? {
+            Some(mut existing) if !existing.audiences.is_empty() => {
+                existing.add_audiences(declared.audiences);
+                existing.allow(extension);
+                existing
+            }
+            _ => AccountBinding::new(extension, declared.audiences),
+        };
+        store.put_bound(key, &binding, value)?;
+        Ok(Account {
+            key: key.clone(),
+            binding,
+        })
+    }
+
+    /// Allow `extension` to use the stored `vendor` accounts, toward their
+    /// own audiences only; the accounts it may now use.
+    pub fn allow_account(
+        &self,
+        extension: &str,
+        vendor: &str,
+    ) -> Result<Vec<Account>, AccountError> {
+        if !self.packages().iter().any(|p| p.id == extension) {
+            return Err(AccountError::UnknownExtension(extension.to_owned()));
+        }
+        let accounts = self.shared.egress.store().allow(vendor, extension)?;
+        if accounts.is_empty() {
+            return Err(AccountError::NoAccount(vendor.to_owned()));
+        }
+        Ok(accounts)
+    }
+
+    fn declaration(
+        &self,
+        extension: &str,
+        vendor: &str,
+        handle: &str,
+    ) -> Result<DeclaredCredential, AccountError> {
+        let packages = self.packages();
+        let package = packages
+            .iter()
+            .find(|p| p.id == extension)
+            .ok_or_else(|| AccountError::UnknownExtension(extension.to_owned()))?;
+        declared(package, vendor, handle).ok_or_else(|| AccountError::NotDeclared {
+            extension: extension.to_owned(),
+            vendor: vendor.to_owned(),
+            handle: handle.to_owned(),
+        })
+    }
+}
+
+fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCredential> {
+    let mcp = match &package.implementation {
+        Implementation::Mcp(server) => server.credentials.as_slice(),
+        _ => &[],
+    };
+    let specs: Vec<&CredentialSpec> = package
+        .capabilities
+        .iter()
+        .flat_map(|c| c.credentials.iter())
+        .chain(mcp)
+        .filter(|c| c.vendor == vendor && c.handle == handle)
+        .collect();
+    if specs.is_empty() {
+        return None;
+    }
+    let audiences: BTreeSet<AccountAudience> = specs
+        .iter()
+        .map(|c| AccountAudience::of(&c.audience))
+        .collect();
+    let scopes: BTreeSet<String> = specs.iter().flat_map(|c| c.scopes.clone()).collect();
+    Some(DeclaredCredential {
+        extension: package.id.clone(),
+        audiences: audiences.into_iter().collect(),
+        scopes: scopes.into_iter().collect(),
+    })
+}
