@@ -40,4 +40,6 @@ pub use outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcom
 pub use source::{LoadedPackage, PackageSource, content_digest, load as load_package};
 
 pub use warden_core::Origin;
-pub use warden_registry::{ApprovalId, ApprovalRequest, Catalog, Resolution, Snapshot};
+pub use warden_registry::{
+    AllowlistEntry, ApprovalId, ApprovalRequest, Catalog, PackageIdentity, Resolution, Snapshot,
+};

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 use warden_manifest::{Capability, Package};
-use warden_registry::{Executor, LocationId, Registration, Registry, Snapshot, ToolDef};
+use warden_registry::{
+    Executor, LocationId, PackageIdentity, Registration, Registry, Snapshot, ToolDef, ToolPolicy,
+};
 use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
 
 use crate::error::HostError;
@@ -17,8 +19,13 @@ use crate::source::{self, LoadedPackage, PackageSource};
 #[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) extension_id: String,
-    /// The content digest of the package the capability came from.
-    #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
+    /// The content digest of the package the capability came from (grants,
+    /// approvals and the allowlist read it from the tool's
+    /// [`PackageIdentity`]).
+    #[allow(
+        dead_code,
+        reason = "the identity on the ToolDef is what authorization reads"
+    )]
     pub(crate) package_digest: String,
     pub(crate) capability: Capability,
     pub(crate) component: Arc<InstalledComponent>,
@@ -78,7 +85,10 @@ impl Location {
     /// again replaces the earlier version (the latest registration wins).
     pub fn install(&self, source: &PackageSource) -> Result<Arc<Package>, HostError> {
         let loaded = source::load(source, &self.shared.validation)?;
-        self.install_loaded(loaded)
+        // Only the bundle built into the binary (verified by digest in
+        // `load`) has bundled provenance; everything else is installed.
+        let bundled = matches!(source, PackageSource::Embedded(_));
+        self.install_loaded(loaded, bundled)
     }
 
     /// Install every package built into the binary.
@@ -89,7 +99,11 @@ impl Location {
             .collect()
     }
 
-    fn install_loaded(&self, loaded: LoadedPackage) -> Result<Arc<Package>, HostError> {
+    fn install_loaded(
+        &self,
+        loaded: LoadedPackage,
+        bundled: bool,
+    ) -> Result<Arc<Package>, HostError> {
         let LoadedPackage {
             package,
             module,
@@ -102,6 +116,23 @@ impl Location {
                 reason: "only `[runtime] kind = \"wasm\"` packages can run in this host".into(),
             });
         };
+        let identity = PackageIdentity {
+            extension_id: package.id.clone(),
+            digest: digest.clone(),
+            bundled,
+        };
+        // A reviewed allowlist entry that applies to this package must name
+        // an effect-free tool; refuse the package before compiling it.
+        for capability in &package.capabilities {
+            let def = tool_def(&package.id, capability, None, &identity);
+            self.shared
+                .authorizer
+                .review(&ToolPolicy::from(&def))
+                .map_err(|source| HostError::Allowlist {
+                    package: package.id.clone(),
+                    source,
+                })?;
+        }
         let spec = package.capabilities.iter().fold(
             ComponentSpec::new(package.id.clone(), module),
             |spec, cap| spec.with_capability(capability_spec(cap)),
@@ -126,7 +157,7 @@ impl Location {
                         capability: capability.clone(),
                         component: component.clone(),
                     };
-                    draft.add(tool_def(&package.id, capability, binding))?;
+                    draft.add(tool_def(&package.id, capability, Some(binding), &identity))?;
                 }
                 Ok(())
             })?;
@@ -196,8 +227,19 @@ fn capability_spec(cap: &Capability) -> CapabilitySpec {
 
 /// The registry's tool object for a capability: namespace = extension id,
 /// name = the capability's local name, so `github.get_repo` is published to
-/// the model as `github_get_repo`.
-fn tool_def(extension_id: &str, cap: &Capability, binding: Binding) -> ToolDef {
+/// the model as `github_get_repo`. It carries the package identity grants,
+/// approvals and the allowlist bind to. Without a binding (to review the
+/// policy before installing) the executor carries no payload.
+fn tool_def(
+    extension_id: &str,
+    cap: &Capability,
+    binding: Option<Binding>,
+    package: &PackageIdentity,
+) -> ToolDef {
+    let executor = match binding {
+        Some(binding) => Executor::new(cap.id.clone(), Arc::new(binding)),
+        None => Executor::key(cap.id.clone()),
+    };
     let input_schema = cap
         .input_schema
         .clone()
@@ -206,13 +248,14 @@ fn tool_def(extension_id: &str, cap: &Capability, binding: Binding) -> ToolDef {
         cap.local_name(extension_id),
         cap.description.clone(),
         input_schema,
-        Executor::new(cap.id.clone(), Arc::new(binding)),
+        executor,
     )
     .with_namespace(extension_id)
     .with_visibility(cap.visibility)
     .with_effects(cap.effects.clone())
     .with_default_permission(cap.default_permission)
-    .with_gate(cap.origin_gate_matrix);
+    .with_gate(cap.origin_gate_matrix)
+    .with_package(package.clone());
     if let Some(schema) = &cap.output_schema {
         def = def.with_output_schema(schema.clone());
     }
