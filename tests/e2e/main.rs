@@ -3,6 +3,7 @@
 
 mod cli;
 mod github;
+mod identity;
 mod mcp;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
