@@ -28,8 +28,24 @@ pub mod wasi;
 
 pub use gate::GateMatrix;
 
+/// One reviewed entry of [`REVIEWED_UNGATED_LOOP_RUN`]: a capability id and
+/// the package it was reviewed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewedUngated {
+    /// The reviewed capability (`echo.echo`).
+    pub capability_id: &'static str,
+    /// The content digest of the reviewed package; `None` means the package
+    /// built into the binary only, never one installed under the same id.
+    pub package_digest: Option<&'static str>,
+}
+
 /// Capabilities reviewed for `loop_run = "ungated"` (no approval gate when
-/// the model calls them). Adding an entry is a security review, not a
-/// manifest edit: only tools with no effects belong here.
-pub const REVIEWED_UNGATED_LOOP_RUN: &[&str] = &["echo.echo"];
+/// the model calls them), each bound to the package it was reviewed in.
+/// Adding an entry is a security review, not a manifest edit: only tools
+/// with no effects belong here, and the host refuses to install a package
+/// whose allowlisted capability declares any.
+pub const REVIEWED_UNGATED_LOOP_RUN: &[ReviewedUngated] = &[ReviewedUngated {
+    capability_id: "echo.echo",
+    package_digest: None,
+}];
 pub use vocabulary::{Effect, GatePolicy, Origin, Permission, UnknownWord, Visibility};

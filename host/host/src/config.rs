@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use warden_egress::EgressConfig;
-use warden_registry::BoundConfig;
+use warden_registry::{AllowlistEntry, BoundConfig};
 use warden_runtime::RuntimeConfig;
 
 /// Everything a [`crate::Host`] is built from. Defaults are the safe ones:
@@ -20,8 +20,12 @@ pub struct HostConfig {
     pub runtime: RuntimeConfig,
     /// Egress timeouts, body limits, trust roots and explicit exceptions.
     pub egress: EgressConfig,
-    /// Capabilities reviewed for `loop_run = "ungated"`.
-    pub ungated_allowlist: Vec<String>,
+    /// Capabilities reviewed for `loop_run = "ungated"`, each bound to the
+    /// package it was reviewed in: a content digest, or (without one) the
+    /// package built into the binary. An entry never applies to a package
+    /// installed from outside under the same id, and installing a package
+    /// whose allowlisted capability declares any effect is refused.
+    pub ungated_allowlist: Vec<AllowlistEntry>,
     /// Output bounding after execution. `spill_dir` defaults to `<data_dir>/outputs`.
     pub bound: BoundConfig,
     /// How long an approval's lease may wait to be used.
@@ -36,7 +40,7 @@ impl Default for HostConfig {
             egress: EgressConfig::default(),
             ungated_allowlist: warden_core::REVIEWED_UNGATED_LOOP_RUN
                 .iter()
-                .map(|s| s.to_string())
+                .map(AllowlistEntry::from)
                 .collect(),
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),

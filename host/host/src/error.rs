@@ -120,6 +120,16 @@ pub enum HostError {
         #[source]
         source: warden_runtime::RuntimeError,
     },
+    /// A reviewed ungated allowlist entry applies to a capability of the
+    /// package that declares effects; the package is refused.
+    #[error("installing `{package}`: {source}")]
+    Allowlist {
+        /// Which package.
+        package: String,
+        /// The capability and its effects.
+        #[source]
+        source: warden_registry::AllowlistError,
+    },
     /// Registration was refused (e.g. two tools flatten to one model name).
     #[error(transparent)]
     Registry(#[from] warden_registry::RegistryError),

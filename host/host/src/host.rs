@@ -128,7 +128,7 @@ impl HostBuilder {
         let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
         let validation = ValidationOptions::default()
             .require_module(true)
-            .with_ungated_allowlist(ungated_allowlist.iter().cloned());
+            .with_ungated_allowlist(ungated_allowlist.iter().map(|e| e.capability_id.clone()));
         let shared = Shared {
             runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
             egress: Egress::new(egress, secrets, resolver)?,

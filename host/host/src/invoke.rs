@@ -44,7 +44,7 @@ impl Location {
                 logs: Vec::new(),
             }));
         }
-        let call = self.call_of(&binding.capability.id, &invocation);
+        let call = self.call_of(tool, &invocation);
         let policy = ToolPolicy::from(tool.def());
         match self
             .shared
@@ -68,12 +68,15 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
-        let Some((_, binding)) = find(&snapshot, &invocation.tool) else {
+        let Some((tool, binding)) = find(&snapshot, &invocation.tool) else {
             return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
                 name: invocation.tool,
             }));
         };
-        let call = self.call_of(&binding.capability.id, &invocation);
+        // The call carries the package that provides the tool *now*: if it
+        // was replaced since the approval, the fingerprint differs and the
+        // resume is refused as "package changed".
+        let call = self.call_of(tool, &invocation);
         match self.shared.approvals.resume(approval, &call, now_millis()) {
             Ok(dispatch) => Ok(self
                 .dispatch(
@@ -87,17 +90,18 @@ impl Location {
         }
     }
 
-    fn call_of(&self, capability_id: &str, invocation: &Invocation) -> Call {
+    fn call_of(&self, tool: &RegisteredTool, invocation: &Invocation) -> Call {
         let mut scope = InvocationScope {
             location: self.id.clone(),
             session: None,
         };
         scope.session.clone_from(&invocation.session);
         Call {
-            capability_id: capability_id.to_owned(),
+            capability_id: tool.def().capability_id().to_owned(),
             scope,
             origin: invocation.origin,
             input: invocation.input.clone(),
+            package: tool.def().package.clone(),
         }
     }
 

@@ -48,4 +48,6 @@ pub use source::{
 pub use trust::{EffectiveTrust, effective_trust};
 pub use warden_core::Origin;
 pub use warden_manifest::Trust;
-pub use warden_registry::{ApprovalId, ApprovalRequest, Catalog, Resolution, Snapshot};
+pub use warden_registry::{
+    AllowlistEntry, ApprovalId, ApprovalRequest, Catalog, PackageIdentity, Resolution, Snapshot,
+};

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use warden_manifest::{Capability, Package};
 use warden_registry::{
-    Executor, LocationId, Registration, Registry, RegistryError, Snapshot, ToolDef,
+    Executor, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
+    ToolDef, ToolPolicy,
 };
 use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
 
@@ -20,16 +21,6 @@ use crate::trust::{EffectiveTrust, effective_trust};
 #[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) extension_id: String,
-    /// The content digest of the package the capability came from.
-    #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
-    pub(crate) package_digest: String,
-    /// Bundled or installed.
-    #[allow(dead_code, reason = "grants and the allowlist bind to it next")]
-    pub(crate) provenance: Provenance,
-    /// The trust the host gave the package (never more than it requested;
-    /// always third-party when installed).
-    #[allow(dead_code, reason = "authorization reads it next")]
-    pub(crate) trust: EffectiveTrust,
     pub(crate) capability: Capability,
     pub(crate) component: Arc<InstalledComponent>,
 }
@@ -169,6 +160,23 @@ impl Location {
                 reason: "only `[runtime] kind = \"wasm\"` packages can run in this host".into(),
             });
         };
+        let identity = PackageIdentity {
+            extension_id: package.id.clone(),
+            digest: digest.clone(),
+            bundled: provenance == Provenance::Bundled,
+        };
+        // A reviewed allowlist entry that applies to this package must name
+        // an effect-free tool; refuse the package before compiling it.
+        for capability in &package.capabilities {
+            let def = tool_def(&package.id, capability, None, &identity);
+            self.shared
+                .authorizer
+                .review(&ToolPolicy::from(&def))
+                .map_err(|source| HostError::Allowlist {
+                    package: package.id.clone(),
+                    source,
+                })?;
+        }
         let spec = package.capabilities.iter().fold(
             ComponentSpec::new(package.id.clone(), module),
             |spec, cap| spec.with_capability(capability_spec(cap)),
@@ -199,13 +207,10 @@ impl Location {
                 for capability in &package.capabilities {
                     let binding = Binding {
                         extension_id: package.id.clone(),
-                        package_digest: digest.clone(),
-                        provenance,
-                        trust,
                         capability: capability.clone(),
                         component: component.clone(),
                     };
-                    draft.add(tool_def(&package.id, capability, binding))?;
+                    draft.add(tool_def(&package.id, capability, Some(binding), &identity))?;
                 }
                 Ok(())
             })
@@ -341,8 +346,19 @@ fn capability_spec(cap: &Capability) -> CapabilitySpec {
 
 /// The registry's tool object for a capability: namespace = extension id,
 /// name = the capability's local name, so `github.get_repo` is published to
-/// the model as `github_get_repo`.
-fn tool_def(extension_id: &str, cap: &Capability, binding: Binding) -> ToolDef {
+/// the model as `github_get_repo`. It carries the package identity grants,
+/// approvals and the allowlist bind to. Without a binding (to review the
+/// policy before installing) the executor carries no payload.
+fn tool_def(
+    extension_id: &str,
+    cap: &Capability,
+    binding: Option<Binding>,
+    package: &PackageIdentity,
+) -> ToolDef {
+    let executor = match binding {
+        Some(binding) => Executor::new(cap.id.clone(), Arc::new(binding)),
+        None => Executor::key(cap.id.clone()),
+    };
     let input_schema = cap
         .input_schema
         .clone()
@@ -351,13 +367,14 @@ fn tool_def(extension_id: &str, cap: &Capability, binding: Binding) -> ToolDef {
         cap.local_name(extension_id),
         cap.description.clone(),
         input_schema,
-        Executor::new(cap.id.clone(), Arc::new(binding)),
+        executor,
     )
     .with_namespace(extension_id)
     .with_visibility(cap.visibility)
     .with_effects(cap.effects.clone())
     .with_default_permission(cap.default_permission)
-    .with_gate(cap.origin_gate_matrix);
+    .with_gate(cap.origin_gate_matrix)
+    .with_package(package.clone());
     if let Some(schema) = &cap.output_schema {
         def = def.with_output_schema(schema.clone());
     }

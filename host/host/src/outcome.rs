@@ -195,6 +195,7 @@ fn refusal_code(failure: &ToolFailure) -> &'static str {
         ToolFailure::Declined { .. } => "user_declined",
         ToolFailure::Dismissed { .. } => "user_dismissed",
         ToolFailure::InputChanged { .. } => "approval_input_changed",
+        ToolFailure::PackageChanged { .. } => "approval_package_changed",
         ToolFailure::ApprovalExpired { .. } => "approval_expired",
         _ => "refused",
     }

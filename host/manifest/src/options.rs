@@ -111,8 +111,11 @@ impl ValidationOptions {
     /// ([`warden_core::REVIEWED_UNGATED_LOOP_RUN`]): what `warden check` and
     /// `cargo xtask check` validate with.
     pub fn reviewed() -> Self {
-        Self::default()
-            .with_ungated_allowlist(warden_core::REVIEWED_UNGATED_LOOP_RUN.iter().copied())
+        Self::default().with_ungated_allowlist(
+            warden_core::REVIEWED_UNGATED_LOOP_RUN
+                .iter()
+                .map(|entry| entry.capability_id),
+        )
     }
 
     /// Validate as a package from `source`.

@@ -43,6 +43,7 @@
 //!     scope: InvocationScope::location("my-project"),
 //!     origin: Origin::LoopRun,
 //!     input: json!({"repo": "a/b"}),
+//!     package: found.def().package.clone(),
 //! };
 //! let policy = ToolPolicy::from(found.def());
 //! let Gate::Blocked(request) = approvals.check(&Authorizer::default(), &policy, &call, now_millis())?
@@ -64,12 +65,15 @@ pub use approvals::{
     ApprovalConfig, ApprovalError, Approvals, Dispatch, Fingerprint, Gate, GrantTerms, Invocation,
     Resolution, ToolFailure,
 };
-pub use authorize::{Authorizer, Decision, Grant, GrantId, InvocationScope, Rule, ToolPolicy};
+pub use authorize::{
+    AllowlistEntry, AllowlistError, Authorizer, Decision, Grant, GrantId, InvocationScope, Rule,
+    ToolPolicy,
+};
 pub use bound::{BoundConfig, BoundError, Bounded, OutputBounder, Truncation};
 pub use catalog::{Catalog, CatalogEntry};
 pub use registry::{
-    Draft, Executor, LocationId, Placement, RegisteredTool, Registration, RegistrationId, Registry,
-    RegistryError, Snapshot, ToolDef, name,
+    Draft, Executor, LocationId, PackageIdentity, Placement, RegisteredTool, Registration,
+    RegistrationId, Registry, RegistryError, Snapshot, ToolDef, name,
 };
 pub use store::{
     ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState,

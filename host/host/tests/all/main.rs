@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod identity;
 mod install;
 mod network;
 mod package_reader;

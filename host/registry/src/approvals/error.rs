@@ -33,6 +33,17 @@ pub enum ToolFailure {
         /// The approval.
         approval_id: ApprovalId,
     },
+    /// The package providing the capability changed (replaced, updated)
+    /// since the call was approved; the approval covered the old content.
+    #[error(
+        "the package `{extension_id}` changed since this call was approved; request a new approval"
+    )]
+    PackageChanged {
+        /// The approval.
+        approval_id: ApprovalId,
+        /// The package's extension id (the capability id for tools not from a package).
+        extension_id: String,
+    },
     /// The approval's lease expired before the call was resumed.
     #[error("the approval expired before the call ran; request a new approval")]
     ApprovalExpired {

@@ -3,9 +3,10 @@
 //! Canonical JSON here: object keys sorted by their UTF-8 bytes, no
 //! whitespace, strings escaped as `serde_json` does, numbers as
 //! `serde_json` prints them. The fingerprinted document is
-//! `{"capability_id":…,"input":…,"origin":…,"scope":{"location":…[,"session":…]}}`;
+//! `{"capability_id":…,"input":…,"origin":…[,"package":{"digest":…,"extension_id":…}],"scope":{"location":…[,"session":…]}}`;
 //! the origin is included so an approval given to one origin cannot be
-//! resumed by another.
+//! resumed by another, and the package (its content digest) so an approval
+//! given to one version of a package cannot run another.
 
 use std::fmt::Write as _;
 
@@ -13,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use warden_core::Origin;
 
-use crate::InvocationScope;
+use crate::{InvocationScope, PackageIdentity};
 
 /// Lowercase hex sha256 of a canonical invocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -21,9 +22,15 @@ use crate::InvocationScope;
 pub struct Fingerprint(pub String);
 
 impl Fingerprint {
-    /// The fingerprint of calling `capability_id` with `input` from `origin`
-    /// in `scope`.
-    pub fn of(capability_id: &str, scope: &InvocationScope, origin: Origin, input: &Value) -> Self {
+    /// The fingerprint of calling `capability_id` of `package` with `input`
+    /// from `origin` in `scope`.
+    pub fn of(
+        capability_id: &str,
+        package: Option<&PackageIdentity>,
+        scope: &InvocationScope,
+        origin: Origin,
+        input: &Value,
+    ) -> Self {
         let mut scope_doc = serde_json::Map::new();
         scope_doc.insert("location".into(), Value::String(scope.location.0.clone()));
         if let Some(session) = &scope.session {
@@ -33,6 +40,12 @@ impl Fingerprint {
         doc.insert("capability_id".into(), capability_id.into());
         doc.insert("input".into(), input.clone());
         doc.insert("origin".into(), origin.as_str().into());
+        if let Some(package) = package {
+            let mut package_doc = serde_json::Map::new();
+            package_doc.insert("digest".into(), package.digest.clone().into());
+            package_doc.insert("extension_id".into(), package.extension_id.clone().into());
+            doc.insert("package".into(), Value::Object(package_doc));
+        }
         doc.insert("scope".into(), Value::Object(scope_doc));
         let canonical = canonical_json(&Value::Object(doc));
         Fingerprint(hex::encode(Sha256::digest(canonical.as_bytes())))
@@ -107,19 +120,61 @@ mod tests {
     #[test]
     fn fingerprint_ignores_key_order_but_not_values() {
         let scope = InvocationScope::location("loc");
-        let a = Fingerprint::of("gh.op", &scope, Origin::LoopRun, &json!({"x": 1, "y": 2}));
-        let b = Fingerprint::of("gh.op", &scope, Origin::LoopRun, &json!({"y": 2, "x": 1}));
-        let c = Fingerprint::of("gh.op", &scope, Origin::LoopRun, &json!({"x": 1, "y": 3}));
-        let d = Fingerprint::of("gh.op", &scope, Origin::Product, &json!({"x": 1, "y": 2}));
+        let v1 = PackageIdentity::bundled("gh", "d1");
+        let p = Some(&v1);
+        let a = Fingerprint::of(
+            "gh.op",
+            p,
+            &scope,
+            Origin::LoopRun,
+            &json!({"x": 1, "y": 2}),
+        );
+        let b = Fingerprint::of(
+            "gh.op",
+            p,
+            &scope,
+            Origin::LoopRun,
+            &json!({"y": 2, "x": 1}),
+        );
+        let c = Fingerprint::of(
+            "gh.op",
+            p,
+            &scope,
+            Origin::LoopRun,
+            &json!({"x": 1, "y": 3}),
+        );
+        let d = Fingerprint::of(
+            "gh.op",
+            p,
+            &scope,
+            Origin::Product,
+            &json!({"x": 1, "y": 2}),
+        );
         let e = Fingerprint::of(
             "gh.op",
+            p,
             &scope.clone().with_session("s"),
+            Origin::LoopRun,
+            &json!({"x": 1, "y": 2}),
+        );
+        let v2 = PackageIdentity::installed("gh", "d2");
+        let f = Fingerprint::of(
+            "gh.op",
+            Some(&v2),
+            &scope,
+            Origin::LoopRun,
+            &json!({"x": 1, "y": 2}),
+        );
+        let g = Fingerprint::of(
+            "gh.op",
+            None,
+            &scope,
             Origin::LoopRun,
             &json!({"x": 1, "y": 2}),
         );
         assert_eq!(a, b);
         assert_eq!(a.0.len(), 64);
-        for other in [c, d, e] {
+        for other in [c, d, e, f, g] {
             assert_ne!(a, other);
         }
     }

@@ -27,7 +27,8 @@ use crate::store::{
     ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState, Resolved,
 };
 use crate::{
-    Authorizer, Decision, Grant, GrantId, InvocationScope, LocationId, Rule, ToolPolicy, UnixMillis,
+    Authorizer, Decision, Grant, GrantId, InvocationScope, LocationId, PackageIdentity, Rule,
+    ToolPolicy, UnixMillis,
 };
 
 /// One call as the host received it. The capability id comes from the
@@ -42,12 +43,21 @@ pub struct Invocation {
     pub origin: Origin,
     /// The model's (or product's) input.
     pub input: Value,
+    /// The package that provides the capability (from the host's lookup);
+    /// approvals and leases are bound to it through the fingerprint.
+    pub package: Option<PackageIdentity>,
 }
 
 impl Invocation {
     /// The invocation's fingerprint.
     pub fn fingerprint(&self) -> Fingerprint {
-        Fingerprint::of(&self.capability_id, &self.scope, self.origin, &self.input)
+        Fingerprint::of(
+            &self.capability_id,
+            self.package.as_ref(),
+            &self.scope,
+            self.origin,
+            &self.input,
+        )
     }
 }
 
@@ -131,7 +141,8 @@ impl Approvals {
         &self.store
     }
 
-    /// Authorizes `invocation` against `policy` with the stored grants:
+    /// Authorizes `invocation` against `policy` with the stored grants (a
+    /// grant counts only for the package it was given to):
     /// allowed calls run, gated ones get a persisted approval request,
     /// denied ones fail with [`ToolFailure::Denied`].
     pub fn check(
@@ -174,6 +185,7 @@ impl Approvals {
         let request = ApprovalRequest {
             id: ApprovalId(new_id("apr", &fingerprint.0)),
             capability_id: invocation.capability_id.clone(),
+            package: invocation.package.clone(),
             scope: invocation.scope.clone(),
             origin: invocation.origin,
             input: invocation.input.clone(),
@@ -219,6 +231,7 @@ impl Approvals {
                 let grant = Grant {
                     id: GrantId(new_id("gra", &id.0)),
                     capability_id: approval.capability_id.clone(),
+                    package_digest: approval.package.as_ref().map(|p| p.digest.clone()),
                     location: approval.scope.location.clone(),
                     session: approval
                         .scope
@@ -270,6 +283,18 @@ impl Approvals {
         let approval_id = id.clone();
         let fingerprint = invocation.fingerprint();
         if fingerprint != approval.fingerprint {
+            let digest = |p: &Option<PackageIdentity>| p.as_ref().map(|p| p.digest.clone());
+            if digest(&approval.package) != digest(&invocation.package) {
+                return Err(ToolFailure::PackageChanged {
+                    approval_id,
+                    extension_id: invocation
+                        .package
+                        .as_ref()
+                        .map(|p| p.extension_id.clone())
+                        .unwrap_or_else(|| invocation.capability_id.clone()),
+                }
+                .into());
+            }
             return Err(ToolFailure::InputChanged { approval_id }.into());
         }
         match approval.state {

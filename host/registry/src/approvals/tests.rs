@@ -14,6 +14,32 @@ fn call(input: Value) -> Invocation {
         scope: InvocationScope::location("loc").with_session("s1"),
         origin: Origin::LoopRun,
         input,
+        package: Some(v1()),
+    }
+}
+
+/// The package as approved (bundled) and a replacement with other content.
+fn v1() -> PackageIdentity {
+    PackageIdentity::bundled("gh", "d1")
+}
+
+fn v2() -> PackageIdentity {
+    PackageIdentity::installed("gh", "d2")
+}
+
+/// `call` as provided by `package`.
+fn call_of(package: PackageIdentity, input: Value) -> Invocation {
+    Invocation {
+        package: Some(package),
+        ..call(input)
+    }
+}
+
+/// `gated` as provided by `package`.
+fn gated_of(package: PackageIdentity, policy: GatePolicy) -> ToolPolicy {
+    ToolPolicy {
+        package: Some(package),
+        ..gated(policy)
     }
 }
 
@@ -27,6 +53,7 @@ fn gated(policy: GatePolicy) -> ToolPolicy {
         default_permission: Permission::Ask,
         effects: vec![Effect::Network, Effect::ExternalWrite],
         visibility: Visibility::Model,
+        package: Some(v1()),
     }
 }
 
@@ -103,6 +130,74 @@ fn resume_with_mutated_input_is_refused() {
     );
     // The refused resume did not spend the lease.
     assert!(approvals.resume(&id, &inv, NOW).is_ok());
+}
+
+#[test]
+fn resume_after_the_package_changed_is_refused_as_such() {
+    let approvals = memory();
+    let inv = call(json!({"title": "bug"}));
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    // Same capability id, same input: only the package content changed.
+    let replaced = call_of(v2(), json!({"title": "bug"}));
+    let failure = approvals
+        .resume(&id, &replaced, NOW)
+        .unwrap_err()
+        .into_tool_failure()
+        .unwrap();
+    assert_eq!(
+        failure,
+        ToolFailure::PackageChanged {
+            approval_id: id.clone(),
+            extension_id: "gh".into()
+        }
+    );
+    assert!(
+        failure
+            .to_string()
+            .contains("changed since this call was approved"),
+        "{failure}"
+    );
+    // The refusal did not spend the lease: the approved package still runs once.
+    assert!(approvals.resume(&id, &inv, NOW).is_ok());
+}
+
+#[test]
+fn a_grant_covers_only_the_package_it_was_given_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    let authorizer = Authorizer::default();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    {
+        let approvals = Approvals::new(
+            Arc::new(SqliteStore::open(&path).unwrap()),
+            ApprovalConfig::default(),
+        );
+        let inv = call(json!({"title": "one"}));
+        let id = blocked(&approvals, &policy, &inv).id;
+        approvals
+            .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+            .unwrap();
+    } // restart
+    let approvals = Approvals::new(
+        Arc::new(SqliteStore::open(&path).unwrap()),
+        ApprovalConfig::default(),
+    );
+    let next = call(json!({"title": "two"}));
+    assert!(matches!(
+        approvals.check(&authorizer, &policy, &next, NOW).unwrap(),
+        Gate::Run(Rule::GrantCovers { .. })
+    ));
+    let impostor = gated_of(v2(), GatePolicy::GatedUnlessGranted);
+    let request = blocked(
+        &approvals,
+        &impostor,
+        &call_of(v2(), json!({"title": "two"})),
+    );
+    assert_eq!(request.rule, Rule::GatedNoGrant);
+    assert_eq!(request.package, Some(v2()));
 }
 
 #[test]

@@ -17,7 +17,9 @@
 //! 6. `ungated` from `loop_run` for a capability not on the host's reviewed
 //!    allowlist is treated as `gated_unless_granted` (it still runs when a
 //!    grant covers it, otherwise asks with [`Rule::UngatedNotAllowlisted`]):
-//!    a missing review downgrades to asking, it does not silently run;
+//!    a missing review downgrades to asking, it does not silently run. An
+//!    allowlist entry counts only for the package it was reviewed in (see
+//!    [`AllowlistEntry`]) and only for a tool that declares no effect;
 //! 7. `gated_unless_granted` → allow if a grant covers
 //!    ([`Rule::GrantCovers`]), else approval ([`Rule::GatedNoGrant`]);
 //! 8. `consent_sufficient` (product) → allow: the person's gesture is the
@@ -26,7 +28,11 @@
 //! 9. `ungated` → with `allow`, allow ([`Rule::Ungated`] /
 //!    [`Rule::UngatedAllowlisted`]); with `ask`, allow if a grant covers,
 //!    else approval ([`Rule::DefaultPermissionAsk`]).
+//!
+//! A grant covers only the package it was given to (its content digest):
+//! a replaced or changed package needs fresh grants.
 
+mod allowlist;
 mod grant;
 
 use std::collections::BTreeSet;
@@ -34,9 +40,10 @@ use std::fmt;
 
 use warden_core::{Effect, GateMatrix, GatePolicy, Origin, Permission, Visibility};
 
+pub use allowlist::{AllowlistEntry, AllowlistError};
 pub use grant::{Grant, GrantId, InvocationScope};
 
-use crate::{ToolDef, UnixMillis};
+use crate::{PackageIdentity, ToolDef, UnixMillis};
 
 /// The policy half of a tool that authorization reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +58,15 @@ pub struct ToolPolicy {
     pub effects: Vec<Effect>,
     /// Declared visibility; only `model` tools are invocable from `loop_run`.
     pub visibility: Visibility,
+    /// The package the tool came from; grants and allowlist entries bind to it.
+    pub package: Option<PackageIdentity>,
+}
+
+impl ToolPolicy {
+    /// The digest grants of this tool are bound to (`None`: not from a package).
+    pub fn package_digest(&self) -> Option<&str> {
+        self.package.as_ref().map(|p| p.digest.as_str())
+    }
 }
 
 impl From<&ToolDef> for ToolPolicy {
@@ -61,6 +77,7 @@ impl From<&ToolDef> for ToolPolicy {
             default_permission: def.default_permission,
             effects: def.effects.clone(),
             visibility: def.visibility,
+            package: def.package.clone(),
         }
     }
 }
@@ -173,19 +190,20 @@ impl fmt::Display for Decision {
 }
 
 /// Authorizes calls; holds the host's reviewed allowlist of capabilities
-/// that may run `ungated` from `loop_run`. Additions to it are a security
-/// review, not a manifest edit.
+/// that may run `ungated` from `loop_run`, each bound to the package it was
+/// reviewed in. Additions to it are a security review, not a manifest edit.
 #[derive(Debug, Clone, Default)]
 pub struct Authorizer {
-    ungated_loop_run: BTreeSet<String>,
+    ungated_loop_run: BTreeSet<AllowlistEntry>,
 }
 
 impl Authorizer {
-    /// An authorizer with the given reviewed allowlist.
+    /// An authorizer with the given reviewed allowlist (a plain capability
+    /// id is an entry for the package built into the binary).
     pub fn new<I, S>(ungated_loop_run_allowlist: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<AllowlistEntry>,
     {
         Authorizer {
             ungated_loop_run: ungated_loop_run_allowlist
@@ -195,9 +213,30 @@ impl Authorizer {
         }
     }
 
-    /// Whether `capability_id` is on the reviewed allowlist.
-    pub fn is_allowlisted(&self, capability_id: &str) -> bool {
-        self.ungated_loop_run.contains(capability_id)
+    /// Whether the reviewed allowlist lets `policy` run ungated from
+    /// `loop_run`: an entry applies to its capability id *and* package, and
+    /// the tool declares no effect.
+    pub fn is_allowlisted(&self, policy: &ToolPolicy) -> bool {
+        policy.effects.is_empty() && self.has_entry_for(policy)
+    }
+
+    /// Refuses a tool an allowlist entry applies to when it declares any
+    /// effect (the host calls it when a package is installed, so the
+    /// mistake shows at install rather than as a silent downgrade).
+    pub fn review(&self, policy: &ToolPolicy) -> Result<(), AllowlistError> {
+        if !policy.effects.is_empty() && self.has_entry_for(policy) {
+            return Err(AllowlistError::DeclaresEffects {
+                capability_id: policy.capability_id.clone(),
+                effects: policy.effects.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn has_entry_for(&self, policy: &ToolPolicy) -> bool {
+        self.ungated_loop_run
+            .iter()
+            .any(|entry| entry.applies_to(&policy.capability_id, policy.package.as_ref()))
     }
 
     /// Decides one call of `policy` from `origin` in `scope` at `now`, given
@@ -214,7 +253,15 @@ impl Authorizer {
         let covering = || {
             grants
                 .iter()
-                .find(|g| g.covers(&policy.capability_id, scope, origin, now))
+                .find(|g| {
+                    g.covers(
+                        &policy.capability_id,
+                        policy.package_digest(),
+                        scope,
+                        origin,
+                        now,
+                    )
+                })
                 .map(|g| Rule::GrantCovers {
                     grant_id: g.id.clone(),
                 })
@@ -244,9 +291,7 @@ impl Authorizer {
         let ask = policy.default_permission == Permission::Ask;
         match gate {
             GatePolicy::AskAlways => Decision::NeedsApproval(Rule::AskAlways),
-            GatePolicy::Ungated
-                if origin == Origin::LoopRun && !self.is_allowlisted(&policy.capability_id) =>
-            {
+            GatePolicy::Ungated if origin == Origin::LoopRun && !self.is_allowlisted(policy) => {
                 granted_or(Rule::UngatedNotAllowlisted)
             }
             GatePolicy::GatedUnlessGranted => granted_or(Rule::GatedNoGrant),

@@ -145,13 +145,19 @@ fn policy(origin: Origin, gate: GatePolicy, perm: Permission, effects: &[Effect]
         default_permission: perm,
         effects: effects.to_vec(),
         visibility: Visibility::Model,
+        package: Some(bundled()),
     }
+}
+
+fn bundled() -> PackageIdentity {
+    PackageIdentity::bundled("gh", "d1")
 }
 
 fn grant_for(origin: Origin) -> Grant {
     Grant {
         id: GrantId("g1".into()),
         capability_id: "gh.op".into(),
+        package_digest: Some("d1".into()),
         location: "loc".into(),
         session: None,
         origin,
@@ -229,6 +235,7 @@ fn omitted_origin_is_forbidden_and_explained() {
         default_permission: Allow,
         effects: vec![],
         visibility: Visibility::Model,
+        package: None,
     };
     let decision = Authorizer::default().authorize(
         &policy,
@@ -269,4 +276,72 @@ fn non_model_tools_are_not_invocable_by_the_model() {
         let from_product = authorizer.authorize(&p, &scope, P, &[], 1);
         assert_eq!(code(&from_product), "allow:ungated", "{visibility}");
     }
+}
+
+#[test]
+fn a_grant_for_the_bundled_package_does_not_cover_an_impostor() {
+    let authorizer = Authorizer::default();
+    let scope = InvocationScope::location("loc");
+    let mut impostor = policy(L, Gated, Allow, &[]);
+    impostor.package = Some(PackageIdentity::installed("gh", "d2"));
+    let grants = [grant_for(L)];
+    assert_eq!(
+        authorizer.authorize(&impostor, &scope, L, &grants, 1),
+        Decision::NeedsApproval(Rule::GatedNoGrant)
+    );
+    let genuine = policy(L, Gated, Allow, &[]);
+    assert!(matches!(
+        authorizer.authorize(&genuine, &scope, L, &grants, 1),
+        Decision::Allow(Rule::GrantCovers { .. })
+    ));
+}
+
+#[test]
+fn the_allowlist_binds_to_the_reviewed_package() {
+    let scope = InvocationScope::location("loc");
+    let mut impostor = policy(L, Ungated, Allow, &[]);
+    // Same capability id and even the same digest, but installed, not built in.
+    impostor.package = Some(PackageIdentity::installed("gh", "d1"));
+    let bundled_only = Authorizer::new(["gh.op"]);
+    assert_eq!(
+        bundled_only.authorize(&impostor, &scope, L, &[], 1),
+        Decision::NeedsApproval(Rule::UngatedNotAllowlisted)
+    );
+    let by_digest = Authorizer::new([AllowlistEntry::reviewed("gh.op", "d1")]);
+    assert_eq!(
+        by_digest.authorize(&impostor, &scope, L, &[], 1),
+        Decision::Allow(Rule::UngatedAllowlisted)
+    );
+    impostor.package = Some(PackageIdentity::installed("gh", "d2"));
+    assert_eq!(
+        by_digest.authorize(&impostor, &scope, L, &[], 1),
+        Decision::NeedsApproval(Rule::UngatedNotAllowlisted)
+    );
+}
+
+#[test]
+fn an_allowlisted_tool_with_effects_never_runs_ungated_and_is_refused_at_review() {
+    let authorizer = Authorizer::new(["gh.op"]);
+    let scope = InvocationScope::location("loc");
+    let effects = [Effect::Network, Effect::UseSecret];
+    let p = policy(L, Ungated, Allow, &effects);
+    assert_eq!(
+        authorizer.authorize(&p, &scope, L, &[], 1),
+        Decision::NeedsApproval(Rule::UngatedNotAllowlisted)
+    );
+    let err = authorizer.review(&p).unwrap_err();
+    assert_eq!(
+        err,
+        AllowlistError::DeclaresEffects {
+            capability_id: "gh.op".into(),
+            effects: effects.to_vec(),
+        }
+    );
+    assert!(err.to_string().contains("`gh.op`"), "{err}");
+    assert!(err.to_string().contains("network, use_secret"), "{err}");
+    // An effect-free tool passes review; an entry for another package does not apply.
+    assert_eq!(authorizer.review(&policy(L, Ungated, Allow, &[])), Ok(()));
+    let mut other = p.clone();
+    other.package = Some(PackageIdentity::installed("gh", "d1"));
+    assert_eq!(authorizer.review(&other), Ok(()));
 }

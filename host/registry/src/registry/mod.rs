@@ -18,6 +18,7 @@
 //!   placements, shadowed ones included, so closing a registration can never
 //!   reveal a collision.
 
+mod identity;
 pub mod name;
 mod snapshot;
 mod tool;
@@ -25,6 +26,7 @@ mod tool;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+pub use identity::PackageIdentity;
 pub use snapshot::{RegisteredTool, Snapshot};
 pub use tool::{Executor, ToolDef};
 

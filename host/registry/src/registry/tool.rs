@@ -7,6 +7,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use warden_core::{Effect, GateMatrix, Permission, Visibility};
 
+use super::PackageIdentity;
+
 /// What the host runs for a tool: a capability id plus an opaque payload.
 ///
 /// The registry never executes anything; it only carries this key so the
@@ -91,6 +93,10 @@ pub struct ToolDef {
     /// The permission action used for whole-tool filtering; `None` means the
     /// default (see [`ToolDef::effective_permission_action`]).
     pub permission_action: Option<String>,
+    /// The package the tool came from, when it came from one; grants,
+    /// approvals and the reviewed allowlist bind to it. `None` for tools the
+    /// embedder registers from its own code (treated as built into the host).
+    pub package: Option<PackageIdentity>,
     /// What the host runs.
     pub executor: Executor,
 }
@@ -116,6 +122,7 @@ impl ToolDef {
             gate: GateMatrix::default(),
             codemode: true,
             permission_action: None,
+            package: None,
             executor,
         }
     }
@@ -171,6 +178,12 @@ impl ToolDef {
     /// Sets the permission action used for filtering.
     pub fn with_permission_action(mut self, action: impl Into<String>) -> Self {
         self.permission_action = Some(action.into());
+        self
+    }
+
+    /// Sets the package the tool came from.
+    pub fn with_package(mut self, package: PackageIdentity) -> Self {
+        self.package = Some(package);
         self
     }
 

@@ -9,6 +9,7 @@ pub(crate) fn request(id: &str, location: &str, created_at: UnixMillis) -> Appro
     ApprovalRequest {
         id: ApprovalId(id.into()),
         capability_id: "gh.op".into(),
+        package: Some(PackageIdentity::bundled("gh", "d1")),
         scope: InvocationScope::location(location).with_session("s1"),
         origin: Origin::LoopRun,
         input: json!({"repo": "a/b", "n": 1.5}),
@@ -24,6 +25,7 @@ fn grant(id: &str, expires_at: Option<UnixMillis>) -> Grant {
     Grant {
         id: GrantId(id.into()),
         capability_id: "gh.op".into(),
+        package_digest: Some(format!("digest-{id}")),
         location: "loc".into(),
         session: None,
         origin: Origin::LoopRun,
@@ -101,8 +103,16 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
         LeaseState::Claimed
     );
 
-    // Grants: live ones only, revocable once.
+    // Grants: live ones only, revocable once, with the package they cover.
     store.insert_grant(&grant("g2", Some(50))).unwrap();
+    let g2 = &store.grants("gh.op", &"loc".into(), 40).unwrap()[1];
+    assert_eq!(g2, &grant("g2", Some(50)));
+    let unpackaged = Grant {
+        package_digest: None,
+        ..grant("g3", None)
+    };
+    store.insert_grant(&unpackaged).unwrap();
+    assert!(store.revoke_grant(&GrantId("g3".into())).unwrap());
     let ids = |now| -> Vec<String> {
         store
             .grants("gh.op", &"loc".into(), now)

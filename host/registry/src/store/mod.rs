@@ -17,7 +17,7 @@ pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 
 use crate::approvals::Fingerprint;
-use crate::{Grant, GrantId, InvocationScope, LocationId, Rule, UnixMillis};
+use crate::{Grant, GrantId, InvocationScope, LocationId, PackageIdentity, Rule, UnixMillis};
 
 /// Errors of an approval store. Every one is a host defect: the approval
 /// flow propagates them and never turns them into tool failures.
@@ -110,6 +110,11 @@ pub struct ApprovalRequest {
     pub id: ApprovalId,
     /// The capability called.
     pub capability_id: String,
+    /// The package that provided it when the call was made (`None` for
+    /// tools not from a package, and for requests stored before package
+    /// identity was recorded).
+    #[serde(default)]
+    pub package: Option<PackageIdentity>,
     /// Where it was called.
     pub scope: InvocationScope,
     /// Who called it.
@@ -200,7 +205,9 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// Persists a grant.
     fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
 
-    /// Unrevoked, unexpired grants of `capability_id` in `location`.
+    /// Unrevoked, unexpired grants of `capability_id` in `location` (for
+    /// every package; [`Grant::covers`] checks the package digest). Grants
+    /// stored before package identity was recorded are never returned.
     fn grants(
         &self,
         capability_id: &str,

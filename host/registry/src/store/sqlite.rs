@@ -101,19 +101,29 @@ fn approval_from_row(row: &Row<'_>) -> Result<ApprovalRequest, StoreError> {
         created_at: row.get(8).map_err(backend)?,
         state,
         resolved_at: row.get(11).map_err(backend)?,
+        package: get(12)?
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .map_err(|_| corrupt("approval package"))?,
     })
 }
 
 const APPROVAL_COLUMNS: &str = "id, capability_id, location, session, origin, input, \
-     fingerprint, rule, created_at, state, feedback, resolved_at";
+     fingerprint, rule, created_at, state, feedback, resolved_at, package";
 
 impl ApprovalStore for SqliteStore {
     fn insert_approval(&self, r: &ApprovalRequest) -> Result<(), StoreError> {
         let rule = serde_json::to_string(&r.rule).map_err(|_| corrupt("rule"))?;
+        let package = r
+            .package
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|_| corrupt("package"))?;
         let result = self.conn().execute(
             "INSERT INTO approvals (id, capability_id, location, session, origin, input, \
-             fingerprint, rule, created_at, state, feedback, resolved_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, NULL)",
+             fingerprint, rule, created_at, state, feedback, resolved_at, package) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, NULL, ?11)",
             params![
                 r.id.0,
                 r.capability_id,
@@ -125,6 +135,7 @@ impl ApprovalStore for SqliteStore {
                 rule,
                 r.created_at,
                 r.state.as_str(),
+                package,
             ],
         );
         match result {
@@ -278,8 +289,9 @@ impl ApprovalStore for SqliteStore {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
-                "SELECT id, session, origin, created_at, expires_at FROM grants \
+                "SELECT id, session, origin, created_at, expires_at, package_digest FROM grants \
                  WHERE capability_id = ?1 AND location = ?2 AND revoked = 0 \
+                 AND package_bound = 1 \
                  AND (expires_at IS NULL OR expires_at > ?3) ORDER BY created_at, id",
             )
             .map_err(backend)?;
@@ -291,15 +303,18 @@ impl ApprovalStore for SqliteStore {
                     r.get::<_, String>(2)?,
                     r.get(3)?,
                     r.get(4)?,
+                    r.get::<_, Option<String>>(5)?,
                 ))
             })
             .map_err(backend)?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, session, origin, created_at, expires_at) = row.map_err(backend)?;
+            let (id, session, origin, created_at, expires_at, package_digest) =
+                row.map_err(backend)?;
             out.push(Grant {
                 id: GrantId(id),
                 capability_id: capability_id.to_owned(),
+                package_digest,
                 location: location.clone(),
                 session,
                 origin: origin.parse().map_err(|_| corrupt("grant origin"))?,
@@ -324,8 +339,8 @@ impl ApprovalStore for SqliteStore {
 
 fn insert_grant(conn: &Connection, g: &Grant) -> Result<(), StoreError> {
     conn.execute(
-        "INSERT INTO grants (id, capability_id, location, session, origin, created_at, expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO grants (id, capability_id, location, session, origin, created_at, expires_at, \
+         package_digest, package_bound) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)",
         params![
             g.id.0,
             g.capability_id,
@@ -333,7 +348,8 @@ fn insert_grant(conn: &Connection, g: &Grant) -> Result<(), StoreError> {
             g.session,
             g.origin.as_str(),
             g.created_at,
-            g.expires_at
+            g.expires_at,
+            g.package_digest
         ],
     )
     .map_err(|e| match e {

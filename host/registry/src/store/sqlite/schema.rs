@@ -6,7 +6,17 @@ use super::backend;
 use crate::StoreError;
 
 /// Schema migrations; index `i` upgrades `user_version` `i` to `i + 1`.
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+///
+/// Version 2 binds approvals and grants to package identity. Approvals get
+/// the package (JSON of `PackageIdentity`) they were asked for; rows from
+/// version 1 have none, so their fingerprint (which now covers the package
+/// digest) no longer matches and a resume is refused as "package changed".
+/// Grants get the package digest they cover and `package_bound`; rows from
+/// version 1 keep `package_bound = 0` and are never returned, so a grant
+/// given before identity was recorded covers no package: the user approves
+/// again once (deliberate: we cannot tell which content it was given to).
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE approvals (
     id            TEXT PRIMARY KEY,
     capability_id TEXT NOT NULL,
@@ -42,7 +52,13 @@ CREATE TABLE grants (
     revoked       INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX grants_lookup ON grants (capability_id, location);
-"#];
+"#,
+    r#"
+ALTER TABLE approvals ADD COLUMN package TEXT;
+ALTER TABLE grants ADD COLUMN package_digest TEXT;
+ALTER TABLE grants ADD COLUMN package_bound INTEGER NOT NULL DEFAULT 0;
+"#,
+];
 
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let supported = MIGRATIONS.len() as i64;

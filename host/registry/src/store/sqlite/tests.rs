@@ -27,3 +27,35 @@ fn migrations_set_user_version_and_refuse_newer_files() {
         "{err:?}"
     );
 }
+
+/// Rows written by schema version 1 (no package identity): a grant must
+/// not cover any package after the migration, and an approval reads back
+/// without a package.
+#[test]
+fn rows_from_before_package_identity_bind_to_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO grants (id, capability_id, location, session, origin, created_at) \
+             VALUES ('old', 'github.get_repo', 'loc', NULL, 'loop_run', 1); \
+             INSERT INTO approvals (id, capability_id, location, session, origin, input, \
+             fingerprint, rule, created_at, state) VALUES ('apr', 'github.get_repo', 'loc', \
+             NULL, 'loop_run', '{}', 'fp', '{\"rule\":\"gated_no_grant\"}', 1, 'pending');",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(
+        store
+            .grants("github.get_repo", &"loc".into(), 2)
+            .unwrap()
+            .is_empty(),
+        "a grant stored without a package digest must cover no package"
+    );
+    let approval = store.approval(&ApprovalId("apr".into())).unwrap().unwrap();
+    assert_eq!(approval.package, None);
+}
