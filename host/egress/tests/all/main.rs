@@ -1,6 +1,7 @@
 //! Integration tests of warden-egress against local HTTPS servers.
 
 mod auth;
+mod codings;
 mod egress;
 mod redirects;
 mod support;
