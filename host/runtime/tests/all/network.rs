@@ -182,3 +182,40 @@ async fn a_request_that_never_answers_is_cut_at_the_deadline() {
     assert!(outcome.usage.wall_time < std::time::Duration::from_millis(800));
     host.assert_echo_works().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_output_is_redacted_before_it_is_parsed() {
+    let host = Host::new(config());
+    // The model's input spells the secret with a JSON escape; the guest
+    // echoes it back decoded, as a guest that recovered a secret would.
+    let outcome = host
+        .hostile
+        .call(
+            CallRequest::new("hostile.healthy", r#"{"note": "s3cr\u0033t here"}"#)
+                .network(FakeNetwork::new(true, false)),
+        )
+        .await;
+    let output = outcome.result.expect("healthy");
+    assert_eq!(output["input"]["note"], "[REDACTED] here");
+    assert!(!output.to_string().contains("s3cr3t"), "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_broken_by_redaction_is_a_typed_error() {
+    let host = Host::new(config());
+    // A secret holding JSON syntax: redacting it cuts through the output.
+    let network = std::sync::Arc::new(crate::support::FakeNetwork {
+        secret: "a\",",
+        configured: true,
+        deny: false,
+        seen: Default::default(),
+    });
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.healthy", r#"{"k": ["a", "b"]}"#).network(network))
+        .await;
+    let Err(RuntimeError::InvalidOutput { reason }) = outcome.result else {
+        panic!("expected invalid output, got {:?}", outcome.result);
+    };
+    assert!(reason.contains("staged secret"), "{reason}");
+}
