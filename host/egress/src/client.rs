@@ -351,7 +351,9 @@ fn check_codings(headers: &HeaderMap) -> Result<(), ClientError> {
         return Err(ClientError::Protocol("compressed response refused"));
     }
     if !only(TRANSFER_ENCODING, "chunked") {
-        return Err(ClientError::Protocol("transfer coding other than chunked refused"));
+        return Err(ClientError::Protocol(
+            "transfer coding other than chunked refused",
+        ));
     }
     Ok(())
 }
@@ -418,18 +420,27 @@ mod tests {
     #[test]
     fn every_content_and_transfer_coding_is_checked() {
         let refused = [
-            vec![("content-encoding", "identity"), ("content-encoding", "gzip")],
+            vec![
+                ("content-encoding", "identity"),
+                ("content-encoding", "gzip"),
+            ],
             vec![("content-encoding", "identity, br")],
             vec![("content-encoding", "")],
             vec![("transfer-encoding", "gzip, chunked")],
-            vec![("transfer-encoding", "chunked"), ("transfer-encoding", "deflate")],
+            vec![
+                ("transfer-encoding", "chunked"),
+                ("transfer-encoding", "deflate"),
+            ],
         ];
         for lines in refused {
             assert!(check_codings(&headers(&lines)).is_err(), "{lines:?}");
         }
         let accepted = [
             vec![],
-            vec![("content-encoding", "identity"), ("content-encoding", "IDENTITY")],
+            vec![
+                ("content-encoding", "identity"),
+                ("content-encoding", "IDENTITY"),
+            ],
             vec![("transfer-encoding", "chunked")],
         ];
         for lines in accepted {

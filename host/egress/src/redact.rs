@@ -198,14 +198,23 @@ mod tests {
     fn assert_redacted(r: &Redactor, text: &str) {
         let out = r.redact_str(text);
         assert!(out.contains(REDACTED), "{text:?} -> {out:?}");
-        assert!(!out.contains("Secret") && !out.contains("ecre"), "{text:?} -> {out:?}");
+        assert!(
+            !out.contains("Secret") && !out.contains("ecre"),
+            "{text:?} -> {out:?}"
+        );
         assert!(r.contains(text.as_bytes()), "{text:?}");
     }
 
     fn hex(sep: &str, upper: bool) -> String {
         let pairs: Vec<String> = SECRET
             .bytes()
-            .map(|b| if upper { format!("{b:02X}") } else { format!("{b:02x}") })
+            .map(|b| {
+                if upper {
+                    format!("{b:02X}")
+                } else {
+                    format!("{b:02x}")
+                }
+            })
             .collect();
         pairs.join(sep)
     }
@@ -227,12 +236,24 @@ mod tests {
     #[test]
     fn json_escapes_are_redacted_whole_or_partial() {
         let r = redactor();
-        let all: String = SECRET.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
-        let upper: String = SECRET.chars().map(|c| format!("\\u{:04X}", c as u32)).collect();
+        let all: String = SECRET
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let upper: String = SECRET
+            .chars()
+            .map(|c| format!("\\u{:04X}", c as u32))
+            .collect();
         let some: String = SECRET
             .chars()
             .enumerate()
-            .map(|(i, c)| if i % 3 == 0 { format!("\\u{:04x}", c as u32) } else { c.to_string() })
+            .map(|(i, c)| {
+                if i % 3 == 0 {
+                    format!("\\u{:04x}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
             .collect();
         let slash = SECRET.replace('/', "\\/");
         for escaped in [all, upper, some, slash] {
@@ -247,12 +268,24 @@ mod tests {
     fn html_entities_are_redacted_decimal_hex_and_partial() {
         let r = redactor();
         let decimal: String = SECRET.chars().map(|c| format!("&#{};", c as u32)).collect();
-        let hex: String = SECRET.chars().map(|c| format!("&#x{:x};", c as u32)).collect();
-        let upper: String = SECRET.chars().map(|c| format!("&#X{:X};", c as u32)).collect();
+        let hex: String = SECRET
+            .chars()
+            .map(|c| format!("&#x{:x};", c as u32))
+            .collect();
+        let upper: String = SECRET
+            .chars()
+            .map(|c| format!("&#X{:X};", c as u32))
+            .collect();
         let partial: String = SECRET
             .chars()
             .enumerate()
-            .map(|(i, c)| if i % 2 == 0 { format!("&#{};", c as u32) } else { c.to_string() })
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    format!("&#{};", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
             .collect();
         for text in [decimal, hex, upper, partial] {
             assert_redacted(&r, &format!("<p>{text}</p>"));
@@ -285,7 +318,10 @@ mod tests {
                 .chunks(width)
                 .map(|c| std::str::from_utf8(c).unwrap())
                 .collect();
-            let pem = format!("-----BEGIN X-----{eol}{}{eol}-----END X-----", wrapped.join(eol));
+            let pem = format!(
+                "-----BEGIN X-----{eol}{}{eol}-----END X-----",
+                wrapped.join(eol)
+            );
             assert_redacted(&r, &pem);
             // The same text inside a JSON string (`\n` escapes).
             let json = serde_json::to_string(&wrapped.join("\n")).unwrap();
@@ -310,14 +346,21 @@ mod tests {
         for big_endian in [false, true] {
             let mut bytes = b"\xff\xfe".to_vec();
             for unit in SECRET.encode_utf16() {
-                let pair = if big_endian { unit.to_be_bytes() } else { unit.to_le_bytes() };
+                let pair = if big_endian {
+                    unit.to_be_bytes()
+                } else {
+                    unit.to_le_bytes()
+                };
                 bytes.extend_from_slice(&pair);
             }
             let out = r.redact_bytes(&bytes);
             assert_eq!(&out[..], b"\xff\xfe[REDACTED]", "big endian: {big_endian}");
         }
         // UTF-16 spelled as JSON escapes.
-        let json: String = SECRET.chars().map(|c| format!("\\u00{:02x}\\u0000", c as u32)).collect();
+        let json: String = SECRET
+            .chars()
+            .map(|c| format!("\\u00{:02x}\\u0000", c as u32))
+            .collect();
         assert_redacted(&r, &json);
     }
 

@@ -152,7 +152,8 @@ fn hex2(pair: Option<&[u8]>) -> Option<u8> {
 }
 
 fn hex4(s: Option<&[u8]>) -> Option<u32> {
-    s?.iter().try_fold(0u32, |acc, b| Some(acc * 16 + hex_digit(*b)?))
+    s?.iter()
+        .try_fold(0u32, |acc, b| Some(acc * 16 + hex_digit(*b)?))
 }
 
 /// A JSON (or C-style `\xHH`) escape.

@@ -67,12 +67,22 @@ async fn a_coded_body_is_refused_whatever_line_names_the_coding() {
         let store = MemoryStore::new().with(AccountKey::new("github", "gh", ["repo"]), TOKEN);
         let egress = Egress::new(config, Arc::new(store), Arc::new(resolver)).unwrap();
         let session = egress
-            .session("github.search", "github", &[github_credential()], &[], 1 << 20)
+            .session(
+                "github.search",
+                "github",
+                &[github_credential()],
+                &[],
+                1 << 20,
+            )
             .unwrap();
         let result = session
             .send_checked(get("https://api.github.com/coded"), Some("gh"), CALL)
             .await;
-        assert_eq!(answered.load(Ordering::SeqCst), 1, "{head:?}: server reached");
+        assert_eq!(
+            answered.load(Ordering::SeqCst),
+            1,
+            "{head:?}: server reached"
+        );
         match result {
             Err(EgressError::Client(ClientError::Protocol(_))) => {}
             other => panic!("{head:?}: expected a refusal, got {other:?}"),

@@ -1,6 +1,7 @@
 //! The host API end to end: install, snapshot, invoke, approvals, egress.
 
 mod approvals;
+mod exfil;
 mod install;
 mod network;
 
