@@ -3,5 +3,6 @@
 mod auth;
 mod codings;
 mod egress;
+mod leaks;
 mod redirects;
 mod support;
