@@ -2,10 +2,10 @@
 //!
 //! Two searches run with one automaton (built once per call, ASCII case
 //! folded, linear in the input):
-//! - over the raw text, for the secret's *forms* ([`forms`]): raw,
+//! - over the raw text, for the secret's *forms* (`redact/forms.rs`): raw,
 //!   percent-encoded, base64 at any alignment, hex (also `:`, space or `-`
 //!   separated), UTF-16LE/BE;
-//! - over up to three *canonical views* ([`canon`]) of the text, in which
+//! - over up to four *canonical views* (`redact/canon.rs`) of the text, in which
 //!   JSON escapes (`\u0067`, `\/`), HTML numeric entities, percent escapes,
 //!   quoted-printable and line breaks are decoded or removed, so partly escaped,
 //!   doubly percent-encoded and line-wrapped (MIME, PEM) forms read as one of the
@@ -78,9 +78,7 @@ impl Redactor {
         };
         ac.is_match(haystack)
             || (canon::may_be_encoded(haystack)
-                && canon::views(haystack)
-                    .iter()
-                    .any(|view| ac.is_match(&view.text)))
+                && canon::any_view(haystack, |view| ac.is_match(&view.text)))
     }
 
     /// `bytes` with every form of every staged secret replaced.
@@ -91,12 +89,13 @@ impl Redactor {
         let mut ranges: Vec<(usize, usize)> =
             ac.find_iter(bytes).map(|m| (m.start(), m.end())).collect();
         if canon::may_be_encoded(bytes) {
-            for view in canon::views(bytes) {
+            canon::any_view(bytes, |view| {
                 ranges.extend(
                     ac.find_iter(&view.text)
                         .map(|m| view.raw_range(m.start(), m.end())),
                 );
-            }
+                false
+            });
         }
         if ranges.is_empty() {
             return Cow::Borrowed(bytes);

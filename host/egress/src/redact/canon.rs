@@ -10,7 +10,7 @@
 //! and LF so that line-wrapped base64 (MIME, PEM) reads as one run. Every
 //! escape is decoded wherever it appears, so text in which only some
 //! characters are escaped reads as the plain text. Nested encodings (a
-//! percent-encoded percent encoding) need one web pass per level: [`views`]
+//! percent-encoded percent encoding) need one web pass per level: [`any_view`]
 //! runs at most [`MAX_ROUNDS`].
 //!
 //! Each pass is linear in its input; the map keeps, for every byte of the
@@ -52,31 +52,32 @@ enum Mode {
     QuotedPrintable,
 }
 
-/// Up to [`MAX_ROUNDS`] web views of `raw`, each decoding the previous one
-/// and stopping as soon as a pass changes nothing, then the quoted-printable
-/// view of `raw` if it differs. Texts over 4 GiB are not decoded (no host
-/// limit lets one through).
-pub(super) fn views(raw: &[u8]) -> Vec<View> {
-    let mut out: Vec<View> = Vec::new();
+/// Call `visit` with up to [`MAX_ROUNDS`] web views of `raw`, each decoding
+/// the previous one and stopping as soon as a pass changes nothing, then with
+/// the quoted-printable view of `raw` if it differs; stops early when `visit`
+/// returns `true`, and returns whether it did. At most two views are alive
+/// at a time (each maps straight to `raw`). Texts over 4 GiB are not decoded
+/// (no host limit lets one through).
+pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool {
     if u32::try_from(raw.len()).is_err() {
-        return out;
+        return false;
     }
+    let mut previous: Option<View> = None;
     for _ in 0..MAX_ROUNDS {
-        let input = out.last().map_or(raw, |v| v.text.as_slice());
+        let input = previous.as_ref().map_or(raw, |v| v.text.as_slice());
         if !may_be_encoded(input) {
             break;
         }
-        let Some(next) = decode(input, out.last(), Mode::Web) else {
+        let Some(next) = decode(input, previous.as_ref(), Mode::Web) else {
             break;
         };
-        out.push(next);
+        if visit(&next) {
+            return true;
+        }
+        previous = Some(next);
     }
-    if raw.contains(&b'=')
-        && let Some(qp) = decode(raw, None, Mode::QuotedPrintable)
-    {
-        out.push(qp);
-    }
-    out
+    drop(previous);
+    raw.contains(&b'=') && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
 }
 
 /// One pass over `input` (which is `previous.text`, or the raw text when
@@ -221,9 +222,20 @@ fn entity(s: &[u8]) -> Option<(usize, Decoded)> {
 mod tests {
     use super::*;
 
+    /// Every view of `raw`, as (text, raw ranges of each byte).
+    fn views(raw: &[u8]) -> Vec<(Vec<u8>, Vec<(usize, usize)>)> {
+        let mut out = Vec::new();
+        any_view(raw, |v| {
+            let ranges = (0..v.text.len()).map(|i| v.raw_range(i, i + 1)).collect();
+            out.push((v.text.clone(), ranges));
+            false
+        });
+        out
+    }
+
     fn last(raw: &str) -> String {
         let views = views(raw.as_bytes());
-        String::from_utf8_lossy(&views.last().expect("decoded").text).into_owned()
+        String::from_utf8_lossy(&views.last().expect("decoded").0).into_owned()
     }
 
     #[test]
@@ -233,19 +245,26 @@ mod tests {
         assert_eq!(last("&#103;&#X68;&#x70&amp;"), "ghp&");
         assert_eq!(last("%67%2568"), "gh");
         assert_eq!(last("=67=\r\nh=\n"), "gh");
-        assert_eq!(views(b"a=67%62")[0].text, b"a=67b");
+        assert_eq!(views(b"a=67%62")[0].0, b"a=67b");
         assert_eq!(last("ab\r\ncd\nef"), "abcdef");
         assert_eq!(last(r"\x67\n"), "g");
     }
 
     #[test]
     fn the_map_points_at_whole_raw_escapes() {
-        let raw = "a%2567b";
-        let views = views(raw.as_bytes());
-        let view = views.last().unwrap();
-        assert_eq!(view.text, b"agb");
-        assert_eq!(view.raw_range(1, 2), (1, 6));
-        assert_eq!(view.raw_range(0, 3), (0, 7));
+        let mut seen = Vec::new();
+        any_view(b"a%2567b", |view| {
+            seen.push((
+                view.text.clone(),
+                view.raw_range(1, 2),
+                view.raw_range(0, 3),
+            ));
+            false
+        });
+        let (text, one, all) = seen.last().unwrap();
+        assert_eq!(text, b"agb");
+        assert_eq!(*one, (1, 6));
+        assert_eq!(*all, (0, 7));
     }
 
     #[test]
