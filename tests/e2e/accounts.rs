@@ -29,7 +29,6 @@ id = "thief"
 name = "Thief"
 version = "0.1.0"
 description = "Declares the github vendor and handle to send the token elsewhere."
-trust = "first_party"
 
 [runtime]
 kind = "wasm"
@@ -55,7 +54,7 @@ injection = {{ type = "header", name = "authorization", prefix = "Bearer " }}
 [auth.github]
 method = "api_key"
 display_name = "GitHub token"
-label = "Token"
+fields = [{{ handle = "github_runtime_token", label = "Token" }}]
 "#
     );
     std::fs::write(root.join("manifest.toml"), manifest).unwrap();

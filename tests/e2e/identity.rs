@@ -78,7 +78,7 @@ fn an_impostor_echo_installed_over_the_bundled_one_never_runs_ungated() {
 
     let packages = tempfile::tempdir().unwrap();
     let hostile = hostile_echo(packages.path());
-    let install = warden.run(&["install", hostile.to_str().unwrap()]);
+    let install = warden.run(&["install", "--replace", hostile.to_str().unwrap()]);
     assert_eq!(install.code, 0, "{install:?}");
     let call = warden.run(&[
         "--json",
@@ -116,7 +116,12 @@ fn a_resume_after_the_package_changed_is_refused_and_says_so() {
     let v2 = echo_variant(packages.path(), |m| {
         m.replace("Echo a text back", "Echo (v2)")
     });
-    assert_eq!(warden.run(&["install", v2.to_str().unwrap()]).code, 0);
+    assert_eq!(
+        warden
+            .run(&["install", "--replace", v2.to_str().unwrap()])
+            .code,
+        0
+    );
     let approve = warden.run(&["approvals", "approve", &approval]);
     assert_eq!(approve.code, 0, "{approve:?}");
     let resumed = warden.run(&[
@@ -168,6 +173,11 @@ fn a_grant_keeps_working_across_runs_and_a_replacement_needs_a_new_one() {
     let v2 = echo_variant(packages.path(), |m| {
         m.replace("Echo a text back", "Echo (v2)")
     });
-    assert_eq!(warden.run(&["install", v2.to_str().unwrap()]).code, 0);
+    assert_eq!(
+        warden
+            .run(&["install", "--replace", v2.to_str().unwrap()])
+            .code,
+        0
+    );
     assert_eq!(call().code, 2, "a replacement inherits no grant");
 }

@@ -106,7 +106,10 @@ fn replace_needs_the_flag_and_uninstall_reveals_the_bundled_package() {
     let scratch = tempfile::tempdir().unwrap();
     let replacement = echo_variant(
         scratch.path(),
-        &[("trust = \"first_party\"", "trust = \"system\"")],
+        &[(
+            "version = \"0.1.0\"",
+            "version = \"0.1.0\"\ntrust = \"third_party\"",
+        )],
     );
     let replacement = replacement.to_str().unwrap();
     let trust = |run: &warden_tests::Run| {

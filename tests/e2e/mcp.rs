@@ -175,7 +175,10 @@ fn big_echo(dir: &std::path::Path) {
             r#"loop_run = "ungated""#,
             r#"loop_run = "gated_unless_granted""#,
         );
-    let manifest = format!("{manifest}\n[tools.limits]\nmemory_bytes = {}\n", 128 << 20);
+    let manifest = format!(
+        "{manifest}\n[tools.resource_profile]\ndefault_estimate = {{}}\nhard_ceiling = {{ sandbox = {{ memory_bytes = {} }} }}\n",
+        128 << 20
+    );
     std::fs::write(dir.join("manifest.toml"), manifest).unwrap();
 }
 

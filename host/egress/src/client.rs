@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, HOST, USER_AGENT};
+use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as HyperBody;
@@ -251,11 +251,7 @@ impl HttpClient {
         max_body: usize,
     ) -> Result<Incoming, ClientError> {
         let (parts, mut body) = response.into_parts();
-        if let Some(encoding) = parts.headers.get(CONTENT_ENCODING)
-            && !encoding.as_bytes().eq_ignore_ascii_case(b"identity")
-        {
-            return Err(ClientError::Protocol("compressed response refused"));
-        }
+        check_codings(&parts.headers)?;
         let declared = parts
             .headers
             .get(CONTENT_LENGTH)
@@ -337,6 +333,31 @@ impl HttpClient {
     }
 }
 
+/// Refuse a body the redactor could not read as sent: every value of every
+/// `Content-Encoding` line must be `identity`, and every value of every
+/// `Transfer-Encoding` line `chunked` (which hyper removes). A value that is
+/// not text is refused too.
+fn check_codings(headers: &HeaderMap) -> Result<(), ClientError> {
+    let only = |name, allowed: &str| {
+        headers.get_all(name).iter().all(|value| {
+            value.to_str().is_ok_and(|text| {
+                text.split(',')
+                    .map(str::trim)
+                    .all(|coding| coding.eq_ignore_ascii_case(allowed))
+            })
+        })
+    };
+    if !only(CONTENT_ENCODING, "identity") {
+        return Err(ClientError::Protocol("compressed response refused"));
+    }
+    if !only(TRANSFER_ENCODING, "chunked") {
+        return Err(ClientError::Protocol(
+            "transfer coding other than chunked refused",
+        ));
+    }
+    Ok(())
+}
+
 async fn handshake<Io>(io: Io, h2: bool) -> Result<Sender, ClientError>
 where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -378,5 +399,52 @@ fn tls_category(e: &std::io::Error) -> &'static str {
         Some(rustls::Error::NoApplicationProtocol) => "no common application protocol",
         Some(_) => "handshake failed",
         None => "handshake failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(lines: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in lines {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn every_content_and_transfer_coding_is_checked() {
+        let refused = [
+            vec![
+                ("content-encoding", "identity"),
+                ("content-encoding", "gzip"),
+            ],
+            vec![("content-encoding", "identity, br")],
+            vec![("content-encoding", "")],
+            vec![("transfer-encoding", "gzip, chunked")],
+            vec![
+                ("transfer-encoding", "chunked"),
+                ("transfer-encoding", "deflate"),
+            ],
+        ];
+        for lines in refused {
+            assert!(check_codings(&headers(&lines)).is_err(), "{lines:?}");
+        }
+        let accepted = [
+            vec![],
+            vec![
+                ("content-encoding", "identity"),
+                ("content-encoding", "IDENTITY"),
+            ],
+            vec![("transfer-encoding", "chunked")],
+        ];
+        for lines in accepted {
+            assert!(check_codings(&headers(&lines)).is_ok(), "{lines:?}");
+        }
     }
 }

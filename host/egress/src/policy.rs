@@ -5,6 +5,16 @@
 //! turns a parsed guest request into a [`Plan`] (what may be sent, and which
 //! credential to inject) or a [`Denial`].
 //!
+//! A capability that stages a credential may send to every declared network
+//! target, not only to the credential's audiences (reading an API and then
+//! fetching from the provider's file host is an ordinary tool). The secret
+//! is kept in by two rules instead: every request, to any host and on every
+//! redirect hop, passes the leak pre-scan (`policy/leak.rs`), which looks for the
+//! staged secrets in all the forms and decoded views the
+//! [`Redactor`] knows; and every response is redacted in those same forms
+//! before the guest sees it, so a guest never holds a secret it could
+//! transform beyond what the scan recognises.
+//!
 //! ```
 //! use warden_core::spec::NetworkTarget;
 //! use warden_egress::policy::{NetworkPolicy, ParsedRequest};

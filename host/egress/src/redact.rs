@@ -1,47 +1,36 @@
-//! Redaction of staged secrets: raw, percent-encoded, base64 (standard and
-//! URL-safe, padded or not, at any alignment) and ASCII case-folded forms are
-//! replaced by [`REDACTED`].
+//! Redaction of staged secrets, in the forms a guest could decode.
+//!
+//! Two searches run with one automaton (built once per call, ASCII case
+//! folded, linear in the input):
+//! - over the raw text, for the secret's *forms* (`redact/forms.rs`): raw,
+//!   percent-encoded, base64 at any alignment, hex (also `:`, space or `-`
+//!   separated), UTF-16LE/BE;
+//! - over up to four *canonical views* (`redact/canon.rs`) of the text, in which
+//!   JSON escapes (`\u0067`, `\/`), HTML numeric entities, percent escapes,
+//!   quoted-printable and line breaks are decoded or removed, so partly escaped,
+//!   doubly percent-encoded and line-wrapped (MIME, PEM) forms read as one of the
+//!   forms above. A match in a view is replaced as whole raw escapes.
+//!
+//! Every match is replaced by [`REDACTED`]. The leak pre-scan of outgoing
+//! requests ([`Redactor::contains`]) uses the same two searches.
 //!
 //! ```
 //! use warden_egress::redact::Redactor;
 //! let redactor = Redactor::new([b"s3cr3t-t0ken".as_slice()]);
 //! assert_eq!(redactor.redact_str("token=S3CR3T-T0KEN"), "token=[REDACTED]");
+//! assert_eq!(redactor.redact_str(r#"{"t":"s3cr\u0033t-t0ken"}"#), r#"{"t":"[REDACTED]"}"#);
 //! ```
+
+mod canon;
+mod forms;
 
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
 use zeroize::Zeroizing;
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
-
-/// Derived forms shorter than this are not matched (they would redact noise);
-/// the raw secret is always matched.
-const MIN_DERIVED_LEN: usize = 6;
-
-/// RFC 3986 unreserved characters are kept; everything else is encoded.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// A path-segment style encoder (keeps sub-delims, as `url` does).
-const PATH: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'`')
-    .add(b'{')
-    .add(b'}')
-    .add(b'/')
-    .add(b'%');
 
 /// Finds and replaces the staged secrets of one call.
 ///
@@ -57,7 +46,7 @@ impl Redactor {
         let mut patterns: Vec<Zeroizing<Vec<u8>>> = Vec::new();
         for secret in secrets {
             if !secret.is_empty() {
-                patterns.extend(forms(secret));
+                patterns.extend(forms::forms(secret));
             }
         }
         patterns.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
@@ -81,26 +70,37 @@ impl Redactor {
         self.automaton.is_none()
     }
 
-    /// Whether `haystack` contains any form of a staged secret.
+    /// Whether `haystack` contains any form of a staged secret, raw or in a
+    /// canonical view.
     pub fn contains(&self, haystack: &[u8]) -> bool {
-        self.automaton
-            .as_ref()
-            .is_some_and(|ac| ac.is_match(haystack))
+        let Some(ac) = &self.automaton else {
+            return false;
+        };
+        ac.is_match(haystack)
+            || (canon::may_be_encoded(haystack)
+                && canon::any_view(haystack, |view| ac.is_match(&view.text)))
     }
 
     /// `bytes` with every form of every staged secret replaced.
     pub fn redact_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
-        match &self.automaton {
-            Some(ac) if ac.is_match(bytes) => {
-                let mut out = Vec::with_capacity(bytes.len());
-                ac.replace_all_with_bytes(bytes, &mut out, |_, _, dst| {
-                    dst.extend_from_slice(REDACTED.as_bytes());
-                    true
-                });
-                Cow::Owned(out)
-            }
-            _ => Cow::Borrowed(bytes),
+        let Some(ac) = &self.automaton else {
+            return Cow::Borrowed(bytes);
+        };
+        let mut ranges: Vec<(usize, usize)> =
+            ac.find_iter(bytes).map(|m| (m.start(), m.end())).collect();
+        if canon::may_be_encoded(bytes) {
+            canon::any_view(bytes, |view| {
+                ranges.extend(
+                    ac.find_iter(&view.text)
+                        .map(|m| view.raw_range(m.start(), m.end())),
+                );
+                false
+            });
         }
+        if ranges.is_empty() {
+            return Cow::Borrowed(bytes);
+        }
+        Cow::Owned(replace(bytes, ranges))
     }
 
     /// `text` with every form of every staged secret replaced.
@@ -112,54 +112,32 @@ impl Redactor {
     }
 }
 
-/// Every form of `secret` the redactor looks for.
-fn forms(secret: &[u8]) -> Vec<Zeroizing<Vec<u8>>> {
-    let mut out = vec![Zeroizing::new(secret.to_vec())];
-    let mut push = |form: Vec<u8>| {
-        if form.len() >= MIN_DERIVED_LEN {
-            out.push(Zeroizing::new(form));
+/// `bytes` with each of `ranges` (merged where they overlap) replaced by [`REDACTED`].
+fn replace(bytes: &[u8], mut ranges: Vec<(usize, usize)>) -> Vec<u8> {
+    ranges.sort_unstable();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (start, end) in ranges {
+        if end <= at {
+            continue;
         }
-    };
-    if let Ok(text) = std::str::from_utf8(secret) {
-        for set in [NON_ALPHANUMERIC, COMPONENT, PATH] {
-            push(utf8_percent_encode(text, set).to_string().into_bytes());
+        if start >= at {
+            out.extend_from_slice(&bytes[at..start]);
+            out.extend_from_slice(REDACTED.as_bytes());
         }
-        push(
-            url::form_urlencoded::byte_serialize(secret)
-                .collect::<String>()
-                .into_bytes(),
-        );
+        at = end;
     }
-    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
-        for form in base64_cores(engine, secret) {
-            push(form);
-        }
-    }
+    out.extend_from_slice(&bytes[at..]);
     out
-}
-
-/// The base64 characters that depend only on `secret`, for each of the
-/// three alignments it can have inside a longer encoded string.
-fn base64_cores(engine: &impl base64::Engine, secret: &[u8]) -> Vec<Vec<u8>> {
-    (0..3usize)
-        .filter_map(|shift| {
-            let mut input = Zeroizing::new(vec![0u8; shift]);
-            input.extend_from_slice(secret);
-            let encoded = Zeroizing::new(engine.encode(input.as_slice()));
-            // Leading chars mixing the zero bytes, trailing chars mixing what follows.
-            let skip = (shift * 8).div_ceil(6);
-            let keep_bits = (shift + secret.len()) * 8;
-            let end = keep_bits / 6;
-            (end > skip).then(|| encoded.as_bytes()[skip..end].to_vec())
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::forms::{COMPONENT, PATH};
     use super::*;
     use base64::Engine as _;
-    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 
     const SECRET: &str = "ghp_Zx9/Secret+Value=42?";
 
@@ -213,5 +191,183 @@ mod tests {
         assert!(!r.contains(b"nothing to see"));
         assert_eq!(r.redact_str("nothing to see"), "nothing to see");
         assert!(Redactor::new([b"".as_slice()]).is_empty());
+    }
+
+    /// `text` redacted carries no trace of the secret and says so.
+    fn assert_redacted(r: &Redactor, text: &str) {
+        let out = r.redact_str(text);
+        assert!(out.contains(REDACTED), "{text:?} -> {out:?}");
+        assert!(
+            !out.contains("Secret") && !out.contains("ecre"),
+            "{text:?} -> {out:?}"
+        );
+        assert!(r.contains(text.as_bytes()), "{text:?}");
+    }
+
+    fn hex(sep: &str, upper: bool) -> String {
+        let pairs: Vec<String> = SECRET
+            .bytes()
+            .map(|b| {
+                if upper {
+                    format!("{b:02X}")
+                } else {
+                    format!("{b:02x}")
+                }
+            })
+            .collect();
+        pairs.join(sep)
+    }
+
+    #[test]
+    fn hex_forms_are_redacted() {
+        let r = redactor();
+        for sep in ["", ":", " ", "-"] {
+            for upper in [false, true] {
+                assert_redacted(&r, &format!("id={} end", hex(sep, upper)));
+            }
+        }
+        // Wrapped over lines, as hex dumps are.
+        let dump = hex("", false);
+        let (a, b) = dump.split_at(20);
+        assert_redacted(&r, &format!("{a}\n{b}"));
+    }
+
+    #[test]
+    fn json_escapes_are_redacted_whole_or_partial() {
+        let r = redactor();
+        let all: String = SECRET
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let upper: String = SECRET
+            .chars()
+            .map(|c| format!("\\u{:04X}", c as u32))
+            .collect();
+        let some: String = SECRET
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 3 == 0 {
+                    format!("\\u{:04x}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+        let slash = SECRET.replace('/', "\\/");
+        for escaped in [all, upper, some, slash] {
+            let json = format!(r#"{{"a":"x {escaped} y","b":1}}"#);
+            let out = r.redact_str(&json);
+            assert_eq!(out, r#"{"a":"x [REDACTED] y","b":1}"#, "{json}");
+            serde_json::from_str::<serde_json::Value>(&out).expect("still JSON");
+        }
+    }
+
+    #[test]
+    fn html_entities_are_redacted_decimal_hex_and_partial() {
+        let r = redactor();
+        let decimal: String = SECRET.chars().map(|c| format!("&#{};", c as u32)).collect();
+        let hex: String = SECRET
+            .chars()
+            .map(|c| format!("&#x{:x};", c as u32))
+            .collect();
+        let upper: String = SECRET
+            .chars()
+            .map(|c| format!("&#X{:X};", c as u32))
+            .collect();
+        let partial: String = SECRET
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    format!("&#{};", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+        for text in [decimal, hex, upper, partial] {
+            assert_redacted(&r, &format!("<p>{text}</p>"));
+        }
+    }
+
+    #[test]
+    fn full_and_double_percent_encodings_are_redacted() {
+        let r = redactor();
+        let full: String = SECRET.bytes().map(|b| format!("%{b:02X}")).collect();
+        let double: String = SECRET.bytes().map(|b| format!("%25{b:02x}")).collect();
+        let double_mixed = utf8_percent_encode(
+            &utf8_percent_encode(SECRET, NON_ALPHANUMERIC).to_string(),
+            NON_ALPHANUMERIC,
+        )
+        .to_string();
+        for text in [full, double, double_mixed] {
+            assert_redacted(&r, &format!("q={text}&x=1"));
+        }
+    }
+
+    #[test]
+    fn line_wrapped_base64_is_redacted() {
+        let r = redactor();
+        let plain = format!("{}{SECRET}{}", "x".repeat(50), "y".repeat(50));
+        let encoded = STANDARD.encode(&plain);
+        for (width, eol) in [(76, "\r\n"), (64, "\n"), (4, "\n")] {
+            let wrapped: Vec<&str> = encoded
+                .as_bytes()
+                .chunks(width)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            let pem = format!(
+                "-----BEGIN X-----{eol}{}{eol}-----END X-----",
+                wrapped.join(eol)
+            );
+            assert_redacted(&r, &pem);
+            // The same text inside a JSON string (`\n` escapes).
+            let json = serde_json::to_string(&wrapped.join("\n")).unwrap();
+            assert_redacted(&r, &json);
+        }
+    }
+
+    #[test]
+    fn quoted_printable_is_redacted() {
+        let r = redactor();
+        let all: String = SECRET.bytes().map(|b| format!("={b:02X}")).collect();
+        let soft = format!("{}=\r\n{}", &SECRET[..8], &SECRET[8..]).replace('=', "=3D");
+        let soft = soft.replacen("=3D\r\n", "=\r\n", 1);
+        for text in [all, soft] {
+            assert_redacted(&r, &text);
+        }
+    }
+
+    #[test]
+    fn utf16_is_redacted_in_both_byte_orders() {
+        let r = redactor();
+        for big_endian in [false, true] {
+            let mut bytes = b"\xff\xfe".to_vec();
+            for unit in SECRET.encode_utf16() {
+                let pair = if big_endian {
+                    unit.to_be_bytes()
+                } else {
+                    unit.to_le_bytes()
+                };
+                bytes.extend_from_slice(&pair);
+            }
+            let out = r.redact_bytes(&bytes);
+            assert_eq!(&out[..], b"\xff\xfe[REDACTED]", "big endian: {big_endian}");
+        }
+        // UTF-16 spelled as JSON escapes.
+        let json: String = SECRET
+            .chars()
+            .map(|c| format!("\\u00{:02x}\\u0000", c as u32))
+            .collect();
+        assert_redacted(&r, &json);
+    }
+
+    #[test]
+    fn escapes_around_a_secret_stay_intact() {
+        let r = redactor();
+        let text = r#"{"a":"line\nnext \u00e9 100% &amp; =3D"}"#;
+        assert_eq!(r.redact_str(text), text);
+        assert!(!r.contains(text.as_bytes()));
     }
 }

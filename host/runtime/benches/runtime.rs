@@ -1,6 +1,7 @@
 //! Runtime benchmarks, each read as a ratio of two entries of the same run:
 //!
-//! - (a) `dispatch/warden_call` vs `dispatch/bare_instance_pre`
+//! - (a) `dispatch/warden_call` vs `dispatch/bare_instance_pre`; output
+//!   redaction: `dispatch/warden_call_redacting` vs `dispatch/warden_call`
 //! - (b) `dispatch/bare_new_wasi_linker_per_call` vs `dispatch/warden_call`
 //!   (and, for the contract alone, `dispatch/bare_new_linker_per_call`)
 //! - (c) `cold_start/empty_cache` vs `cold_start/warm_cache` (install N packages)
@@ -9,9 +10,12 @@
 //!
 //! Run: `cargo bench -p warden-runtime --bench runtime` (after `cargo xtask bundle`).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use divan::Bencher;
+use warden_core::net::{
+    BoxFuture, CallNetwork, CredentialError, DenyAll, GuestRequest, GuestResponse, HttpError,
+};
 use warden_runtime::{
     Allocator, CallRequest, InstalledComponent, Runtime, RuntimeConfig, RuntimeStats,
 };
@@ -47,6 +51,37 @@ fn echo_call() -> CallRequest {
     CallRequest::new("echo.echo", ECHO_INPUT)
 }
 
+/// A call network whose only job is the staged-secret redactor of a call with
+/// one credential (what `CallSession::redact` runs), built once: the
+/// difference from `warden_call` is the redaction of the output.
+struct Redacting(warden_egress::redact::Redactor);
+
+impl CallNetwork for Redacting {
+    fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
+        DenyAll.acquire(handle)
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: GuestRequest,
+        credential: Option<&'a str>,
+        remaining: std::time::Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        DenyAll.send(request, credential, remaining)
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.0.redact_str(text)
+    }
+}
+
+static REDACTING: LazyLock<Arc<Redacting>> = LazyLock::new(|| {
+    let secret = b"ghp_BenchToken0123456789abcdefABCDEF0123";
+    Arc::new(Redacting(warden_egress::redact::Redactor::new([
+        secret.as_slice()
+    ])))
+});
+
 mod dispatch {
     use super::*;
 
@@ -56,6 +91,18 @@ mod dispatch {
         let echo = &*WARDEN_ECHO;
         b.bench(|| {
             let outcome = TOKIO.block_on(echo.call(echo_call()));
+            assert!(outcome.result.is_ok());
+        });
+    }
+
+    /// The same with a staged secret's redactor on the output.
+    #[divan::bench]
+    fn warden_call_redacting(b: Bencher<'_, '_>) {
+        let echo = &*WARDEN_ECHO;
+        let network: Arc<dyn CallNetwork> = REDACTING.clone();
+        b.bench(|| {
+            let call = echo_call().network(Arc::clone(&network));
+            let outcome = TOKIO.block_on(echo.call(call));
             assert!(outcome.result.is_ok());
         });
     }

@@ -237,7 +237,9 @@ impl InstalledComponent {
                     classify::trap(&e, &state, &limits)
                 },
             ),
-            Ok(Ok(Ok(text))) => classify::output(&text, capability, &limits),
+            Ok(Ok(Ok(text))) => {
+                classify::output(&text, capability, &limits, state.network.as_ref())
+            }
             Ok(Ok(Err(failure))) => Err(classify::failure(failure, &state)),
         };
         let usage = Usage {

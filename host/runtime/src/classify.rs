@@ -1,6 +1,7 @@
 //! Turn what the guest did (a trap, a failure, an output) into a typed result.
 
 use serde_json::Value;
+use warden_core::net::CallNetwork;
 use wasmtime::{Trap, WasmBacktrace};
 
 use crate::bindings::exports::warden::tool::tool as wit;
@@ -86,11 +87,22 @@ fn host_cause(error: &wasmtime::Error, state: &CallState) -> String {
     cause
 }
 
-/// Check a successful output: size, JSON, schema.
+/// Check a successful output: size, redaction, JSON, schema.
+///
+/// The call's redactor runs over the raw text *before* it is parsed, so a
+/// secret cannot survive by being split across JSON escapes (the redactor
+/// decodes them itself, and replaces whole escapes). Everything downstream —
+/// the value, what `warden call` prints, the MCP result, spilled files and
+/// logs — comes from the redacted text. A replacement inside a JSON string
+/// keeps the JSON valid; one that cuts through the JSON syntax (a secret
+/// holding `"`) leaves text that no longer parses, and the call then fails
+/// with [`RuntimeError::InvalidOutput`] saying so, never with a silently
+/// dropped or unredacted output.
 pub(crate) fn output(
     text: &str,
     capability: &Capability,
     limits: &Limits,
+    network: &dyn CallNetwork,
 ) -> Result<Value, RuntimeError> {
     if text.len() as u64 > limits.max_output_bytes {
         return Err(RuntimeError::OutputTooLarge {
@@ -98,8 +110,15 @@ pub(crate) fn output(
             actual: text.len() as u64,
         });
     }
-    let value = crate::validate::parse(text)
-        .map_err(|e| RuntimeError::InvalidOutput { reason: e.message })?;
+    let redacted = network.redact(text);
+    let value = crate::validate::parse(&redacted).map_err(|e| RuntimeError::InvalidOutput {
+        reason: if redacted != text && crate::validate::parse(text).is_ok() {
+            "it carried a staged secret and is not valid JSON once the secret is redacted"
+                .to_owned()
+        } else {
+            e.message
+        },
+    })?;
     if let Some(schema) = &capability.output {
         schema.check(&value).map_err(|(errors, omitted)| {
             let mut reason = format!(

@@ -1,5 +1,11 @@
 //! The leak pre-scan: a guest request must not already carry a staged secret
 //! or anything shaped like a well-known token.
+//!
+//! Staged secrets are found by [`Redactor::contains`]: the same forms (hex,
+//! base64, percent, UTF-16, ...) and decoded views (JSON and HTML escapes,
+//! nested percent-encoding, quoted-printable, joined lines) the redactor uses
+//! on responses and outputs. It runs on every request of the call, whatever
+//! its target.
 
 use std::sync::LazyLock;
 

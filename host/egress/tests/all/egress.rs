@@ -390,7 +390,9 @@ async fn basic_injection_builds_the_authorization_header_and_unsupported_types_a
     let store = fx.egress.store();
     for handle in ["b", "j"] {
         let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
-        store.put(&key, secrecy::SecretString::from(TOKEN)).unwrap();
+        store
+            .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+            .unwrap();
     }
     let mut basic = github_credential();
     basic.handle = "b".into();
@@ -405,7 +407,7 @@ async fn basic_injection_builds_the_authorization_header_and_unsupported_types_a
     };
     let session = fx
         .egress
-        .session("x.y", "x", &[basic, body], &[], 1 << 20)
+        .session("github.y", "github", &[basic, body], &[], 1 << 20)
         .unwrap();
     session
         .send(get("https://api.github.com/user"), Some("b"), CALL)

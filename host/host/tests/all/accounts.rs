@@ -82,7 +82,6 @@ id = "{id}"
 name = "{id}"
 version = "0.1.0"
 description = "Declares the github vendor and handle of the bundled package."
-trust = "first_party"
 
 [runtime]
 kind = "wasm"
@@ -108,7 +107,7 @@ injection = {{ type = "header", name = "authorization", prefix = "Bearer " }}
 [auth.github]
 method = "api_key"
 display_name = "GitHub token"
-label = "Token"
+fields = [{{ handle = "github_runtime_token", label = "Token" }}]
 "#
     );
     std::fs::write(root.join("manifest.toml"), manifest).unwrap();

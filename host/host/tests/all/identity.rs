@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use warden_host::{
     AllowlistEntry, AuthorizedBy, CallFailure, Host, HostConfig, HostError, Invocation,
-    InvokeOutcome, Origin, PackageSource, Resolution,
+    InvokeOutcome, Origin, PackageSource, Replace, Resolution,
 };
 use warden_registry::{GrantTerms, Rule, ToolFailure, now_millis};
 
@@ -103,7 +103,10 @@ async fn an_impostor_echo_with_effects_never_runs_ungated_from_loop_run() {
 
     let packages = tempfile::tempdir().unwrap();
     location
-        .install(&PackageSource::Dir(hostile_echo(packages.path())))
+        .install_with(
+            &PackageSource::Dir(hostile_echo(packages.path())),
+            Replace::Yes,
+        )
         .expect("a package without the allowlist's identity installs");
     match location.invoke(echo(Origin::LoopRun, "b")).await.unwrap() {
         InvokeOutcome::NeedsApproval(request) => {
@@ -231,7 +234,10 @@ async fn a_grant_survives_a_restart_but_does_not_cover_a_replacement() {
     // A replacement under the same id needs a fresh grant.
     let packages = tempfile::tempdir().unwrap();
     location
-        .install(&PackageSource::Dir(changed_echo(packages.path())))
+        .install_with(
+            &PackageSource::Dir(changed_echo(packages.path())),
+            Replace::Yes,
+        )
         .unwrap();
     let InvokeOutcome::NeedsApproval(request) = location
         .invoke(echo(Origin::Automation, "again"))
@@ -259,7 +265,10 @@ async fn a_resume_after_the_package_changed_is_refused_with_that_reason() {
     // v2 is installed while the question waits; then the person approves.
     let packages = tempfile::tempdir().unwrap();
     location
-        .install(&PackageSource::Dir(changed_echo(packages.path())))
+        .install_with(
+            &PackageSource::Dir(changed_echo(packages.path())),
+            Replace::Yes,
+        )
         .unwrap();
     host.approvals()
         .resolve(&request.id, Resolution::ApproveOnce, now_millis())

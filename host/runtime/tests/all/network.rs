@@ -199,3 +199,40 @@ async fn a_trap_raised_by_the_host_keeps_its_cause() {
     );
     host.assert_echo_works().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_output_is_redacted_before_it_is_parsed() {
+    let host = Host::new(config());
+    // The model's input spells the secret with a JSON escape; the guest
+    // echoes it back decoded, as a guest that recovered a secret would.
+    let outcome = host
+        .hostile
+        .call(
+            CallRequest::new("hostile.healthy", r#"{"note": "s3cr\u0033t here"}"#)
+                .network(FakeNetwork::new(true, false)),
+        )
+        .await;
+    let output = outcome.result.expect("healthy");
+    assert_eq!(output["input"]["note"], "[REDACTED] here");
+    assert!(!output.to_string().contains("s3cr3t"), "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_broken_by_redaction_is_a_typed_error() {
+    let host = Host::new(config());
+    // A secret holding JSON syntax: redacting it cuts through the output.
+    let network = std::sync::Arc::new(crate::support::FakeNetwork {
+        secret: "a\",",
+        configured: true,
+        deny: false,
+        seen: Default::default(),
+    });
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.healthy", r#"{"k": ["a", "b"]}"#).network(network))
+        .await;
+    let Err(RuntimeError::InvalidOutput { reason }) = outcome.result else {
+        panic!("expected invalid output, got {:?}", outcome.result);
+    };
+    assert!(reason.contains("staged secret"), "{reason}");
+}

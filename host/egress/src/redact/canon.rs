@@ -1,0 +1,274 @@
+//! The canonical view of a text: escapes decoded and line breaks removed, with
+//! a map from each byte of the view back to the raw bytes it came from.
+//!
+//! A web pass decodes JSON escapes (`\uXXXX`, surrogate pairs, `\/`, `\"`,
+//! ...) and `\xHH`, HTML numeric entities (`&#103;`, `&#x67;`, the `;`
+//! optional) and the five XML named ones, and percent escapes (`%67`); a
+//! separate quoted-printable pass decodes `=67` and removes soft breaks (`=`
+//! and a line break), because a secret may itself hold `=` before two hex
+//! digits (`Value=42`), which the web views must keep. Both passes remove CR
+//! and LF so that line-wrapped base64 (MIME, PEM) reads as one run. Every
+//! escape is decoded wherever it appears, so text in which only some
+//! characters are escaped reads as the plain text. Nested encodings (a
+//! percent-encoded percent encoding) need one web pass per level: [`any_view`]
+//! runs at most [`MAX_ROUNDS`].
+//!
+//! Each pass is linear in its input; the map keeps, for every byte of the
+//! view, the raw range of the escape that produced it, so a match in the
+//! view is redacted as whole escapes in the raw text.
+
+/// Passes over nested encodings (percent of percent of JSON escapes...).
+pub(super) const MAX_ROUNDS: usize = 3;
+
+/// Whether `raw` has anything a pass would change (the fast path for most text).
+pub(super) fn may_be_encoded(raw: &[u8]) -> bool {
+    raw.iter()
+        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'=' | b'\r' | b'\n'))
+}
+
+/// A decoded text and, per byte, the raw range it came from.
+#[derive(Debug)]
+pub(super) struct View {
+    pub(super) text: Vec<u8>,
+    /// Raw start of the escape behind each byte of `text`.
+    start: Vec<u32>,
+    /// Raw end of the escape behind each byte of `text`.
+    end: Vec<u32>,
+}
+
+impl View {
+    /// The raw range behind `text[from..to]` (`from < to`).
+    pub(super) fn raw_range(&self, from: usize, to: usize) -> (usize, usize) {
+        (self.start[from] as usize, self.end[to - 1] as usize)
+    }
+}
+
+/// Which escapes a pass decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// JSON, HTML and percent escapes; `=` is literal.
+    Web,
+    /// Quoted-printable only.
+    QuotedPrintable,
+}
+
+/// Call `visit` with up to [`MAX_ROUNDS`] web views of `raw`, each decoding
+/// the previous one and stopping as soon as a pass changes nothing, then with
+/// the quoted-printable view of `raw` if it differs; stops early when `visit`
+/// returns `true`, and returns whether it did. At most two views are alive
+/// at a time (each maps straight to `raw`). Texts over 4 GiB are not decoded
+/// (no host limit lets one through).
+pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool {
+    if u32::try_from(raw.len()).is_err() {
+        return false;
+    }
+    let mut previous: Option<View> = None;
+    for _ in 0..MAX_ROUNDS {
+        let input = previous.as_ref().map_or(raw, |v| v.text.as_slice());
+        if !may_be_encoded(input) {
+            break;
+        }
+        let Some(next) = decode(input, previous.as_ref(), Mode::Web) else {
+            break;
+        };
+        if visit(&next) {
+            return true;
+        }
+        previous = Some(next);
+    }
+    drop(previous);
+    raw.contains(&b'=') && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
+}
+
+/// One pass over `input` (which is `previous.text`, or the raw text when
+/// `previous` is `None`); `None` when nothing was decoded.
+fn decode(input: &[u8], previous: Option<&View>, mode: Mode) -> Option<View> {
+    let mut view = View {
+        text: Vec::with_capacity(input.len()),
+        start: Vec::with_capacity(input.len()),
+        end: Vec::with_capacity(input.len()),
+    };
+    let raw = |from: usize, to: usize| -> (u32, u32) {
+        match previous {
+            Some(p) => (p.start[from], p.end[to - 1]),
+            None => (from as u32, to as u32),
+        }
+    };
+    let mut changed = false;
+    let mut i = 0;
+    let mut utf8 = [0u8; 4];
+    while i < input.len() {
+        let (len, decoded) = unit(&input[i..], mode);
+        let bytes: &[u8] = match decoded {
+            Decoded::Byte(b) => {
+                utf8[0] = b;
+                &utf8[..1]
+            }
+            Decoded::Char(c) => c.encode_utf8(&mut utf8).as_bytes(),
+            Decoded::Nothing => &[],
+        };
+        changed |= len != 1 || bytes != [input[i]];
+        let (s, e) = raw(i, i + len);
+        for &b in bytes {
+            view.text.push(b);
+            view.start.push(s);
+            view.end.push(e);
+        }
+        i += len;
+    }
+    changed.then_some(view)
+}
+
+enum Decoded {
+    Byte(u8),
+    Char(char),
+    /// A line break or soft break: removed from the view.
+    Nothing,
+}
+
+/// The escape at the start of `s` (never empty): its length and what it decodes to.
+fn unit(s: &[u8], mode: Mode) -> (usize, Decoded) {
+    let literal = (1, Decoded::Byte(s[0]));
+    match (s[0], mode) {
+        (b'\r' | b'\n', _) => (1, Decoded::Nothing),
+        (b'\\', Mode::Web) => json(s).unwrap_or(literal),
+        (b'&', Mode::Web) => entity(s).unwrap_or(literal),
+        (b'%', Mode::Web) => hex2(s.get(1..3)).map_or(literal, |b| (3, Decoded::Byte(b))),
+        (b'=', Mode::QuotedPrintable) => match s.get(1..3) {
+            Some(b"\r\n") => (3, Decoded::Nothing),
+            _ if s.get(1) == Some(&b'\n') => (2, Decoded::Nothing),
+            pair => hex2(pair).map_or(literal, |b| (3, Decoded::Byte(b))),
+        },
+        _ => literal,
+    }
+}
+
+fn hex_digit(b: u8) -> Option<u32> {
+    (b as char).to_digit(16)
+}
+
+fn hex2(pair: Option<&[u8]>) -> Option<u8> {
+    let pair = pair?;
+    Some((hex_digit(pair[0])? * 16 + hex_digit(pair[1])?) as u8)
+}
+
+fn hex4(s: Option<&[u8]>) -> Option<u32> {
+    s?.iter()
+        .try_fold(0u32, |acc, b| Some(acc * 16 + hex_digit(*b)?))
+}
+
+/// A JSON (or C-style `\xHH`) escape.
+fn json(s: &[u8]) -> Option<(usize, Decoded)> {
+    let c = match *s.get(1)? {
+        b'u' => {
+            let unit = hex4(s.get(2..6))?;
+            if (0xD800..0xDC00).contains(&unit)
+                && s.get(6..8) == Some(b"\\u")
+                && let Some(low) = hex4(s.get(8..12)).filter(|l| (0xDC00..0xE000).contains(l))
+            {
+                let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                return Some((12, Decoded::Char(char::from_u32(c)?)));
+            }
+            return Some((6, Decoded::Char(char::from_u32(unit)?)));
+        }
+        b'x' => return Some((4, Decoded::Byte(hex2(s.get(2..4))?))),
+        b'n' | b'r' => return Some((2, Decoded::Nothing)),
+        b't' => b'\t',
+        b'/' | b'\\' | b'"' | b'\'' => s[1],
+        _ => return None,
+    };
+    Some((2, Decoded::Byte(c)))
+}
+
+/// An HTML numeric entity (decimal or hex, `;` optional) or a named XML one.
+fn entity(s: &[u8]) -> Option<(usize, Decoded)> {
+    for (name, c) in [
+        (&b"&amp;"[..], '&'),
+        (b"&lt;", '<'),
+        (b"&gt;", '>'),
+        (b"&quot;", '"'),
+        (b"&apos;", '\''),
+    ] {
+        if s.len() >= name.len() && s[..name.len()].eq_ignore_ascii_case(name) {
+            return Some((name.len(), Decoded::Char(c)));
+        }
+    }
+    if s.get(1) != Some(&b'#') {
+        return None;
+    }
+    let (radix, first) = match s.get(2) {
+        Some(b'x' | b'X') => (16, 3),
+        _ => (10, 2),
+    };
+    // At most 7 digits: enough for any code point, and bounded work.
+    let digits = s[first..]
+        .iter()
+        .take(7)
+        .take_while(|b| (**b as char).is_digit(radix))
+        .count();
+    if digits == 0 {
+        return None;
+    }
+    let text = std::str::from_utf8(&s[first..first + digits]).ok()?;
+    let c = char::from_u32(u32::from_str_radix(text, radix).ok()?)?;
+    let mut len = first + digits;
+    if s.get(len) == Some(&b';') {
+        len += 1;
+    }
+    Some((len, Decoded::Char(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text of every view of `raw`.
+    fn views(raw: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        any_view(raw, |v| {
+            out.push(v.text.clone());
+            false
+        });
+        out
+    }
+
+    fn last(raw: &str) -> String {
+        let views = views(raw.as_bytes());
+        String::from_utf8_lossy(views.last().expect("decoded")).into_owned()
+    }
+
+    #[test]
+    fn each_escape_decodes() {
+        assert_eq!(last(r"\u0067h\u0070\/x"), "ghp/x");
+        assert_eq!(last(r"\ud83d\ude00"), "\u{1F600}");
+        assert_eq!(last("&#103;&#X68;&#x70&amp;"), "ghp&");
+        assert_eq!(last("%67%2568"), "gh");
+        assert_eq!(last("=67=\r\nh=\n"), "gh");
+        assert_eq!(views(b"a=67%62")[0], b"a=67b");
+        assert_eq!(last("ab\r\ncd\nef"), "abcdef");
+        assert_eq!(last(r"\x67\n"), "g");
+    }
+
+    #[test]
+    fn the_map_points_at_whole_raw_escapes() {
+        let mut seen = Vec::new();
+        any_view(b"a%2567b", |view| {
+            seen.push((
+                view.text.clone(),
+                view.raw_range(1, 2),
+                view.raw_range(0, 3),
+            ));
+            false
+        });
+        let (text, one, all) = seen.last().unwrap();
+        assert_eq!(text, b"agb");
+        assert_eq!(*one, (1, 6));
+        assert_eq!(*all, (0, 7));
+    }
+
+    #[test]
+    fn plain_text_has_no_view() {
+        assert!(views(b"plain text, 100% sure").is_empty());
+        assert!(!may_be_encoded(b"plain"));
+    }
+}
