@@ -204,3 +204,46 @@ fn check_refuses_what_install_refuses() {
     assert_eq!(install.code, 1, "{install:?}");
     assert!(install.stderr.contains("symbolic link"), "{install:?}");
 }
+
+/// Issue 14: a wildcard network target is accepted by the format, and
+/// `install` and `describe` spell it out as "any host" (it never widens the
+/// host's own rules: https only, no private addresses).
+#[test]
+fn install_and_describe_show_a_wildcard_target_as_any_host() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let package = echo_variant(
+        scratch.path(),
+        &[
+            ("id = \"echo\"", "id = \"wide\""),
+            ("id = \"echo.echo\"", "id = \"wide.echo\""),
+            (
+                "effects = []",
+                "effects = [\"network\"]\nnetwork_targets = [{ scheme = \"https\", host_pattern = \"*\" }, { scheme = \"https\", host_pattern = \"*.example.com\" }]",
+            ),
+            (
+                "loop_run = \"ungated\"",
+                "loop_run = \"gated_unless_granted\"",
+            ),
+        ],
+    );
+    let installed = warden.run(&["install", package.to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    assert!(
+        installed
+            .stdout
+            .contains("network: https://any host, https://any host under example.com"),
+        "{installed:?}"
+    );
+    let described = warden.run(&["describe", "wide.echo"]);
+    assert_eq!(described.code, 0, "{described:?}");
+    assert!(
+        described.stdout.contains("network     https://any host\n"),
+        "{described:?}"
+    );
+    let json = warden.run(&["--json", "describe", "wide.echo"]).json();
+    assert_eq!(
+        json["network"],
+        serde_json::json!(["https://any host", "https://any host under example.com"])
+    );
+}

@@ -85,6 +85,9 @@ pub(crate) fn description(tool: &Value) {
             str_of(&credential["audience"]["host"]),
         );
     }
+    for target in tool["network"].as_array().into_iter().flatten() {
+        println!("  network     {}", str_of(target));
+    }
     println!("  input schema\n{}", indent(&pretty(&tool["input_schema"])));
     if !tool["output_schema"].is_null() {
         println!(

@@ -120,6 +120,7 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         "origin_gate_matrix": gates,
         "credentials": credentials,
         "network_targets": capability.network_targets,
+        "network": capability.network_targets.iter().map(|t| t.describe()).collect::<Vec<_>>(),
         "input_schema": capability.input_schema,
         "output_schema": capability.output_schema,
         "prompt": capability.prompt,

@@ -19,6 +19,14 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
     let loaded = warden_host::load_package(&PackageSource::from_path(path), location.validation())?;
     let id = loaded.package.id.clone();
     let summary = warden_manifest::summary(&loaded.package);
+    // What the package's tools may reach without a credential, wildcards
+    // spelled out ("any host"), so a person sees it before relying on it.
+    let reach: std::collections::BTreeSet<String> = loaded
+        .package
+        .capabilities
+        .iter()
+        .flat_map(|c| c.network_targets.iter().map(|t| t.describe()))
+        .collect();
     let replace = if replace { Replace::Yes } else { Replace::No };
 
     // Write the copy into a staging directory first (the host checks that
@@ -41,6 +49,7 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
         render::json(&serde_json::json!({
             "installed": id, "dir": target, "summary": summary,
             "provenance": Provenance::Installed, "trust": "third_party",
+            "network": reach,
         }));
     } else {
         println!(
@@ -48,6 +57,10 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
             render::escape(&summary),
             target.display()
         );
+        if !reach.is_empty() {
+            let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
+            println!("  network: {}", render::escape(&reach.join(", ")));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
