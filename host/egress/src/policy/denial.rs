@@ -74,6 +74,11 @@ pub enum Denial {
     /// The request's scheme, host or port differ from the credential's audience.
     #[error("credential `{0}` may only be sent to its declared audience")]
     AudienceMismatch(String),
+    /// A credential aimed at a header the transport owns (`host`,
+    /// `content-length`, …): the format accepts the name, the host never
+    /// lets a secret choose framing or routing.
+    #[error("a credential cannot be injected into the transport header `{0}`")]
+    TransportHeader(String),
     /// An injection type the manifest format has but this host does not perform.
     #[error("injection type `{0}` is not supported by this host")]
     UnsupportedInjection(&'static str),

@@ -17,6 +17,20 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'~');
 
+/// Headers the transport owns (framing, routing, connection management):
+/// never set from a secret, whatever the manifest names.
+const TRANSPORT_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+];
+
 /// The wire request for `plan` to `addrs`, with `secret` injected if planned.
 pub(crate) fn outgoing(
     plan: &Plan,
@@ -34,6 +48,9 @@ pub(crate) fn outgoing(
             Injection::Header { name, prefix } => {
                 let name =
                     HeaderName::from_bytes(name.as_bytes()).map_err(|_| Denial::InvalidHeader)?;
+                if TRANSPORT_HEADERS.contains(&name.as_str()) {
+                    return Err(Denial::TransportHeader(name.as_str().to_owned()));
+                }
                 let text =
                     zeroize::Zeroizing::new(format!("{}{value}", prefix.as_deref().unwrap_or("")));
                 let mut value = HeaderValue::from_str(&text).map_err(|_| Denial::InvalidHeader)?;

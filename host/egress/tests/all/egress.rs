@@ -432,3 +432,36 @@ async fn basic_injection_builds_the_authorization_header_and_unsupported_types_a
         Some(format!("Basic {expected}").as_str())
     );
 }
+
+/// The format accepts any header name for an injection; a hostile manifest
+/// that aims its credential at a transport header (framing, routing) is
+/// denied before anything is sent, and the secret goes nowhere.
+#[tokio::test]
+async fn a_credential_aimed_at_a_transport_header_is_denied() {
+    let fx = fixture(|_| TestResponse::ok("ok")).await;
+    let key = warden_egress::secrets::AccountKey::new("github", "gh", ["repo"]);
+    fx.egress
+        .store()
+        .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+        .unwrap();
+    for header in ["host", "transfer-encoding", "content-length", "Connection"] {
+        let mut credential = github_credential();
+        credential.injection = Injection::Header {
+            name: header.into(),
+            prefix: None,
+        };
+        let session = fx
+            .egress
+            .session("github.y", "github", &[credential], &[], 1 << 20)
+            .unwrap();
+        let err = session
+            .send_checked(get("https://api.github.com/user"), Some("gh"), CALL)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, EgressError::Denied(Denial::TransportHeader(name)) if name == &header.to_ascii_lowercase()),
+            "{header}: {err:?}"
+        );
+    }
+    assert!(fx.server.requests().is_empty(), "nothing was sent");
+}
