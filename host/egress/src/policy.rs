@@ -172,6 +172,9 @@ pub struct NetworkPolicy {
     targets: Vec<NetworkTarget>,
     plain_http: Vec<HostPort>,
     injection_headers: Vec<String>,
+    /// Headers the host's own client sets (the hosted-MCP lane's
+    /// `mcp-session-id`); exempt from the guest header rules.
+    host_headers: Vec<String>,
 }
 
 impl NetworkPolicy {
@@ -196,6 +199,7 @@ impl NetworkPolicy {
             targets: targets.to_vec(),
             plain_http: config.plain_http_targets.clone(),
             injection_headers,
+            host_headers: Vec::new(),
         }
     }
 
@@ -212,6 +216,18 @@ impl NetworkPolicy {
     /// Header names of the capability's header injections (lowercase).
     pub(crate) fn injection_headers(&self) -> Vec<&str> {
         self.injection_headers.iter().map(String::as_str).collect()
+    }
+
+    /// Let the host's own client set `names` (lowercase). An injection
+    /// header is never among them.
+    pub(crate) fn allow_host_headers(&mut self, names: &[&str]) {
+        let extra = self.injection_headers.clone();
+        self.host_headers.extend(
+            names
+                .iter()
+                .map(|n| n.to_ascii_lowercase())
+                .filter(|n| !extra.contains(n)),
+        );
     }
 
     /// Whether `endpoint` is a declared audience or network target.
@@ -252,7 +268,8 @@ impl NetworkPolicy {
     ) -> Result<Plan, Denial> {
         let extra = self.injection_headers();
         for (name, _) in &request.headers {
-            if !headers::guest_may_set(name.as_str(), &extra) {
+            let by_host = self.host_headers.iter().any(|h| h == name.as_str());
+            if !by_host && !headers::guest_may_set(name.as_str(), &extra) {
                 return Err(Denial::ForbiddenHeader(name.as_str().to_owned()));
             }
         }

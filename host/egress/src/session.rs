@@ -150,6 +150,7 @@ impl Egress {
             extension_id: extension_id.to_owned(),
             max_egress_bytes,
             usage: Arc::default(),
+            follow_redirects: true,
         }
     }
 }
@@ -234,9 +235,20 @@ pub struct CallSession {
     extension_id: String,
     max_egress_bytes: u64,
     usage: Arc<UsageCounters>,
+    follow_redirects: bool,
 }
 
 impl CallSession {
+    /// Make this the session of a host-run client locked to one endpoint
+    /// (the hosted-MCP lane): the host's own protocol headers `names` pass
+    /// the guest header rules (injection headers never do), and a redirect
+    /// comes back as the response, never followed.
+    pub fn for_host_client(mut self, names: &[&str]) -> Self {
+        self.policy.allow_host_headers(names);
+        self.follow_redirects = false;
+        self
+    }
+
     /// The capability of this call.
     pub fn capability_id(&self) -> &str {
         self.policy.capability_id()

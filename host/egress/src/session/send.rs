@@ -57,7 +57,11 @@ pub(super) async fn run(
             Ok(result) => result?,
             Err(_) => return Err(ClientError::Timeout.into()),
         };
-        let Some(next) = redirect(&plan, &incoming)? else {
+        let next = match session.follow_redirects {
+            true => redirect(&plan, &incoming)?,
+            false => None,
+        };
+        let Some(next) = next else {
             return Ok(to_guest(session, incoming));
         };
         hops += 1;

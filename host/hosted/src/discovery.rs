@@ -1,0 +1,239 @@
+//! Discovery bounds: a server's `tools/list` (all pages) is accepted whole
+//! or refused whole, with an error naming the bound it broke.
+
+use rmcp::model::Tool;
+use serde_json::Value;
+
+/// The bounds a catalog must keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Most tools (the manifest's `max_tools`).
+    pub max_tools: usize,
+    /// Bytes of all `tools/list` results together.
+    pub max_response_bytes: usize,
+    /// Bytes of a tool name.
+    pub max_name_bytes: usize,
+    /// Bytes of a tool description.
+    pub max_description_bytes: usize,
+    /// Nesting depth of an input or output schema.
+    pub max_schema_depth: usize,
+    /// Pages of `tools/list` followed before giving up.
+    pub max_pages: usize,
+}
+
+impl Bounds {
+    /// The default bounds with `max_tools` from the manifest.
+    pub fn with_max_tools(max_tools: usize) -> Self {
+        Self {
+            max_tools,
+            max_response_bytes: 2 << 20,
+            max_name_bytes: 128,
+            max_description_bytes: 2 << 10,
+            max_schema_depth: 32,
+            max_pages: 64,
+        }
+    }
+}
+
+/// A bound a catalog broke.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BoundError {
+    /// More tools than `max_tools`.
+    #[error("the server offers more than max_tools = {max} tools")]
+    TooManyTools {
+        /// The bound.
+        max: usize,
+    },
+    /// The results are larger than the bound.
+    #[error("the tools/list response is larger than {max} bytes")]
+    ResponseTooLarge {
+        /// The bound.
+        max: usize,
+    },
+    /// More pages than the bound.
+    #[error("tools/list has more than {max} pages")]
+    TooManyPages {
+        /// The bound.
+        max: usize,
+    },
+    /// A tool name is longer than the bound.
+    #[error("a tool name is longer than {max} bytes")]
+    NameTooLong {
+        /// The bound.
+        max: usize,
+    },
+    /// A tool name has characters a published name cannot have.
+    #[error("tool name `{name}` is not made of ASCII letters, digits, `_` and `-`")]
+    InvalidName {
+        /// The name (bounded).
+        name: String,
+    },
+    /// Two tools have the same name.
+    #[error("tool `{name}` is listed twice")]
+    DuplicateName {
+        /// The name.
+        name: String,
+    },
+    /// A description is longer than the bound.
+    #[error("the description of tool `{tool}` is longer than {max} bytes")]
+    DescriptionTooLong {
+        /// The tool.
+        tool: String,
+        /// The bound.
+        max: usize,
+    },
+    /// A schema nests deeper than the bound.
+    #[error("a schema of tool `{tool}` nests deeper than {max} levels")]
+    SchemaTooDeep {
+        /// The tool.
+        tool: String,
+        /// The bound.
+        max: usize,
+    },
+}
+
+/// One tool of an accepted catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteTool {
+    /// The server's name for it.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its input schema.
+    pub input_schema: Value,
+    /// Its output schema, when the server declares one.
+    pub output_schema: Option<Value>,
+    /// The server says it is destructive (`annotations.destructiveHint`).
+    pub destructive: bool,
+}
+
+/// Check every tool of a catalog against `bounds`. `bytes` is the size of
+/// the results received.
+pub fn check(
+    tools: Vec<Tool>,
+    bytes: usize,
+    bounds: &Bounds,
+) -> Result<Vec<RemoteTool>, BoundError> {
+    if bytes > bounds.max_response_bytes {
+        return Err(BoundError::ResponseTooLarge {
+            max: bounds.max_response_bytes,
+        });
+    }
+    if tools.len() > bounds.max_tools {
+        return Err(BoundError::TooManyTools {
+            max: bounds.max_tools,
+        });
+    }
+    let mut accepted: Vec<RemoteTool> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let name = tool.name.to_string();
+        if name.len() > bounds.max_name_bytes {
+            return Err(BoundError::NameTooLong {
+                max: bounds.max_name_bytes,
+            });
+        }
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(BoundError::InvalidName {
+                name: name.chars().take(64).collect(),
+            });
+        }
+        if accepted.iter().any(|t| t.name == name) {
+            return Err(BoundError::DuplicateName { name });
+        }
+        let description = tool.description.as_deref().unwrap_or_default().to_owned();
+        if description.len() > bounds.max_description_bytes {
+            return Err(BoundError::DescriptionTooLong {
+                tool: name,
+                max: bounds.max_description_bytes,
+            });
+        }
+        let input_schema = Value::Object((*tool.input_schema).clone());
+        let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
+        let too_deep = |schema: &Value| depth(schema) > bounds.max_schema_depth;
+        if too_deep(&input_schema) || output_schema.as_ref().is_some_and(too_deep) {
+            return Err(BoundError::SchemaTooDeep {
+                tool: name,
+                max: bounds.max_schema_depth,
+            });
+        }
+        let destructive = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.destructive_hint)
+            .unwrap_or(false);
+        accepted.push(RemoteTool {
+            name,
+            description,
+            input_schema,
+            output_schema,
+            destructive,
+        });
+    }
+    Ok(accepted)
+}
+
+/// Nesting depth of a JSON value (a scalar is 0, `{}` is 1).
+fn depth(value: &Value) -> usize {
+    // Iterative, so a hostile schema cannot overflow the stack.
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        deepest = deepest.max(d + 1);
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(value: Value) -> Tool {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn depth_counts_nesting() {
+        assert_eq!(depth(&json!(1)), 0);
+        assert_eq!(depth(&json!({})), 1);
+        assert_eq!(depth(&json!({"a": {"b": [1]}})), 3);
+    }
+
+    #[test]
+    fn a_destructive_hint_is_kept_and_bounds_name_the_tool() {
+        let bounds = Bounds::with_max_tools(4);
+        let ok = check(
+            vec![tool(
+                json!({"name": "wipe", "inputSchema": {"type": "object"},
+                "annotations": {"destructiveHint": true}}),
+            )],
+            10,
+            &bounds,
+        )
+        .unwrap();
+        assert!(ok[0].destructive);
+        let long = "d".repeat(3000);
+        let error = check(
+            vec![tool(
+                json!({"name": "x", "description": long, "inputSchema": {}}),
+            )],
+            10,
+            &bounds,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(error, BoundError::DescriptionTooLong { ref tool, max: 2048 } if tool == "x")
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! [`HostedError`]: every way the hosted-MCP lane fails, as a variant a
+//! caller can match on.
+
+/// Why a hosted-MCP operation failed. Messages never carry a remote body,
+/// a secret or a backend's own error text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostedError {
+    /// The manifest's `server` is not an endpoint the lane accepts.
+    #[error("MCP endpoint `{url}` refused: {reason}")]
+    Endpoint {
+        /// The URL as written (bounded).
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The server answered with a redirect; the lane never follows one.
+    #[error(
+        "the MCP server answered with a redirect (HTTP {status}); the endpoint is locked, redirects are refused"
+    )]
+    Redirect {
+        /// The redirect status.
+        status: u16,
+    },
+    /// The server wants credentials the request did not carry (HTTP 401).
+    #[error("the MCP server requires authorization (HTTP 401)")]
+    Unauthorized,
+    /// Egress refused or failed the request.
+    #[error("egress: {0}")]
+    Egress(String),
+    /// The MCP session could not be established or was lost.
+    #[error("MCP connection failed: {0}")]
+    Connect(String),
+    /// The server negotiated a protocol version the lane does not speak.
+    #[error("the MCP server speaks protocol `{0}`; this host speaks 2025-06-18 through 2026-07-28")]
+    Protocol(String),
+    /// The catalog the server offered breaks a discovery bound; the
+    /// previous catalog stays.
+    #[error("tools/list refused: {0}")]
+    Discovery(#[from] crate::discovery::BoundError),
+    /// A call did not finish in time.
+    #[error("the MCP call timed out after {0} ms")]
+    Timeout(u64),
+    /// The call's result is larger than the bound.
+    #[error("the MCP result is larger than {limit} bytes")]
+    ResultTooLarge {
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// `structuredContent` does not match the tool's `outputSchema`.
+    #[error("structuredContent does not match the tool's outputSchema: {0}")]
+    OutputSchema(String),
+    /// The server answered the request with an error (sanitized).
+    #[error("the MCP server refused the request: {0}")]
+    Remote(String),
+}

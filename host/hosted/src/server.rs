@@ -1,0 +1,363 @@
+//! [`HostedServer`]: one MCP session per server, kept and reused, its
+//! catalog, and calls.
+//!
+//! The session is opened on first use and reused by every call; when the
+//! server drops it (HTTP 404 on the session id) rmcp's transport
+//! re-initializes it once and retries the request; when the connection is
+//! gone the next use opens a new one. A `notifications/tools/list_changed`
+//! from the server ticks [`HostedServer::changes`] and marks the catalog
+//! stale; [`HostedServer::catalog`] then lists again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::watch;
+use warden_core::spec::CredentialSpec;
+use warden_egress::Egress;
+
+use crate::discovery::{self, BoundError, Bounds, RemoteTool};
+use crate::endpoint::Endpoint;
+use crate::error::HostedError;
+use crate::transport::EgressHttp;
+
+/// Oldest protocol version the lane accepts.
+const OLDEST: &str = "2025-06-18";
+/// Newest protocol version the lane accepts.
+const NEWEST: &str = "2026-07-28";
+
+/// What the lane needs to reach one hosted server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// The extension the server implements (`notion`).
+    pub extension_id: String,
+    /// The manifest's `[mcp] server`.
+    pub server: String,
+    /// `[[mcp.credentials]]`.
+    pub credentials: Vec<CredentialSpec>,
+    /// The manifest's `max_tools`.
+    pub max_tools: usize,
+}
+
+/// Limits of the lane, per host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneLimits {
+    /// Deadline of one call (or one listing), end to end.
+    pub call_timeout: Duration,
+    /// Bytes one HTTP response may have.
+    pub max_response_bytes: u64,
+    /// Bytes of one call's result.
+    pub max_result_bytes: usize,
+}
+
+impl Default for LaneLimits {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_secs(60),
+            max_response_bytes: 4 << 20,
+            max_result_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What a call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutput {
+    /// `structuredContent` when the server sent it (checked against the
+    /// tool's `outputSchema`), else `{"content": [...]}`.
+    pub output: Value,
+    /// Bytes of the result as received.
+    pub bytes: usize,
+}
+
+/// The client handler: it only listens for `tools/list_changed`.
+#[derive(Debug, Clone)]
+struct Listener {
+    stale: Arc<AtomicBool>,
+    changes: Arc<watch::Sender<u64>>,
+}
+
+impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("warden", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.stale.store(true, Ordering::SeqCst);
+        self.changes.send_modify(|n| *n += 1);
+    }
+}
+
+type Running = RunningService<RoleClient, Listener>;
+
+/// One hosted MCP server, reached through egress.
+#[derive(Debug)]
+pub struct HostedServer {
+    http: EgressHttp,
+    bounds: Bounds,
+    limits: LaneLimits,
+    listener: Listener,
+    running: tokio::sync::Mutex<Option<Running>>,
+    catalog: Mutex<Option<Arc<Vec<RemoteTool>>>>,
+}
+
+impl HostedServer {
+    /// A server from its spec; nothing is sent until the first use.
+    pub fn new(egress: Egress, spec: &ServerSpec, limits: LaneLimits) -> Result<Self, HostedError> {
+        let endpoint = Endpoint::parse(&spec.server)?;
+        let http = EgressHttp::new(
+            egress,
+            endpoint,
+            &spec.extension_id,
+            spec.credentials.clone(),
+            limits.max_response_bytes,
+            limits.call_timeout,
+        );
+        Ok(Self {
+            http,
+            bounds: Bounds::with_max_tools(spec.max_tools),
+            limits,
+            listener: Listener {
+                stale: Arc::new(AtomicBool::new(true)),
+                changes: Arc::new(watch::channel(0).0),
+            },
+            running: tokio::sync::Mutex::new(None),
+            catalog: Mutex::new(None),
+        })
+    }
+
+    /// The locked endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        self.http.endpoint()
+    }
+
+    /// Ticks on every `notifications/tools/list_changed` from the server.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.listener.changes.subscribe()
+    }
+
+    /// The session's peer, opening (or reopening) the session when needed.
+    async fn peer(&self) -> Result<Peer<RoleClient>, HostedError> {
+        let mut running = self.running.lock().await;
+        if let Some(service) = running.as_ref()
+            && !service.is_transport_closed()
+        {
+            return Ok(service.peer().clone());
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(self.endpoint().url());
+        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+        let connect = self.listener.clone().serve(transport);
+        let service = match tokio::time::timeout(self.limits.call_timeout, connect).await {
+            Err(_) => return Err(HostedError::Timeout(self.timeout_ms())),
+            Ok(Err(error)) => return Err(self.failure(&error.to_string())),
+            Ok(Ok(service)) => service,
+        };
+        let version = service
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        if version.as_str() < OLDEST || version.as_str() > NEWEST {
+            return Err(HostedError::Protocol(version.chars().take(32).collect()));
+        }
+        let peer = service.peer().clone();
+        *running = Some(service);
+        Ok(peer)
+    }
+
+    fn timeout_ms(&self) -> u64 {
+        u64::try_from(self.limits.call_timeout.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A typed refusal the transport saw, or a connection failure whose
+    /// text is bounded (rmcp's messages name no secret: egress redacted
+    /// every body before rmcp saw it).
+    fn failure(&self, text: &str) -> HostedError {
+        match self.http.take_refusal() {
+            Some(refusal) => refusal.into(),
+            None => HostedError::Connect(sanitize(text)),
+        }
+    }
+
+    fn service_error(&self, error: ServiceError) -> HostedError {
+        match error {
+            ServiceError::McpError(data) => {
+                HostedError::Remote(format!("{} ({})", sanitize(&data.message), data.code.0))
+            }
+            ServiceError::Timeout { .. } => HostedError::Timeout(self.timeout_ms()),
+            other => self.failure(&other.to_string()),
+        }
+    }
+
+    /// The accepted catalog, listing again when it is stale (first use, or
+    /// after `tools/list_changed`). A refused listing keeps the previous one
+    /// and returns the error.
+    pub async fn catalog(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
+        if !self.listener.stale.load(Ordering::SeqCst)
+            && let Some(catalog) = self.current()
+        {
+            return Ok(catalog);
+        }
+        self.refresh().await
+    }
+
+    /// The last accepted catalog, without asking the server.
+    pub fn current(&self) -> Option<Arc<Vec<RemoteTool>>> {
+        self.catalog
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// List every page, check the bounds, and replace the catalog only when
+    /// all of it is accepted.
+    pub async fn refresh(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
+        self.listener.stale.store(false, Ordering::SeqCst);
+        let listing = tokio::time::timeout(self.limits.call_timeout, self.list_all());
+        let result = match listing.await {
+            Err(_) => Err(HostedError::Timeout(self.timeout_ms())),
+            Ok(result) => result,
+        };
+        match result {
+            Ok(tools) => {
+                let tools = Arc::new(tools);
+                *self.catalog.lock().unwrap_or_else(|e| e.into_inner()) = Some(tools.clone());
+                Ok(tools)
+            }
+            Err(error) => {
+                // Try again next time; the previous catalog stays.
+                self.listener.stale.store(true, Ordering::SeqCst);
+                Err(error)
+            }
+        }
+    }
+
+    async fn list_all(&self) -> Result<Vec<RemoteTool>, HostedError> {
+        let peer = self.peer().await?;
+        let mut tools = Vec::new();
+        let mut bytes = 0;
+        let mut cursor = None;
+        for _ in 0..self.bounds.max_pages {
+            let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = peer
+                .list_tools(params)
+                .await
+                .map_err(|e| self.service_error(e))?;
+            bytes += serde_json::to_vec(&page).map_or(usize::MAX, |b| b.len());
+            // Stop early: a page over a bound refuses the whole catalog.
+            if bytes > self.bounds.max_response_bytes {
+                return Err(BoundError::ResponseTooLarge {
+                    max: self.bounds.max_response_bytes,
+                }
+                .into());
+            }
+            tools.extend(page.tools);
+            if tools.len() > self.bounds.max_tools {
+                return Err(BoundError::TooManyTools {
+                    max: self.bounds.max_tools,
+                }
+                .into());
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(discovery::check(tools, bytes, &self.bounds)?),
+            }
+        }
+        Err(BoundError::TooManyPages {
+            max: self.bounds.max_pages,
+        }
+        .into())
+    }
+
+    /// Call remote tool `name` with `arguments` (an object). The result is
+    /// bounded; `structuredContent` is checked against the tool's
+    /// `outputSchema` from the accepted catalog; a tool error comes back as
+    /// [`HostedError::Remote`] with a bounded message.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<CallOutput, HostedError> {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            _ => return Err(HostedError::Remote("the input is not a JSON object".into())),
+        };
+        let schema = self
+            .current()
+            .and_then(|c| c.iter().find(|t| t.name == name).cloned())
+            .and_then(|t| t.output_schema);
+        let peer = self.peer().await?;
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let result =
+            match tokio::time::timeout(self.limits.call_timeout, peer.call_tool(params)).await {
+                Err(_) => return Err(HostedError::Timeout(self.timeout_ms())),
+                Ok(result) => result.map_err(|e| self.service_error(e))?,
+            };
+        let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
+        if bytes > self.limits.max_result_bytes {
+            return Err(HostedError::ResultTooLarge {
+                limit: self.limits.max_result_bytes,
+            });
+        }
+        if result.is_error == Some(true) {
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            return Err(HostedError::Remote(sanitize(&text.join(" "))));
+        }
+        let output = match (result.structured_content, schema) {
+            (Some(structured), Some(schema)) => {
+                check_output(&schema, &structured)?;
+                structured
+            }
+            (Some(structured), None) => structured,
+            (None, Some(_)) => {
+                return Err(HostedError::OutputSchema(
+                    "the tool declares an outputSchema but sent no structuredContent".into(),
+                ));
+            }
+            (None, None) => serde_json::json!({ "content": result.content }),
+        };
+        Ok(CallOutput { output, bytes })
+    }
+
+    /// Close the session (the server is told when it can be).
+    pub async fn close(&self) {
+        if let Some(service) = self.running.lock().await.take() {
+            let _ = service.cancel().await;
+        }
+    }
+}
+
+fn check_output(schema: &Value, value: &Value) -> Result<(), HostedError> {
+    let validator = jsonschema::validator_for(schema).map_err(|_| {
+        HostedError::OutputSchema("the tool's outputSchema does not compile".into())
+    })?;
+    match validator.iter_errors(value).next() {
+        None => Ok(()),
+        Some(error) => Err(HostedError::OutputSchema(format!(
+            "at `{}`: {}",
+            sanitize(&error.instance_path().to_string()),
+            sanitize(&error.masked().to_string())
+        ))),
+    }
+}
+
+/// Bounded, single-line text for messages built from remote input.
+pub(crate) fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect()
+}

@@ -1,0 +1,297 @@
+//! [`EgressHttp`]: rmcp's streamable-HTTP client backend, implemented over
+//! Warden's egress. There is no other HTTP client in the lane.
+//!
+//! Every request is a fresh egress [`warden_egress::CallSession`] built from
+//! the locked [`Endpoint`]: one network target (the endpoint's origin), the
+//! `[[mcp.credentials]]` bound to that origin, injection by egress, address
+//! checks, and every staged secret redacted from the response. The request
+//! always goes to the endpoint URL (rmcp's `uri` is ignored), and a redirect
+//! is refused, never followed.
+//!
+//! Egress reads whole bodies (so it can redact them): an SSE answer to a
+//! POST is parsed once the server ends it, and the standalone GET stream is
+//! not offered (`ServerDoesNotSupportSse`); notifications the server sends
+//! on a POST's stream (`notifications/tools/list_changed`) are delivered.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+use sse_stream::{Sse, SseStream};
+use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
+use warden_core::spec::CredentialSpec;
+use warden_egress::{Egress, EgressError};
+
+use crate::endpoint::Endpoint;
+use crate::error::HostedError;
+
+/// Headers the lane's own client sets; egress lets them through its guest
+/// header rules for this session only.
+const MCP_HEADERS: &[&str] = &["mcp-session-id", "mcp-protocol-version", "last-event-id"];
+
+/// A refusal the transport saw, kept so the lane can report it typed
+/// (rmcp wraps transport errors in its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Redirect(u16),
+    Unauthorized,
+    Egress(String),
+}
+
+impl From<Refusal> for HostedError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Redirect(status) => HostedError::Redirect { status },
+            Refusal::Unauthorized => HostedError::Unauthorized,
+            Refusal::Egress(text) => HostedError::Egress(text),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    egress: Egress,
+    endpoint: Endpoint,
+    extension_id: String,
+    /// The capability label egress logs and counts under (`<ext>.mcp`).
+    label: String,
+    credentials: Vec<CredentialSpec>,
+    max_response_bytes: u64,
+    timeout: Duration,
+    last_refusal: Mutex<Option<Refusal>>,
+}
+
+/// rmcp's HTTP backend over Warden's egress, locked to one endpoint.
+#[derive(Debug, Clone)]
+pub struct EgressHttp {
+    inner: Arc<Inner>,
+}
+
+impl EgressHttp {
+    /// A backend for `endpoint`, sending `credentials` (already bound to the
+    /// endpoint's origin) as extension `extension_id`.
+    pub fn new(
+        egress: Egress,
+        endpoint: Endpoint,
+        extension_id: &str,
+        credentials: Vec<CredentialSpec>,
+        max_response_bytes: u64,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                egress,
+                label: format!("{extension_id}.mcp"),
+                extension_id: extension_id.to_owned(),
+                credentials: endpoint.bind(&credentials),
+                endpoint,
+                max_response_bytes,
+                timeout,
+                last_refusal: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The endpoint every request goes to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
+    }
+
+    /// Take the last refusal the transport saw.
+    pub(crate) fn take_refusal(&self) -> Option<Refusal> {
+        self.inner
+            .last_refusal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn refuse(&self, refusal: Refusal) -> StreamableHttpError<HostedError> {
+        *self
+            .inner
+            .last_refusal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(refusal.clone());
+        StreamableHttpError::Client(refusal.into())
+    }
+
+    /// Send one request to the endpoint through a fresh egress session.
+    async fn send(
+        &self,
+        method: &str,
+        headers: Vec<(String, String)>,
+        body: Option<Vec<u8>>,
+    ) -> Result<GuestResponse, StreamableHttpError<HostedError>> {
+        let inner = &self.inner;
+        let session = inner
+            .egress
+            .session(
+                &inner.label,
+                &inner.extension_id,
+                &inner.credentials,
+                &[inner.endpoint.target()],
+                inner.max_response_bytes,
+            )
+            .map_err(|e| self.refuse(Refusal::Egress(e.to_string())))?
+            .for_host_client(MCP_HEADERS);
+        // The first credential an account serves is injected; audience and
+        // injection are egress's to check.
+        let credential = inner
+            .credentials
+            .iter()
+            .map(|c| c.handle.as_str())
+            .find(|h| session.acquire(h).is_ok());
+        let request = GuestRequest {
+            method: method.to_owned(),
+            url: inner.endpoint.url().to_owned(),
+            headers,
+            body,
+            timeout: Some(inner.timeout),
+        };
+        let response = session
+            .send_checked(request, credential, inner.timeout)
+            .await
+            .map_err(|e| self.refuse(Refusal::Egress(egress_text(&e, &session))))?;
+        if (300..400).contains(&response.status) {
+            return Err(self.refuse(Refusal::Redirect(response.status)));
+        }
+        if response.status == 401 {
+            return Err(self.refuse(Refusal::Unauthorized));
+        }
+        Ok(response)
+    }
+}
+
+fn egress_text(error: &EgressError, session: &warden_egress::CallSession) -> String {
+    let text = session.redact(&error.to_string());
+    text.chars().take(300).collect()
+}
+
+fn header<'a>(response: &'a GuestResponse, name: &str) -> Option<&'a str> {
+    response
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn media_type_is(value: Option<&str>, expected: &str) -> bool {
+    value.is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case(expected))
+    })
+}
+
+/// A buffered SSE body as the stream rmcp expects.
+fn sse_of(body: Vec<u8>) -> BoxStream<'static, Result<Sse, SseError>> {
+    let chunks = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(body))]);
+    SseStream::from_bytes_stream(chunks).boxed()
+}
+
+impl StreamableHttpClient for EgressHttp {
+    type Error = HostedError;
+
+    async fn post_message(
+        &self,
+        _uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let body = serde_json::to_vec(&message)?;
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            (
+                "accept".to_owned(),
+                "application/json, text/event-stream".to_owned(),
+            ),
+        ];
+        let had_session = session_id.is_some();
+        if let Some(id) = session_id {
+            headers.push(("mcp-session-id".to_owned(), id.to_string()));
+        }
+        for (name, value) in custom_headers {
+            let value = value.to_str().map_err(|_| {
+                StreamableHttpError::UnexpectedServerResponse(Cow::Borrowed(
+                    "a protocol header is not text",
+                ))
+            })?;
+            headers.push((name.as_str().to_owned(), value.to_owned()));
+        }
+        let response = self.send("POST", headers, Some(body)).await?;
+        let status = response.status;
+        if matches!(status, 202 | 204) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == 404 && had_session {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let session = header(&response, "mcp-session-id").map(str::to_owned);
+        let content_type = header(&response, "content-type");
+        let awaits_no_response = !matches!(message, JsonRpcMessage::Request(_));
+        if !(200..300).contains(&status) {
+            // A JSON-RPC error in the body is the server's answer; any other
+            // body is never echoed.
+            if media_type_is(content_type, "application/json")
+                && let Ok(error @ JsonRpcMessage::Error(_)) =
+                    serde_json::from_slice::<ServerJsonRpcMessage>(&response.body)
+            {
+                return Ok(StreamableHttpPostResponse::Json(error, session));
+            }
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!("HTTP {status}"),
+            )));
+        }
+        if media_type_is(content_type, "text/event-stream") {
+            return Ok(StreamableHttpPostResponse::Sse(
+                sse_of(response.body),
+                session,
+            ));
+        }
+        if awaits_no_response {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if media_type_is(content_type, "application/json") {
+            let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&response.body)?;
+            return Ok(StreamableHttpPostResponse::Json(parsed, session));
+        }
+        Err(StreamableHttpError::UnexpectedContentType(
+            content_type.map(|c| c.chars().take(100).collect()),
+        ))
+    }
+
+    async fn delete_session(
+        &self,
+        _uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        _custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let headers = vec![("mcp-session-id".to_owned(), session_id.to_string())];
+        // Ending the session is a courtesy; a refusal changes nothing here.
+        let _ = self.send("DELETE", headers, None).await;
+        Ok(())
+    }
+
+    async fn get_stream(
+        &self,
+        _uri: Arc<str>,
+        _session_id: Option<Arc<str>>,
+        _last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        _custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        Err(StreamableHttpError::ServerDoesNotSupportSse)
+    }
+}

@@ -1,0 +1,1 @@
+//! Hosted-MCP lane tests.
