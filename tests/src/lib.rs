@@ -9,6 +9,7 @@
 
 pub mod archive;
 mod fake_github;
+pub mod fake_mcp;
 pub mod package;
 mod warden;
 

@@ -1,0 +1,178 @@
+//! Listing, calling, sessions, credentials and the endpoint lock.
+
+use serde_json::json;
+use warden_egress::testing::{TestResponse, TestServer};
+use warden_hosted::{HostedError, HostedServer};
+use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, Script};
+
+use crate::support::{egress, lane, limits, spec};
+
+#[tokio::test]
+async fn lists_and_calls_with_the_credential_injected_and_redacted() {
+    let (fake, server) = lane(Script {
+        require_token: true,
+        ..Script::default()
+    })
+    .await;
+    let catalog = server.catalog().await.unwrap();
+    let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "weather"]);
+    let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
+    let text = out.output["content"][0]["text"].as_str().unwrap();
+    // The server saw the token; what comes back has it redacted.
+    assert!(text.starts_with("hi (auth: Bearer "), "{text}");
+    assert!(!text.contains(MCP_TOKEN), "{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    // Every request reached the endpoint path with the token, and one session served them all.
+    let requests = fake.requests();
+    assert!(requests.iter().all(|r| r.target == "/mcp"));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("authorization") == Some(&format!("Bearer {MCP_TOKEN}")))
+    );
+    let methods = fake.methods();
+    assert_eq!(methods.iter().filter(|m| *m == "initialize").count(), 1);
+    assert!(
+        requests
+            .iter()
+            .skip(1)
+            .all(|r| r.header("mcp-session-id") == Some("session-1"))
+    );
+    assert!(
+        requests
+            .iter()
+            .skip(1)
+            .all(|r| r.header("mcp-protocol-version") == Some("2025-06-18")),
+        "protocol header on every request after initialize"
+    );
+}
+
+#[tokio::test]
+async fn structured_output_is_checked_against_the_output_schema() {
+    let (_fake, server) = lane(Script::default()).await;
+    let mut script_tools = Script::default().tools;
+    script_tools.push(json!({"name": "liar", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}}}}));
+    _fake.script(|s| s.tools = script_tools);
+    server.catalog().await.unwrap();
+    let out = server
+        .call("weather", json!({"city": "Oslo"}))
+        .await
+        .unwrap();
+    assert_eq!(out.output, json!({"celsius": 21.5}));
+    let error = server.call("liar", json!({})).await.unwrap_err();
+    assert!(matches!(error, HostedError::OutputSchema(_)), "{error}");
+}
+
+#[tokio::test]
+async fn a_remote_tool_error_is_sanitized() {
+    let (_fake, server) = lane(Script::default()).await;
+    let error = server.call("fail", json!({})).await.unwrap_err();
+    let HostedError::Remote(text) = &error else {
+        panic!("{error:?}")
+    };
+    assert!(!text.contains('\u{0007}'), "{text:?}");
+    assert!(text.len() <= 300);
+}
+
+#[tokio::test]
+async fn a_session_dropped_by_the_server_is_reinitialized() {
+    let (fake, server) = lane(Script::default()).await;
+    server.call("weather", json!({})).await.unwrap();
+    fake.drop_sessions();
+    let out = server.call("weather", json!({})).await.unwrap();
+    assert_eq!(out.output["celsius"], 21.5);
+    let methods = fake.methods();
+    assert_eq!(
+        methods.iter().filter(|m| *m == "initialize").count(),
+        2,
+        "{methods:?}"
+    );
+    let last = fake.requests().pop().unwrap();
+    assert_eq!(last.header("mcp-session-id"), Some("session-2"));
+}
+
+#[tokio::test]
+async fn list_changed_from_the_server_refreshes_the_catalog() {
+    let (fake, server) = lane(Script::default()).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    let mut changes = server.changes();
+    fake.script(|s| {
+        s.notify_list_changed = true;
+        s.tools
+            .push(json!({"name": "later", "inputSchema": {"type": "object"}}));
+    });
+    server.call("weather", json!({})).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), changes.changed())
+        .await
+        .expect("list_changed arrives")
+        .unwrap();
+    let catalog = server.catalog().await.unwrap();
+    assert!(catalog.iter().any(|t| t.name == "later"));
+}
+
+#[tokio::test]
+async fn a_redirect_off_the_endpoint_is_refused_and_nothing_reaches_the_target() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let evil = TestServer::start(fake.ca(), &["evil.example.net"], |_| TestResponse::ok("{}"))
+        .await
+        .unwrap();
+    fake.script(|s| s.redirect_to = Some("https://evil.example.net/steal".into()));
+    let server = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec(8), limits()).unwrap();
+    let error = server.call("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(
+        matches!(error, HostedError::Redirect { status: 307 }),
+        "{error:?}"
+    );
+    // Same-origin, other path: refused too (the path is locked).
+    fake.script(|s| s.redirect_to = Some("/other".into()));
+    let error = server.call("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(matches!(error, HostedError::Redirect { .. }), "{error:?}");
+    assert!(evil.requests().is_empty());
+    assert!(fake.requests().iter().all(|r| r.target == "/mcp"));
+}
+
+#[tokio::test]
+async fn a_private_address_is_refused_unless_the_host_allows_it() {
+    let fake = FakeMcp::start(Script::default()).await;
+    // The resolver sends the endpoint to 127.0.0.1, which this egress does not allow.
+    let egress = egress(&fake, &[]);
+    let egress_with_resolver = {
+        let _ = egress;
+        let config = warden_egress::testing::config(fake.ca(), &[]);
+        warden_egress::Egress::new(
+            config,
+            std::sync::Arc::new(warden_egress::secrets::MemoryStore::new()),
+            std::sync::Arc::new(fake.server().resolver(&[MCP_HOST])),
+        )
+        .unwrap()
+    };
+    let server = HostedServer::new(egress_with_resolver, &spec(8), limits()).unwrap();
+    let error = server.catalog().await.unwrap_err();
+    assert!(matches!(error, HostedError::Egress(_)), "{error:?}");
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_401_names_the_missing_authorization() {
+    let fake = FakeMcp::start(Script {
+        require_token: true,
+        ..Script::default()
+    })
+    .await;
+    let mut spec = spec(8);
+    spec.credentials.clear();
+    let server = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec, limits()).unwrap();
+    let error = server.catalog().await.unwrap_err();
+    assert!(matches!(error, HostedError::Unauthorized), "{error:?}");
+}
+
+#[tokio::test]
+async fn an_endpoint_that_could_widen_the_lock_is_refused() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let mut spec = spec(8);
+    spec.server = format!("https://{MCP_HOST}/mcp?x=1");
+    let error = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec, limits()).unwrap_err();
+    assert!(matches!(error, HostedError::Endpoint { .. }), "{error:?}");
+}

@@ -1,0 +1,61 @@
+//! A lane wired to the fake server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use warden_core::spec::CredentialSpec;
+use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
+use warden_egress::{Egress, testing};
+use warden_hosted::{HostedServer, LaneLimits, ServerSpec};
+use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script};
+
+/// The extension id the lane runs as.
+pub(crate) const EXT: &str = "fake";
+
+pub(crate) fn egress(fake: &FakeMcp, hosts: &[&str]) -> Egress {
+    let audience = AccountAudience {
+        scheme: "https".into(),
+        host: MCP_HOST.into(),
+        port: 443,
+    };
+    let secrets = MemoryStore::new().with(
+        AccountKey::new("example", "mcp_token", Vec::<String>::new()),
+        AccountBinding::new(EXT, [audience]),
+        MCP_TOKEN,
+    );
+    let origins: Vec<(&str, u16)> = hosts.iter().map(|h| (*h, 443)).collect();
+    Egress::new(
+        testing::config(fake.ca(), &origins),
+        Arc::new(secrets),
+        Arc::new(fake.server().resolver(hosts)),
+    )
+    .unwrap()
+}
+
+pub(crate) fn spec(max_tools: usize) -> ServerSpec {
+    ServerSpec {
+        extension_id: EXT.into(),
+        server: MCP_URL.into(),
+        credentials: vec![CredentialSpec::bearer(
+            "mcp_token",
+            "example",
+            &[],
+            MCP_HOST,
+        )],
+        max_tools,
+    }
+}
+
+pub(crate) fn limits() -> LaneLimits {
+    LaneLimits {
+        call_timeout: Duration::from_secs(10),
+        ..LaneLimits::default()
+    }
+}
+
+/// The fake with `script` and a lane (max_tools 8) to it.
+pub(crate) async fn lane(script: Script) -> (FakeMcp, HostedServer) {
+    let fake = FakeMcp::start(script).await;
+    let server = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec(8), limits()).unwrap();
+    (fake, server)
+}

@@ -1,0 +1,241 @@
+//! A fake hosted MCP server (`mcp.example.com/mcp`): streamable HTTP,
+//! sessions, paginated `tools/list`, JSON and SSE answers, and switches a
+//! test flips to play a hostile or flaky server. Every request is recorded.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use warden_egress::testing::{RecordedRequest, TestCa, TestResponse, TestServer};
+
+/// The host the fake serves (the manifest keeps it).
+pub const MCP_HOST: &str = "mcp.example.com";
+/// The endpoint URL.
+pub const MCP_URL: &str = "https://mcp.example.com/mcp";
+/// A token the tests store for the server; the fake echoes what it gets.
+pub const MCP_TOKEN: &str = "mcp_tok_0123456789abcdefABCDEF";
+
+/// What the fake does; tests change it between calls.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// The tools `tools/list` returns, in pages of `page_size`.
+    pub tools: Vec<Value>,
+    /// Tools per page.
+    pub page_size: usize,
+    /// Answer `tools/call` with a redirect to this URL.
+    pub redirect_to: Option<String>,
+    /// Answer `tools/call` with an SSE stream that first sends
+    /// `notifications/tools/list_changed`.
+    pub notify_list_changed: bool,
+    /// Require `authorization: Bearer <MCP_TOKEN>` (401 otherwise).
+    pub require_token: bool,
+    /// Protocol version `initialize` answers.
+    pub protocol_version: String,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            tools: vec![echo_tool(), weather_tool()],
+            page_size: 100,
+            redirect_to: None,
+            notify_list_changed: false,
+            require_token: false,
+            protocol_version: "2025-06-18".into(),
+        }
+    }
+}
+
+/// `echo`: `{text}` -> text content (and the authorization header it saw).
+pub fn echo_tool() -> Value {
+    json!({
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    })
+}
+
+/// `weather`: structured output with an output schema.
+pub fn weather_tool() -> Value {
+    json!({
+        "name": "weather",
+        "description": "The weather in a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "outputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]},
+        "annotations": {"readOnlyHint": true}
+    })
+}
+
+#[derive(Debug, Default)]
+struct State {
+    script: Script,
+    sessions: Vec<String>,
+    next_session: u32,
+}
+
+/// The running fake.
+#[derive(Debug)]
+pub struct FakeMcp {
+    ca: TestCa,
+    server: TestServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeMcp {
+    /// Start it with `script`.
+    pub async fn start(script: Script) -> FakeMcp {
+        let ca = TestCa::new();
+        let state = Arc::new(Mutex::new(State {
+            script,
+            ..State::default()
+        }));
+        let handler_state = Arc::clone(&state);
+        let server = TestServer::start(&ca, &[MCP_HOST], move |request| {
+            respond(&mut handler_state.lock().unwrap(), request)
+        })
+        .await
+        .expect("fake MCP server starts");
+        FakeMcp { ca, server, state }
+    }
+
+    /// The CA whose certificate the server presents.
+    pub fn ca(&self) -> &TestCa {
+        &self.ca
+    }
+
+    /// The underlying server (address, resolver).
+    pub fn server(&self) -> &TestServer {
+        &self.server
+    }
+
+    /// Change the script.
+    pub fn script(&self, change: impl FnOnce(&mut Script)) {
+        change(&mut self.state.lock().unwrap().script);
+    }
+
+    /// Forget every session (the next request with one gets 404).
+    pub fn drop_sessions(&self) {
+        self.state.lock().unwrap().sessions.clear();
+    }
+
+    /// Every request received.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+
+    /// The JSON-RPC methods received, in order.
+    pub fn methods(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+            .filter_map(|v| v["method"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+fn rpc_result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
+    if request.target != "/mcp" {
+        return TestResponse::status(404);
+    }
+    if state.script.require_token
+        && request.header("authorization") != Some(&format!("Bearer {MCP_TOKEN}"))
+    {
+        return TestResponse::status(401).with_header("www-authenticate", "Bearer");
+    }
+    if request.method == "DELETE" {
+        return TestResponse::status(200);
+    }
+    if request.method != "POST" {
+        return TestResponse::status(405);
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+        return TestResponse::status(400);
+    };
+    let method = message["method"].as_str().unwrap_or_default();
+    let id = message["id"].clone();
+    if method == "initialize" {
+        state.next_session += 1;
+        let session = format!("session-{}", state.next_session);
+        state.sessions.push(session.clone());
+        let result = json!({
+            "protocolVersion": state.script.protocol_version,
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "fake-mcp", "version": "1.0.0"}
+        });
+        return TestResponse::json(&rpc_result(&id, result))
+            .with_header("mcp-session-id", &session);
+    }
+    let live = request
+        .header("mcp-session-id")
+        .is_some_and(|s| state.sessions.iter().any(|k| k == s));
+    if !live {
+        return TestResponse::status(404);
+    }
+    if id.is_null() {
+        return TestResponse::status(202);
+    }
+    match method {
+        "tools/list" => {
+            let start: usize = message["params"]["cursor"]
+                .as_str()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let size = state.script.page_size.max(1);
+            let tools = &state.script.tools;
+            let page: Vec<Value> = tools.iter().skip(start).take(size).cloned().collect();
+            let mut result = json!({"tools": page});
+            if start + size < tools.len() {
+                result["nextCursor"] = json!((start + size).to_string());
+            }
+            TestResponse::json(&rpc_result(&id, result))
+        }
+        "tools/call" => call(state, &message, &id, request),
+        _ => TestResponse::json(&json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "method not found"}})),
+    }
+}
+
+fn call(state: &State, message: &Value, id: &Value, request: &RecordedRequest) -> TestResponse {
+    if let Some(location) = &state.script.redirect_to {
+        return TestResponse::redirect(307, location);
+    }
+    let arguments = &message["params"]["arguments"];
+    let result = match message["params"]["name"].as_str().unwrap_or_default() {
+        "echo" => {
+            // The server echoes the credential it received: the lane must
+            // redact it from what reaches the model.
+            let seen = request.header("authorization").unwrap_or("none");
+            let text = format!(
+                "{} (auth: {seen})",
+                arguments["text"].as_str().unwrap_or("")
+            );
+            json!({"content": [{"type": "text", "text": text}]})
+        }
+        "weather" => json!({
+            "content": [{"type": "text", "text": "{\"celsius\": 21.5}"}],
+            "structuredContent": {"celsius": 21.5}
+        }),
+        "liar" => json!({
+            "content": [{"type": "text", "text": "oops"}],
+            "structuredContent": {"celsius": "warm"}
+        }),
+        "fail" => json!({
+            "content": [{"type": "text", "text": "backend exploded\u{0007} at db-7"}],
+            "isError": true
+        }),
+        _ => {
+            return TestResponse::json(&json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32602, "message": "unknown tool"}}));
+        }
+    };
+    let answer = rpc_result(id, result);
+    if state.script.notify_list_changed {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let body = format!("event: message\ndata: {note}\n\nevent: message\ndata: {answer}\n\n");
+        return TestResponse::ok(body).with_header("content-type", "text/event-stream");
+    }
+    TestResponse::json(&answer)
+}
