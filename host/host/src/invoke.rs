@@ -1,16 +1,20 @@
-//! One call, end to end: lookup -> input check -> authorize -> run -> bound.
+//! One call, end to end: lookup -> input check -> authorize -> egress
+//! session -> lane -> bound. Everything here is lane-agnostic; what runs the
+//! tool is the [`crate::lane::Lane`] its registration bound.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_registry::{
     ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
     ToolPolicy, name, now_millis,
 };
-use warden_runtime::{CallRequest, Unavailable};
+use warden_runtime::{Limits, ToolLimits, Unavailable};
 
 use crate::error::HostError;
+use crate::lane::CallContext;
 use crate::location::{Binding, Location};
 use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 
@@ -28,14 +32,14 @@ impl Location {
         snapshot: &Snapshot,
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
-        let Some((tool, binding)) = find(snapshot, &invocation.tool) else {
+        let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
             return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
                 name: invocation.tool,
             }));
         };
         let input_json = invocation.input.to_string();
         if let Err(error) = binding
-            .component
+            .lane
             .check_input(&binding.capability.id, &input_json)
         {
             return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
@@ -52,7 +56,7 @@ impl Location {
             .check(&self.shared.authorizer, &policy, &call, now_millis())
         {
             Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(binding, &invocation, input_json, AuthorizedBy::Rule(rule))
+                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
                 .await),
             Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
             Err(error) => refused(error),
@@ -68,7 +72,7 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
-        let Some((tool, binding)) = find(&snapshot, &invocation.tool) else {
+        let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
             return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
                 name: invocation.tool,
             }));
@@ -80,7 +84,7 @@ impl Location {
         match self.shared.approvals.resume(approval, &call, now_millis()) {
             Ok(dispatch) => Ok(self
                 .dispatch(
-                    binding,
+                    &binding,
                     &invocation,
                     invocation.input.to_string(),
                     AuthorizedBy::Approval(dispatch.approval_id),
@@ -106,7 +110,7 @@ impl Location {
     }
 
     /// Execute an authorized call: stage this capability's credentials, run
-    /// the component, bound the output.
+    /// its lane, bound the output.
     async fn dispatch(
         &self,
         binding: &Binding,
@@ -137,20 +141,25 @@ impl Location {
                 Err(error) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
                     return InvokeOutcome::Failed(CallFailure::Runtime {
-                        error: warden_runtime::RuntimeError::HostUnavailable {
+                        error: Box::new(warden_runtime::RuntimeError::HostUnavailable {
                             reason: Unavailable::NetworkSetup,
-                        },
+                        }),
                         usage: Default::default(),
                         logs: Vec::new(),
                     });
                 }
             }
         };
-        let request = CallRequest::new(capability.id.clone(), input_json)
-            .call_id(invocation.call_id.clone().unwrap_or_else(next_call_id))
-            .origin(invocation.origin)
-            .network(network);
-        let outcome = binding.component.call(request).await;
+        let context = CallContext {
+            capability_id: capability.id.clone(),
+            extension_id: binding.extension_id.clone(),
+            origin: invocation.origin,
+            call_id: invocation.call_id.clone().unwrap_or_else(next_call_id),
+            session: invocation.session.clone(),
+            deadline: Instant::now() + self.timeout_of(binding),
+            network,
+        };
+        let outcome = binding.lane.call(context, input_json).await;
         match outcome.result {
             Ok(output) => {
                 let rendered = serde_json::to_string_pretty(&output).unwrap_or_default();
@@ -180,14 +189,32 @@ impl Location {
     }
 }
 
-/// Find a tool by model name, or by capability id (`github.get_repo`
-/// flattens to the same model name).
-fn find<'s>(snapshot: &'s Snapshot, tool: &str) -> Option<(&'s Arc<RegisteredTool>, &'s Binding)> {
-    let found = snapshot
-        .lookup(tool)
-        .or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
-    let binding = found.def().executor.payload::<Binding>()?;
-    Some((found, binding))
+impl Location {
+    /// Find a tool by model name, or by capability id (`github.get_repo`
+    /// flattens to the same model name), with the lane bound to it. A tool
+    /// whose registration is no longer installed has no lane: unknown.
+    fn find<'s>(
+        &self,
+        snapshot: &'s Snapshot,
+        tool: &str,
+    ) -> Option<(&'s Arc<RegisteredTool>, Arc<Binding>)> {
+        let found = snapshot
+            .lookup(tool)
+            .or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
+        let binding = self.binding(found.def().executor.lane()?)?;
+        Some((found, binding))
+    }
+
+    /// The call's wall-clock allowance: the capability's `timeout_ms` (capped
+    /// by the host's maxima), else the host default.
+    fn timeout_of(&self, binding: &Binding) -> std::time::Duration {
+        let config = self.shared.runtime.config();
+        let requested = ToolLimits {
+            timeout_ms: binding.capability.limits.timeout_ms,
+            ..ToolLimits::default()
+        };
+        Limits::with_overrides(config.defaults, &requested, &config.maxima).timeout
+    }
 }
 
 /// Typed refusals become tool failures, and so does an approval that cannot

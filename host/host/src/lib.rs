@@ -29,6 +29,7 @@ mod config;
 mod error;
 mod host;
 mod invoke;
+mod lane;
 mod location;
 mod outcome;
 mod source;
@@ -38,6 +39,7 @@ pub use accounts::{AccountError, DeclaredCredential};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
+pub use lane::{CallContext, Lane, LaneError, LaneOutcome};
 pub use location::{InstalledPackage, Location, Replace};
 pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{

@@ -1,28 +1,32 @@
 //! [`Location`]: a workspace the host serves, with its own registry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 use warden_manifest::{Capability, Package};
 use warden_registry::{
-    Executor, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
+    Executor, LaneId, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
     ToolDef, ToolPolicy,
 };
-use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
+use warden_runtime::{CapabilitySpec, ComponentSpec, ToolLimits};
 
 use crate::error::HostError;
 use crate::host::Shared;
+use crate::lane::Lane;
+use crate::lane::wasm::WasmLane;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
 use crate::trust::{EffectiveTrust, effective_trust};
 
-/// What a registered tool runs: the installed component and the manifest's
-/// declarations of its capability. Carried by the registry's [`Executor`].
+/// What a registered tool runs: its lane and the manifest's declarations of
+/// its capability (the host builds the call's egress session from them).
+/// The Location maps each tool's [`LaneId`] to one of these.
 #[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) extension_id: String,
     pub(crate) capability: Capability,
-    pub(crate) component: Arc<InstalledComponent>,
+    pub(crate) lane: Arc<dyn Lane>,
 }
 
 impl Binding {
@@ -65,6 +69,9 @@ struct Installed {
     /// Keeps the package's tools registered; dropping it closes the
     /// registration and reveals the one below it (the bundled package).
     _registration: Registration,
+    /// The lanes of this registration's tools (removed from the Location's
+    /// lane map when it is dropped).
+    lanes: Vec<LaneId>,
 }
 
 /// A workspace or project the host serves. Cheap to clone.
@@ -75,6 +82,8 @@ pub struct Location {
     pub(crate) shared: Arc<Shared>,
     /// Registrations per package id, oldest first; the last one is active.
     installed: Arc<Mutex<BTreeMap<String, Vec<Installed>>>>,
+    /// The lane of every tool an installed registration publishes.
+    lanes: Arc<Mutex<HashMap<LaneId, Arc<Binding>>>>,
     changes: Arc<watch::Sender<u64>>,
 }
 
@@ -93,6 +102,7 @@ impl Location {
             id,
             shared,
             installed: Arc::default(),
+            lanes: Arc::default(),
             changes: Arc::new(watch::channel(0).0),
         }
     }
@@ -191,6 +201,7 @@ impl Location {
                         source,
                     })?,
             );
+        let lane: Arc<dyn Lane> = Arc::new(WasmLane { component });
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
             && let Some(taken) = installed.get(&package.id).and_then(|s| s.last())
@@ -201,28 +212,43 @@ impl Location {
                 digest: taken.info.digest.clone(),
             });
         }
+        let bindings: Vec<(LaneId, Arc<Binding>)> = package
+            .capabilities
+            .iter()
+            .map(|capability| {
+                let binding = Binding {
+                    extension_id: package.id.clone(),
+                    capability: capability.clone(),
+                    lane: lane.clone(),
+                };
+                (next_lane_id(), Arc::new(binding))
+            })
+            .collect();
         let registration = self
             .registry
             .transform(format!("package:{}", package.id), |draft| {
-                for capability in &package.capabilities {
-                    let binding = Binding {
-                        extension_id: package.id.clone(),
-                        capability: capability.clone(),
-                        component: component.clone(),
-                    };
-                    draft.add(tool_def(&package.id, capability, Some(binding), &identity))?;
+                for (id, binding) in &bindings {
+                    draft.add(tool_def(
+                        &package.id,
+                        &binding.capability,
+                        Some(*id),
+                        &identity,
+                    ))?;
                 }
                 Ok(())
             })
             .map_err(|error| collision(error, &package, &installed))?;
+        let lane_ids = bindings.iter().map(|(id, _)| *id).collect();
+        self.lanes.lock().expect("lanes lock").extend(bindings);
         let package = Arc::new(package);
         let stack = installed.entry(package.id.clone()).or_default();
         // An installed package is replaced; a bundled one stays below.
         if stack
             .last()
             .is_some_and(|top| top.info.provenance == Provenance::Installed)
+            && let Some(replaced) = stack.pop()
         {
-            stack.pop();
+            self.forget_lanes(&replaced.lanes);
         }
         stack.push(Installed {
             info: InstalledPackage {
@@ -232,6 +258,7 @@ impl Location {
                 trust,
             },
             _registration: registration,
+            lanes: lane_ids,
         });
         drop(installed);
         self.changes.send_modify(|generation| *generation += 1);
@@ -244,7 +271,10 @@ impl Location {
     pub fn uninstall(&self, package_id: &str) -> Option<InstalledPackage> {
         let mut installed = self.installed.lock().expect("installed lock");
         let stack = installed.get_mut(package_id)?;
-        let removed = stack.pop().map(|i| i.info);
+        let removed = stack.pop().map(|i| {
+            self.forget_lanes(&i.lanes);
+            i.info
+        });
         if stack.is_empty() {
             installed.remove(package_id);
         }
@@ -283,6 +313,26 @@ impl Location {
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
+
+    /// The binding of the tool whose lane is `id`, while its registration
+    /// is installed.
+    pub(crate) fn binding(&self, id: LaneId) -> Option<Arc<Binding>> {
+        self.lanes.lock().expect("lanes lock").get(&id).cloned()
+    }
+
+    fn forget_lanes(&self, ids: &[LaneId]) {
+        let mut lanes = self.lanes.lock().expect("lanes lock");
+        for id in ids {
+            lanes.remove(id);
+        }
+    }
+}
+
+/// A process-unique lane id (ids are never reused, so a stale snapshot can
+/// never reach another registration's lane).
+fn next_lane_id() -> LaneId {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    LaneId(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A registry name collision as an install error naming both tools and
@@ -347,16 +397,16 @@ fn capability_spec(cap: &Capability) -> CapabilitySpec {
 /// The registry's tool object for a capability: namespace = extension id,
 /// name = the capability's local name, so `github.get_repo` is published to
 /// the model as `github_get_repo`. It carries the package identity grants,
-/// approvals and the allowlist bind to. Without a binding (to review the
-/// policy before installing) the executor carries no payload.
+/// approvals and the allowlist bind to. Without a lane (to review the
+/// policy before installing) the executor is only a key.
 fn tool_def(
     extension_id: &str,
     cap: &Capability,
-    binding: Option<Binding>,
+    lane: Option<LaneId>,
     package: &PackageIdentity,
 ) -> ToolDef {
-    let executor = match binding {
-        Some(binding) => Executor::new(cap.id.clone(), Arc::new(binding)),
+    let executor = match lane {
+        Some(lane) => Executor::new(cap.id.clone(), lane),
         None => Executor::key(cap.id.clone()),
     };
     let input_schema = cap

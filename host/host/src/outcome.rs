@@ -7,6 +7,8 @@ use warden_egress::secrets::AuthReason;
 use warden_registry::{ApprovalError, ApprovalId, ApprovalRequest, Rule, ToolFailure, Truncation};
 use warden_runtime::{LogEntry, RuntimeError, Usage};
 
+use crate::lane::LaneError;
+
 /// One call of a tool, as a model or product makes it.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -94,10 +96,12 @@ pub enum CallFailure {
     /// its audience; the host refused before the guest started (nothing ran,
     /// nothing was sent).
     AuthRequired(AuthRequired),
-    /// The runtime refused the input or the guest failed; usage is still reported.
+    /// The tool's lane refused the input or the tool failed (for the WASM
+    /// lane, a [`RuntimeError`]: see [`CallFailure::runtime_error`]); usage
+    /// is still reported.
     Runtime {
-        /// The typed error.
-        error: RuntimeError,
+        /// The lane's typed error.
+        error: Box<dyn LaneError>,
         /// What the call consumed.
         usage: Usage,
         /// Guest log entries.
@@ -133,21 +137,17 @@ impl CallFailure {
                 handle: Some(auth.handle.clone()),
                 reason: Some(auth.reason),
             }),
-            CallFailure::Runtime {
-                error:
-                    RuntimeError::AuthRequired {
-                        vendor,
-                        scopes,
-                        extension,
-                    },
-                ..
-            } => Some(AuthDetails {
-                vendor: vendor.clone(),
-                scopes: scopes.clone(),
-                extension: extension.clone(),
-                handle: None,
-                reason: None,
-            }),
+            CallFailure::Runtime { error, .. } => error.auth_details(),
+            _ => None,
+        }
+    }
+
+    /// The WASM lane's typed error, when that is what failed.
+    pub fn runtime_error(&self) -> Option<&RuntimeError> {
+        match self {
+            CallFailure::Runtime { error, .. } => {
+                (&**error as &(dyn std::error::Error + 'static)).downcast_ref()
+            }
             _ => None,
         }
     }

@@ -14,7 +14,7 @@
 //!
 //! The registry never executes and has no permission dependency; the host
 //! composition looks up a tool in a snapshot, authorizes it, and runs the
-//! [`Executor`] it carries.
+//! lane named by the [`Executor`] it carries (a typed [`LaneId`]).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -72,7 +72,7 @@ pub use authorize::{
 pub use bound::{BoundConfig, BoundError, Bounded, OutputBounder, Truncation};
 pub use catalog::{Catalog, CatalogEntry};
 pub use registry::{
-    Draft, Executor, LocationId, PackageIdentity, Placement, RegisteredTool, Registration,
+    Draft, Executor, LaneId, LocationId, PackageIdentity, Placement, RegisteredTool, Registration,
     RegistrationId, Registry, RegistryError, Snapshot, ToolDef, name,
 };
 pub use store::{

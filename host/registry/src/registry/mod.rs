@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 pub use identity::PackageIdentity;
 pub use snapshot::{RegisteredTool, Snapshot};
-pub use tool::{Executor, ToolDef};
+pub use tool::{Executor, LaneId, ToolDef};
 
 /// Errors of the registry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

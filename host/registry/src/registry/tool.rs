@@ -1,37 +1,41 @@
 //! The complete tool object a registration adds to a draft.
 
-use std::any::Any;
-use std::fmt;
-use std::sync::Arc;
-
 use serde_json::Value;
 use warden_core::{Effect, GateMatrix, Permission, Visibility};
 
 use super::PackageIdentity;
 
-/// What the host runs for a tool: a capability id plus an opaque payload.
-///
-/// The registry never executes anything; it only carries this key so the
-/// host composition can find the executor (an installed component, an MCP
-/// client, a built-in function) when a call reaches execution.
-#[derive(Clone)]
+/// A host-assigned key naming what runs a tool (its lane). The registry
+/// never runs anything and cannot name the host's lane trait; the host keeps
+/// a map from this key to the tool's lane for as long as the registration
+/// that published the tool is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneId(pub u64);
+
+/// What the host runs for a tool: a capability id plus, for tools the host
+/// can run, the [`LaneId`] of their lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executor {
     capability_id: String,
-    payload: Arc<dyn Any + Send + Sync>,
+    lane: Option<LaneId>,
 }
 
 impl Executor {
-    /// An executor key for `capability_id` carrying `payload`.
-    pub fn new(capability_id: impl Into<String>, payload: Arc<dyn Any + Send + Sync>) -> Self {
+    /// An executor for `capability_id` run by the host's lane `lane`.
+    pub fn new(capability_id: impl Into<String>, lane: LaneId) -> Self {
         Executor {
             capability_id: capability_id.into(),
-            payload,
+            lane: Some(lane),
         }
     }
 
-    /// An executor key with no payload (the capability id is enough).
+    /// An executor key with no lane (the capability id is enough: policy
+    /// review, catalogs, tests). The host refuses to run it as `unknown_tool`.
     pub fn key(capability_id: impl Into<String>) -> Self {
-        Executor::new(capability_id, Arc::new(()))
+        Executor {
+            capability_id: capability_id.into(),
+            lane: None,
+        }
     }
 
     /// The stable capability id (`<extension>.<name>`), used by
@@ -40,22 +44,9 @@ impl Executor {
         &self.capability_id
     }
 
-    /// The payload, if it is a `T`.
-    pub fn payload<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.payload.downcast_ref()
-    }
-
-    /// The payload as shared.
-    pub fn payload_any(&self) -> &Arc<dyn Any + Send + Sync> {
-        &self.payload
-    }
-}
-
-impl fmt::Debug for Executor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Executor")
-            .field("capability_id", &self.capability_id)
-            .finish_non_exhaustive()
+    /// The lane that runs the tool, when the host assigned one.
+    pub fn lane(&self) -> Option<LaneId> {
+        self.lane
     }
 }
 

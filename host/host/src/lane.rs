@@ -1,0 +1,141 @@
+//! The executor contract: one [`Lane`] trait behind which every kind of
+//! tool implementation runs (a WASM component, an embedder's native code, a
+//! hosted MCP server).
+//!
+//! Everything before a lane (lookup, authorization, approvals, the
+//! credential precheck, building the call's egress session) and after it
+//! (output bounding, the outcome) is lane-agnostic and lives in
+//! `invoke.rs`. A lane gets a [`CallContext`] built by the host and returns a
+//! [`LaneOutcome`]: output, usage, logs, or a [`LaneError`] with a stable code.
+//!
+//! # Where lanes are kept
+//!
+//! The registry never executes anything and cannot name this trait (it sits
+//! below the host). Each registered tool's [`warden_registry::Executor`]
+//! carries a typed [`warden_registry::LaneId`] the host assigned at install;
+//! the [`crate::Location`] maps that id to the tool's bound lane, for as long
+//! as the registration that published it is installed. No downcast anywhere:
+//! a tool whose registration is gone (uninstalled or replaced after the
+//! snapshot was taken) is `unknown_tool`, never the wrong code.
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use warden_core::Origin;
+use warden_core::net::{BoxFuture, CallNetwork};
+use warden_runtime::{LogEntry, RuntimeError, Usage};
+
+use crate::outcome::AuthDetails;
+
+pub(crate) mod wasm;
+
+/// What runs the tools of one package capability. Implementations must not
+/// reach the network except through [`CallContext::network`].
+pub trait Lane: Send + Sync + std::fmt::Debug {
+    /// Check `input` (JSON text) for `capability_id` before anyone is asked
+    /// to approve the call; nothing of the tool runs.
+    fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
+
+    /// Run an authorized call.
+    fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
+}
+
+/// What the host tells a lane about one authorized call.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct CallContext {
+    /// The capability to run (`<extension>.<tool>`), from the host's lookup,
+    /// never from the model's input.
+    pub capability_id: String,
+    /// The package the capability belongs to.
+    pub extension_id: String,
+    /// Who calls.
+    pub origin: Origin,
+    /// This call's id.
+    pub call_id: String,
+    /// The session within the Location, when the caller gave one.
+    pub session: Option<String>,
+    /// When the call must be over (from the capability's `timeout_ms`, else
+    /// the host default); the host stops waiting at this instant.
+    pub deadline: Instant,
+    /// The call's egress session: the only way out. It applies the
+    /// capability's network policy, injects its staged credentials and
+    /// redacts every staged secret from what comes back.
+    pub network: Arc<dyn CallNetwork>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("capability_id", &self.capability_id)
+            .field("extension_id", &self.extension_id)
+            .field("origin", &self.origin)
+            .field("call_id", &self.call_id)
+            .field("session", &self.session)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a lane returns: output or a typed error, plus usage and logs, always.
+#[derive(Debug)]
+pub struct LaneOutcome {
+    /// The output JSON (checked against the output schema by the lane), or
+    /// why there is none.
+    pub result: Result<Value, Box<dyn LaneError>>,
+    /// What the call consumed (the fields a lane does not measure stay 0).
+    pub usage: Usage,
+    /// Log entries kept for this call (redacted, bounded).
+    pub logs: Vec<LogEntry>,
+}
+
+impl LaneOutcome {
+    /// A failure with no usage and no logs.
+    pub fn failed(error: impl LaneError) -> Self {
+        LaneOutcome {
+            result: Err(Box::new(error)),
+            usage: Usage::default(),
+            logs: Vec::new(),
+        }
+    }
+}
+
+/// A lane's failure: a message fit for a model (its `Display`, already
+/// scrubbed and bounded by the lane) and a stable snake_case code. Errors
+/// specific to one lane stay that lane's type; callers that want the detail
+/// downcast (`(&*error as &dyn Error).downcast_ref::<RuntimeError>()`).
+pub trait LaneError: Error + Send + Sync + 'static {
+    /// A stable, snake_case machine code (`timeout`, `invalid_input`, …).
+    fn code(&self) -> &'static str;
+
+    /// What the user must connect, when the failure is `auth_required`.
+    fn auth_details(&self) -> Option<AuthDetails> {
+        None
+    }
+}
+
+/// The WASM lane's errors are the runtime's.
+impl LaneError for RuntimeError {
+    fn code(&self) -> &'static str {
+        RuntimeError::code(self)
+    }
+
+    fn auth_details(&self) -> Option<AuthDetails> {
+        match self {
+            RuntimeError::AuthRequired {
+                vendor,
+                scopes,
+                extension,
+            } => Some(AuthDetails {
+                vendor: vendor.clone(),
+                scopes: scopes.clone(),
+                extension: extension.clone(),
+                handle: None,
+                reason: None,
+            }),
+            _ => None,
+        }
+    }
+}
