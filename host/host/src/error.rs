@@ -23,6 +23,16 @@ pub enum HostError {
         /// What is wrong.
         reason: String,
     },
+    /// A hosted MCP server refused or failed (endpoint, discovery bounds,
+    /// connection).
+    #[error("{package}: {source}")]
+    Hosted {
+        /// Which package.
+        package: String,
+        /// What went wrong.
+        #[source]
+        source: warden_hosted::HostedError,
+    },
     /// A wasm package's module is not there (not built yet).
     #[error("{package}: module `{module}` is missing; run `cargo xtask bundle`")]
     MissingModule {

@@ -29,6 +29,7 @@ use warden_runtime::{LogEntry, RuntimeError, Usage};
 
 use crate::outcome::AuthDetails;
 
+pub(crate) mod mcp;
 pub(crate) mod wasm;
 
 /// What runs the tools of one package capability. Implementations must not

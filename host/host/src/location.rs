@@ -1,5 +1,7 @@
 //! [`Location`]: a workspace the host serves, with its own registry.
 
+mod hosted;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,9 @@ use crate::lane::Lane;
 use crate::lane::wasm::WasmLane;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
 use crate::trust::{EffectiveTrust, effective_trust};
+use hosted::HostedState;
+use warden_hosted::HostedServer;
+use warden_manifest::Implementation;
 
 /// What a registered tool runs: its lane and the manifest's declarations of
 /// its capability (the host builds the call's egress session from them).
@@ -72,6 +77,16 @@ struct Installed {
     /// The lanes of this registration's tools (removed from the Location's
     /// lane map when it is dropped).
     lanes: Vec<LaneId>,
+    /// For an `[mcp]` package: its server and the catalog published.
+    hosted: Option<HostedState>,
+}
+
+/// What an install decided about a package, before its tools are published.
+struct Published {
+    digest: String,
+    provenance: Provenance,
+    trust: EffectiveTrust,
+    identity: PackageIdentity,
 }
 
 /// A workspace or project the host serves. Cheap to clone.
@@ -164,29 +179,30 @@ impl Location {
             });
         }
         let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
-        let Some(module) = module else {
-            return Err(HostError::InvalidPackage {
-                package: package.id.clone(),
-                reason: "only `[runtime] kind = \"wasm\"` packages can run in this host".into(),
-            });
-        };
         let identity = PackageIdentity {
             extension_id: package.id.clone(),
             digest: digest.clone(),
             bundled: provenance == Provenance::Bundled,
         };
-        // A reviewed allowlist entry that applies to this package must name
-        // an effect-free tool; refuse the package before compiling it.
-        for capability in &package.capabilities {
-            let def = tool_def(&package.id, capability, None, &identity);
-            self.shared
-                .authorizer
-                .review(&ToolPolicy::from(&def))
-                .map_err(|source| HostError::Allowlist {
-                    package: package.id.clone(),
-                    source,
-                })?;
+        self.review(&package.id, &package.capabilities, &identity)?;
+        let published = Published {
+            digest,
+            provenance,
+            trust,
+            identity,
+        };
+        if let Implementation::Mcp(server) = &package.implementation {
+            let server = server.clone();
+            return self.install_hosted(package, &server, published, replace);
         }
+        let Some(module) = module else {
+            return Err(HostError::InvalidPackage {
+                package: package.id.clone(),
+                reason:
+                    "only `[runtime] kind = \"wasm\"` and `[mcp]` packages can run in this host"
+                        .into(),
+            });
+        };
         let spec = package.capabilities.iter().fold(
             ComponentSpec::new(package.id.clone(), module),
             |spec, cap| spec.with_capability(capability_spec(cap)),
@@ -202,6 +218,55 @@ impl Location {
                     })?,
             );
         let lane: Arc<dyn Lane> = Arc::new(WasmLane { component });
+        let bindings = package
+            .capabilities
+            .iter()
+            .map(|capability| Binding {
+                extension_id: package.id.clone(),
+                capability: capability.clone(),
+                lane: lane.clone(),
+            })
+            .collect();
+        self.publish(package, published, replace, bindings, None)
+    }
+
+    /// A reviewed allowlist entry that applies to these tools must name an
+    /// effect-free tool; refuse the package before compiling or publishing it.
+    pub(crate) fn review(
+        &self,
+        package_id: &str,
+        capabilities: &[Capability],
+        identity: &PackageIdentity,
+    ) -> Result<(), HostError> {
+        for capability in capabilities {
+            let def = tool_def(package_id, capability, None, identity);
+            self.shared
+                .authorizer
+                .review(&ToolPolicy::from(&def))
+                .map_err(|source| HostError::Allowlist {
+                    package: package_id.to_owned(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Register `bindings` as the tools of `package` and make it the active
+    /// registration of its id.
+    fn publish(
+        &self,
+        package: Package,
+        published: Published,
+        replace: Replace,
+        bindings: Vec<Binding>,
+        hosted: Option<Arc<HostedServer>>,
+    ) -> Result<Arc<Package>, HostError> {
+        let Published {
+            digest,
+            provenance,
+            trust,
+            identity,
+        } = published;
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
             && let Some(taken) = installed.get(&package.id).and_then(|s| s.last())
@@ -212,17 +277,9 @@ impl Location {
                 digest: taken.info.digest.clone(),
             });
         }
-        let bindings: Vec<(LaneId, Arc<Binding>)> = package
-            .capabilities
-            .iter()
-            .map(|capability| {
-                let binding = Binding {
-                    extension_id: package.id.clone(),
-                    capability: capability.clone(),
-                    lane: lane.clone(),
-                };
-                (next_lane_id(), Arc::new(binding))
-            })
+        let bindings: Vec<(LaneId, Arc<Binding>)> = bindings
+            .into_iter()
+            .map(|binding| (next_lane_id(), Arc::new(binding)))
             .collect();
         let registration = self
             .registry
@@ -259,6 +316,11 @@ impl Location {
             },
             _registration: registration,
             lanes: lane_ids,
+            hosted: hosted.map(|server| HostedState {
+                server,
+                catalog: None,
+                identity,
+            }),
         });
         drop(installed);
         self.changes.send_modify(|generation| *generation += 1);

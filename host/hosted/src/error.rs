@@ -50,7 +50,29 @@ pub enum HostedError {
     /// `structuredContent` does not match the tool's `outputSchema`.
     #[error("structuredContent does not match the tool's outputSchema: {0}")]
     OutputSchema(String),
+    /// The input does not match the tool's input schema.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
     /// The server answered the request with an error (sanitized).
     #[error("the MCP server refused the request: {0}")]
     Remote(String),
+}
+
+impl HostedError {
+    /// A stable snake_case code for the model and the CLI.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostedError::Endpoint { .. } => "invalid_endpoint",
+            HostedError::Redirect { .. } | HostedError::Egress(_) => "network_denied",
+            HostedError::Unauthorized => "auth_required",
+            HostedError::Connect(_) => "connection_failed",
+            HostedError::Protocol(_) => "protocol_unsupported",
+            HostedError::Discovery(_) => "discovery_refused",
+            HostedError::Timeout(_) => "timeout",
+            HostedError::ResultTooLarge { .. } => "output_too_large",
+            HostedError::OutputSchema(_) => "invalid_output",
+            HostedError::InvalidInput(_) => "invalid_input",
+            HostedError::Remote(_) => "tool_failure",
+        }
+    }
 }

@@ -31,11 +31,13 @@
 pub mod discovery;
 mod endpoint;
 mod error;
+mod schema;
 mod server;
 mod transport;
 
 pub use discovery::{BoundError, Bounds, RemoteTool};
 pub use endpoint::Endpoint;
 pub use error::HostedError;
+pub use schema::InputCheck;
 pub use server::{CallOutput, HostedServer, LaneLimits, ServerSpec};
 pub use transport::EgressHttp;

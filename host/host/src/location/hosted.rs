@@ -1,0 +1,252 @@
+//! `[mcp]` packages in a Location: install publishes the pinned `[[tools]]`;
+//! [`Location::refresh_hosted`] lists each server's tools (bounded, all or
+//! nothing) and republishes the package's tools from the accepted catalog.
+//!
+//! Remote tools are published as `<namespace>_<tool>` with capability ids
+//! `<extension>.<tool>`, the `[mcp]` gate matrix, effects and default
+//! permission. A remote annotation only adds caution: `destructiveHint`
+//! adds `external_write` and forces `ask`; nothing remote removes an effect
+//! or relaxes a permission. A pinned `[[tools]]` entry overrides the remote
+//! entry of the same name (its schemas and description win; caution from
+//! the remote hint still applies).
+
+use std::sync::Arc;
+
+use warden_core::{Effect, Permission, Visibility};
+use warden_hosted::{HostedServer, InputCheck, LaneLimits, RemoteTool, ServerSpec};
+use warden_manifest::{AssetRefs, Capability, McpServer, Package, ToolLimits};
+use warden_registry::PackageIdentity;
+
+use super::{Binding, Location, Published, Replace, next_lane_id, tool_def};
+use crate::error::HostError;
+use crate::lane::mcp::McpLane;
+
+/// The server of an installed `[mcp]` package and what was published.
+#[derive(Debug)]
+pub(super) struct HostedState {
+    pub(super) server: Arc<HostedServer>,
+    /// The catalog the published tools came from (`None`: pinned only).
+    pub(super) catalog: Option<Arc<Vec<RemoteTool>>>,
+    pub(super) identity: PackageIdentity,
+}
+
+impl Location {
+    /// Install an `[mcp]` package: lock its endpoint, publish its pinned
+    /// tools. Nothing is sent until the first refresh or call.
+    pub(super) fn install_hosted(
+        &self,
+        package: Package,
+        mcp: &McpServer,
+        published: Published,
+        replace: Replace,
+    ) -> Result<Arc<Package>, HostError> {
+        let spec = ServerSpec {
+            extension_id: package.id.clone(),
+            server: mcp.server.clone(),
+            credentials: mcp.credentials.clone(),
+            max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
+        };
+        let server = HostedServer::new(self.shared.egress.clone(), &spec, LaneLimits::default())
+            .map_err(|source| HostError::Hosted {
+                package: package.id.clone(),
+                source,
+            })?;
+        let server = Arc::new(server);
+        let bindings = bindings(&package, mcp, &server, &[])?;
+        self.publish(package, published, replace, bindings, Some(server))
+    }
+
+    /// List the tools of every installed `[mcp]` package whose catalog is
+    /// not current (first use, or after the server's `tools/list_changed`)
+    /// and republish them. A server that fails keeps its previous tools;
+    /// its error is returned with the package id.
+    pub async fn refresh_hosted(&self) -> Vec<HostError> {
+        let servers: Vec<(String, Arc<HostedServer>)> = {
+            let installed = self.installed.lock().expect("installed lock");
+            installed
+                .iter()
+                .filter_map(|(id, stack)| {
+                    let hosted = stack.last()?.hosted.as_ref()?;
+                    Some((id.clone(), hosted.server.clone()))
+                })
+                .collect()
+        };
+        let mut errors = Vec::new();
+        for (id, server) in servers {
+            let result = match server.catalog().await {
+                Ok(catalog) => self.republish(&id, &server, catalog),
+                Err(source) => Err(HostError::Hosted {
+                    package: id.clone(),
+                    source,
+                }),
+            };
+            if let Err(error) = result {
+                tracing::warn!(package = %id, %error, "hosted MCP catalog not refreshed");
+                errors.push(error);
+            }
+        }
+        errors
+    }
+
+    /// Tick receivers of every installed `[mcp]` server's
+    /// `tools/list_changed` (`warden serve` refreshes on them).
+    pub fn hosted_changes(&self) -> Vec<tokio::sync::watch::Receiver<u64>> {
+        let installed = self.installed.lock().expect("installed lock");
+        installed
+            .values()
+            .filter_map(|stack| Some(stack.last()?.hosted.as_ref()?.server.changes()))
+            .collect()
+    }
+
+    fn republish(
+        &self,
+        id: &str,
+        server: &Arc<HostedServer>,
+        catalog: Arc<Vec<RemoteTool>>,
+    ) -> Result<(), HostError> {
+        let mut installed = self.installed.lock().expect("installed lock");
+        let Some(top) = installed.get_mut(id).and_then(|stack| stack.last_mut()) else {
+            return Ok(());
+        };
+        let Some(hosted) = top.hosted.as_mut() else {
+            return Ok(());
+        };
+        // Replaced or already published meanwhile: nothing to do.
+        if !Arc::ptr_eq(&hosted.server, server)
+            || hosted
+                .catalog
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, &catalog))
+        {
+            return Ok(());
+        }
+        let package = top.info.package.clone();
+        let warden_manifest::Implementation::Mcp(mcp) = &package.implementation else {
+            return Ok(());
+        };
+        let bindings = bindings(&package, mcp, server, &catalog)?;
+        let capabilities: Vec<Capability> = bindings.iter().map(|b| b.capability.clone()).collect();
+        self.review(&package.id, &capabilities, &hosted.identity)?;
+        let bindings: Vec<_> = bindings
+            .into_iter()
+            .map(|b| (next_lane_id(), Arc::new(b)))
+            .collect();
+        let identity = hosted.identity.clone();
+        let registration = self
+            .registry
+            .transform(format!("package:{}", package.id), |draft| {
+                for (lane, binding) in &bindings {
+                    draft.add(tool_def(
+                        &package.id,
+                        &binding.capability,
+                        Some(*lane),
+                        &identity,
+                    ))?;
+                }
+                Ok(())
+            })
+            .map_err(|error| HostError::InvalidPackage {
+                package: package.id.clone(),
+                reason: format!("the server's tools could not be published: {error}"),
+            })?;
+        let ids = bindings.iter().map(|(lane, _)| *lane).collect();
+        self.lanes.lock().expect("lanes lock").extend(bindings);
+        let old = std::mem::replace(&mut top.lanes, ids);
+        // Dropping the old registration unpublishes what the catalog no longer has.
+        top._registration = registration;
+        if let Some(hosted) = top.hosted.as_mut() {
+            hosted.catalog = Some(catalog);
+        }
+        drop(installed);
+        self.forget_lanes(&old);
+        self.changes.send_modify(|generation| *generation += 1);
+        Ok(())
+    }
+}
+
+/// The bindings of an `[mcp]` package: every remote tool (a pinned entry
+/// of the same name overriding it), then pinned tools the server did not list.
+fn bindings(
+    package: &Package,
+    mcp: &McpServer,
+    server: &Arc<HostedServer>,
+    catalog: &[RemoteTool],
+) -> Result<Vec<Binding>, HostError> {
+    let pinned = |name: &str| {
+        package
+            .capabilities
+            .iter()
+            .find(|c| c.local_name(&package.id) == name)
+    };
+    let mut capabilities: Vec<(String, Capability)> = catalog
+        .iter()
+        .map(|remote| {
+            let mut cap = match pinned(&remote.name) {
+                Some(pinned) => pinned.clone(),
+                None => remote_capability(&package.id, mcp, remote),
+            };
+            if remote.destructive {
+                if !cap.effects.contains(&Effect::ExternalWrite) {
+                    cap.effects.push(Effect::ExternalWrite);
+                }
+                cap.default_permission = Permission::Ask;
+            }
+            (remote.name.clone(), cap)
+        })
+        .collect();
+    for cap in &package.capabilities {
+        let name = cap.local_name(&package.id).to_owned();
+        if !capabilities.iter().any(|(n, _)| *n == name) {
+            capabilities.push((name, cap.clone()));
+        }
+    }
+    let endpoint = server.endpoint();
+    capabilities
+        .into_iter()
+        .map(|(remote_name, mut capability)| {
+            // The endpoint's origin is all a hosted tool can reach.
+            capability.credentials = endpoint.bind(&mcp.credentials);
+            capability.network_targets = vec![endpoint.target()];
+            let schema = capability
+                .input_schema
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
+            let input = InputCheck::compile(&schema).map_err(|source| HostError::Hosted {
+                package: package.id.clone(),
+                source,
+            })?;
+            let lane = McpLane {
+                server: server.clone(),
+                remote_name,
+                input,
+            };
+            Ok(Binding {
+                extension_id: package.id.clone(),
+                capability,
+                lane: Arc::new(lane),
+            })
+        })
+        .collect()
+}
+
+/// A remote tool as a capability with the `[mcp]` table's policy.
+fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -> Capability {
+    Capability {
+        id: format!("{extension_id}.{}", remote.name),
+        description: remote.description.clone(),
+        effects: mcp.effects.clone(),
+        default_permission: mcp.default_permission,
+        visibility: Visibility::Model,
+        origin_gate_matrix: mcp.origin_gate_matrix,
+        standard_op: None,
+        input_schema: Some(remote.input_schema.clone()),
+        output_schema: remote.output_schema.clone(),
+        prompt: None,
+        refs: AssetRefs::default(),
+        credentials: Vec::new(),
+        network_targets: Vec::new(),
+        max_egress_bytes: None,
+        limits: ToolLimits::default(),
+        mcp_pinned: false,
+    }
+}
