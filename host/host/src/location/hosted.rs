@@ -6,9 +6,12 @@
 //! `<extension>.<tool>`, the `[mcp]` gate matrix, effects and default
 //! permission. A remote annotation only adds caution: `destructiveHint`
 //! adds `external_write` and forces `ask`; nothing remote removes an effect
-//! or relaxes a permission. A pinned `[[tools]]` entry overrides the remote
-//! entry of the same name (its schemas and description win; caution from
-//! the remote hint still applies).
+//! or relaxes a permission. A successful discovery replaces the pinned set
+//! with the catalog (V3-FORMAT §6); a pinned `[[tools]]` entry overrides the
+//! remote entry of the same name (its schemas and description win; caution
+//! from the remote hint still applies). Warden discovers for every `[mcp]`
+//! package it runs (the format limits discovery to bundled and
+//! user-registered packages; the issue asks installed ones to list too).
 
 use std::sync::Arc;
 
@@ -52,7 +55,7 @@ impl Location {
                 source,
             })?;
         let server = Arc::new(server);
-        let bindings = bindings(&package, mcp, &server, &[])?;
+        let bindings = bindings(&package, mcp, &server, None)?;
         self.publish(package, published, replace, bindings, Some(server))
     }
 
@@ -124,7 +127,7 @@ impl Location {
         let warden_manifest::Implementation::Mcp(mcp) = &package.implementation else {
             return Ok(());
         };
-        let bindings = bindings(&package, mcp, server, &catalog)?;
+        let bindings = bindings(&package, mcp, server, Some(&catalog))?;
         let capabilities: Vec<Capability> = bindings.iter().map(|b| b.capability.clone()).collect();
         self.review(&package.id, &capabilities, &hosted.identity)?;
         let bindings: Vec<_> = bindings
@@ -164,13 +167,14 @@ impl Location {
     }
 }
 
-/// The bindings of an `[mcp]` package: every remote tool (a pinned entry
-/// of the same name overriding it), then pinned tools the server did not list.
+/// The bindings of an `[mcp]` package. Before discovery: its pinned tools.
+/// After: every tool of the catalog (which replaces the pinned set, as the
+/// format says), a pinned entry of the same name overriding the remote one.
 fn bindings(
     package: &Package,
     mcp: &McpServer,
     server: &Arc<HostedServer>,
-    catalog: &[RemoteTool],
+    catalog: Option<&[RemoteTool]>,
 ) -> Result<Vec<Binding>, HostError> {
     let pinned = |name: &str| {
         package
@@ -179,12 +183,13 @@ fn bindings(
             .find(|c| c.local_name(&package.id) == name)
     };
     let mut capabilities: Vec<(String, Capability)> = catalog
+        .unwrap_or_default()
         .iter()
         .map(|remote| {
-            let mut cap = match pinned(&remote.name) {
-                Some(pinned) => pinned.clone(),
-                None => remote_capability(&package.id, mcp, remote),
-            };
+            let mut cap = remote_capability(&package.id, mcp, remote);
+            if let Some(pinned) = pinned(&remote.name) {
+                cap = pinned_capability(pinned, cap.effects);
+            }
             if remote.destructive {
                 if !cap.effects.contains(&Effect::ExternalWrite) {
                     cap.effects.push(Effect::ExternalWrite);
@@ -194,11 +199,12 @@ fn bindings(
             (remote.name.clone(), cap)
         })
         .collect();
-    for cap in &package.capabilities {
-        let name = cap.local_name(&package.id).to_owned();
-        if !capabilities.iter().any(|(n, _)| *n == name) {
-            capabilities.push((name, cap.clone()));
-        }
+    if catalog.is_none() {
+        let effects = server_effects(mcp);
+        capabilities.extend(package.capabilities.iter().map(|cap| {
+            let name = cap.local_name(&package.id).to_owned();
+            (name, pinned_capability(cap, effects.clone()))
+        }));
     }
     let endpoint = server.endpoint();
     capabilities
@@ -207,6 +213,7 @@ fn bindings(
             // The endpoint's origin is all a hosted tool can reach.
             capability.credentials = endpoint.bind(&mcp.credentials);
             capability.network_targets = vec![endpoint.target()];
+            capability.origin_gate_matrix = mcp.origin_gate_matrix;
             let schema = capability
                 .input_schema
                 .clone()
@@ -229,12 +236,39 @@ fn bindings(
         .collect()
 }
 
+/// The effects of the server's tools: the `[mcp]` effects plus `network`
+/// (and `use_secret` with credentials).
+fn server_effects(mcp: &McpServer) -> Vec<Effect> {
+    let mut effects = mcp.effects.clone();
+    let implied = [
+        Some(Effect::Network),
+        (!mcp.credentials.is_empty()).then_some(Effect::UseSecret),
+    ];
+    for effect in implied.into_iter().flatten() {
+        if !effects.contains(&effect) {
+            effects.push(effect);
+        }
+    }
+    effects
+}
+
+/// A pinned tool: its own id, description, schemas, permission and
+/// visibility; the server's effects (the gate matrix, credentials and
+/// target are the server's for every hosted tool).
+fn pinned_capability(pinned: &Capability, effects: Vec<Effect>) -> Capability {
+    Capability {
+        effects,
+        ..pinned.clone()
+    }
+}
+
 /// A remote tool as a capability with the `[mcp]` table's policy.
 fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -> Capability {
+    let effects = server_effects(mcp);
     Capability {
         id: format!("{extension_id}.{}", remote.name),
         description: remote.description.clone(),
-        effects: mcp.effects.clone(),
+        effects,
         default_permission: mcp.default_permission,
         visibility: Visibility::Model,
         origin_gate_matrix: mcp.origin_gate_matrix,

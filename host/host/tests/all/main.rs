@@ -3,6 +3,7 @@
 mod accounts;
 mod approvals;
 mod exfil;
+mod hosted;
 mod identity;
 mod install;
 mod network;
