@@ -18,6 +18,7 @@ use crate::render;
 pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let input = read_input(&args.input)?;
     let (host, location) = cx.open()?;
+    super::refresh_hosted(&location).await;
     let invocation = Invocation::new(args.tool.clone(), input, args.origin.into());
     let outcome = match &args.resume {
         Some(id) => {

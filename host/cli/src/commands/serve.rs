@@ -18,6 +18,9 @@ use super::Context;
 /// Serve stdio (default) or streamable HTTP.
 pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCode> {
     let (host, location) = cx.open()?;
+    super::refresh_hosted(&location).await;
+    let follower = location.clone();
+    tokio::spawn(async move { follower.follow_hosted().await });
     let backend = crate::backend::HostBackend::new(host, location);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,

@@ -101,6 +101,29 @@ impl Location {
             .collect()
     }
 
+    /// Refresh whenever one of this Location's servers announces
+    /// `tools/list_changed`; returns when no hosted package is left. Every
+    /// republish ticks [`Location::changes`], which `warden serve` announces
+    /// to its own clients.
+    pub async fn follow_hosted(&self) {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(8);
+        for mut changes in self.hosted_changes() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    if tx.send(()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        while rx.recv().await.is_some() {
+            // Errors are logged; the previous tools stay published.
+            let _ = self.refresh_hosted().await;
+        }
+    }
+
     fn republish(
         &self,
         id: &str,
