@@ -4,6 +4,7 @@
 mod accounts;
 mod cli;
 mod github;
+mod hosted;
 mod identity;
 mod install;
 mod mcp;

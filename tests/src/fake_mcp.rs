@@ -2,10 +2,13 @@
 //! sessions, paginated `tools/list`, JSON and SSE answers, and switches a
 //! test flips to play a hostile or flaky server. Every request is recorded.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warden_egress::testing::{RecordedRequest, TestCa, TestResponse, TestServer};
+
+use crate::Warden;
 
 /// The host the fake serves (the manifest keeps it).
 pub const MCP_HOST: &str = "mcp.example.com";
@@ -13,6 +16,50 @@ pub const MCP_HOST: &str = "mcp.example.com";
 pub const MCP_URL: &str = "https://mcp.example.com/mcp";
 /// A token the tests store for the server; the fake echoes what it gets.
 pub const MCP_TOKEN: &str = "mcp_tok_0123456789abcdefABCDEF";
+
+const MANIFEST: &str = r#"schema_version = "reborn.extension_manifest.v3"
+id = "fake-mcp"
+name = "Fake MCP"
+version = "0.1.0"
+description = "A hosted MCP server for tests."
+
+[mcp]
+origin_gate_matrix = { loop_run = "gated_unless_granted", product = "consent_sufficient", automation = "forbidden" }
+server = "URL"
+namespace = "fake-mcp"
+max_tools = 8
+default_permission = "allow"
+effects = ["use_secret", "network"]
+
+[[mcp.credentials]]
+handle = "mcp_token"
+vendor = "example"
+scopes = []
+injection = { type = "header", name = "authorization", prefix = "Bearer " }
+
+[[tools]]
+id = "fake-mcp.echo"
+description = "Echo (pinned)."
+default_permission = "allow"
+input_schema_ref = "schemas/echo.input.json"
+
+[auth.example]
+method = "api_key"
+display_name = "Example account"
+fields = [{ handle = "mcp_token", label = "API key" }]
+"#;
+
+/// Write package `fake-mcp` (an `[mcp]` package for server `url`, with a
+/// pinned `echo` and credential `example/mcp_token`) into `dir`.
+pub fn write_package(dir: &Path, url: &str) {
+    std::fs::create_dir_all(dir.join("schemas")).unwrap();
+    std::fs::write(dir.join("manifest.toml"), MANIFEST.replace("URL", url)).unwrap();
+    std::fs::write(
+        dir.join("schemas/echo.input.json"),
+        r#"{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}"#,
+    )
+    .unwrap();
+}
 
 /// What the fake does; tests change it between calls.
 #[derive(Debug, Clone)]
@@ -110,6 +157,17 @@ impl FakeMcp {
     /// Change the script.
     pub fn script(&self, change: impl FnOnce(&mut Script)) {
         change(&mut self.state.lock().unwrap().script);
+    }
+
+    /// Point `warden` at this server: trust its CA, resolve [`MCP_HOST`] to
+    /// it, and allow exactly that origin to be a loopback address.
+    pub fn configure(&self, warden: &Warden) {
+        let ca = warden.data_dir().join("mcp-test-ca.pem");
+        std::fs::write(&ca, self.ca.cert_pem()).expect("write CA");
+        warden.configure(&format!(
+            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"{MCP_HOST}:443\"]\n\n[resolve]\n\"{MCP_HOST}\" = [\"{}\"]\n",
+            self.server.addr()
+        ));
     }
 
     /// Forget every session (the next request with one gets 404).

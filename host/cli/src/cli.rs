@@ -66,6 +66,9 @@ pub(crate) enum Command {
         /// The package id.
         id: String,
     },
+    /// Register, list and remove remote MCP servers (packages `mcp-<name>`).
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Manage credentials (values are read from a prompt or stdin, never argv).
     #[command(subcommand)]
     Secret(SecretCommand),
@@ -162,6 +165,56 @@ pub(crate) enum SecretCommand {
         /// The vendor of the accounts (`google`).
         vendor: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum McpCommand {
+    /// Register the remote MCP server at an https URL as package `mcp-<name>`
+    /// (effects `network` and `external_write`, `ask` by default).
+    Add {
+        /// A short name (lowercase letters, digits, `_`, `-`).
+        name: String,
+        /// The server's streamable-HTTP endpoint (https, no userinfo, query or fragment).
+        url: String,
+        /// How to authenticate: `auto` probes `initialize` without
+        /// credentials; `none`; `bearer` (a token stored with `warden secret set`).
+        #[arg(long, value_enum, default_value = "auto")]
+        auth: McpAuth,
+        /// The server only reads: no `external_write` effect.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List the registered servers.
+    List,
+    /// Remove a registered server.
+    Remove {
+        /// Its name (with or without `mcp-`).
+        name: String,
+    },
+    /// Connect to an MCP server through egress, list its tools and
+    /// optionally call one (used by the MCP conformance suite).
+    #[command(hide = true)]
+    Probe {
+        /// The server URL.
+        url: String,
+        /// A tool to call after listing.
+        #[arg(long)]
+        call: Option<String>,
+        /// The tool's input (JSON).
+        #[arg(long, default_value = "{}")]
+        input: String,
+    },
+}
+
+/// `warden mcp add --auth`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum McpAuth {
+    /// Probe `initialize` without credentials.
+    Auto,
+    /// No credentials.
+    None,
+    /// A bearer token (`authorization: Bearer …`).
+    Bearer,
 }
 
 #[derive(Args, Debug)]

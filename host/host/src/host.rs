@@ -197,6 +197,54 @@ impl Host {
             .ok_or_else(|| HostError::UnknownLocation(id.to_owned()))
     }
 
+    /// Reach the MCP server at `server` through this host's egress without
+    /// credentials: initialize, list its tools (bounded by `max_tools`),
+    /// and close. `warden mcp add --auth auto` uses it: a
+    /// [`warden_hosted::HostedError::Unauthorized`] says the server needs
+    /// authorization.
+    pub async fn probe_mcp(
+        &self,
+        server: &str,
+        max_tools: usize,
+    ) -> Result<Vec<warden_hosted::RemoteTool>, warden_hosted::HostedError> {
+        Ok(self.probe_mcp_call(server, max_tools, None).await?.0)
+    }
+
+    /// [`Host::probe_mcp`], then call `tool` (name, arguments) in the same
+    /// session when given.
+    pub async fn probe_mcp_call(
+        &self,
+        server: &str,
+        max_tools: usize,
+        tool: Option<(&str, serde_json::Value)>,
+    ) -> Result<
+        (Vec<warden_hosted::RemoteTool>, Option<serde_json::Value>),
+        warden_hosted::HostedError,
+    > {
+        let spec = warden_hosted::ServerSpec {
+            extension_id: "warden-probe".into(),
+            server: server.to_owned(),
+            credentials: Vec::new(),
+            max_tools,
+        };
+        let hosted = warden_hosted::HostedServer::new(
+            self.shared.egress.clone(),
+            &spec,
+            warden_hosted::LaneLimits::default(),
+        )?;
+        let result = async {
+            let tools = hosted.catalog().await?.as_ref().clone();
+            let output = match tool {
+                Some((name, arguments)) => Some(hosted.call(name, arguments).await?.output),
+                None => None,
+            };
+            Ok((tools, output))
+        }
+        .await;
+        hosted.close().await;
+        result
+    }
+
     /// The secret store (to set or remove credentials).
     pub fn secrets(&self) -> &Arc<dyn SecretStore> {
         self.shared.egress.store()

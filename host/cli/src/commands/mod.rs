@@ -4,6 +4,7 @@ mod approvals;
 mod call;
 mod inspect;
 mod install;
+mod mcp;
 mod secret;
 pub(crate) mod serve;
 
@@ -50,6 +51,14 @@ impl Context {
             if let Err(error) = load_installed(&location, &dir) {
                 eprintln!(
                     "warning: skipping the installed package {}: {error:#}",
+                    dir.display()
+                );
+            }
+        }
+        for dir in mcp::registered(self) {
+            if let Err(error) = mcp::load_user(&location, &dir) {
+                eprintln!(
+                    "warning: skipping the MCP server {}: {error:#}",
                     dir.display()
                 );
             }
@@ -136,6 +145,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => call::run(&cx, args).await,
         Command::Install { path, replace } => install::run(&cx, &path, replace),
         Command::Uninstall { id } => install::uninstall(&cx, &id),
+        Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
         Command::Serve { http, .. } => serve::run(&cx, http).await,

@@ -1,7 +1,6 @@
 //! `[mcp]` packages through the host API: install, discovery, publication
 //! policy, calls with injection by egress, and list_changed.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -9,50 +8,7 @@ use warden_core::{Effect, Origin, Permission};
 use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing;
 use warden_host::{Host, HostConfig, Invocation, InvokeOutcome, Location, PackageSource};
-use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script};
-
-const MANIFEST: &str = r#"schema_version = "reborn.extension_manifest.v3"
-id = "fake-mcp"
-name = "Fake MCP"
-version = "0.1.0"
-description = "A hosted MCP server for tests."
-
-[mcp]
-origin_gate_matrix = { loop_run = "gated_unless_granted", product = "consent_sufficient", automation = "forbidden" }
-server = "URL"
-namespace = "fake-mcp"
-max_tools = 8
-default_permission = "allow"
-effects = ["use_secret", "network"]
-
-[[mcp.credentials]]
-handle = "mcp_token"
-vendor = "example"
-scopes = []
-injection = { type = "header", name = "authorization", prefix = "Bearer " }
-
-[[tools]]
-id = "fake-mcp.echo"
-description = "Echo (pinned)."
-default_permission = "allow"
-input_schema_ref = "schemas/echo.input.json"
-
-[auth.example]
-method = "api_key"
-display_name = "Example account"
-fields = [{ handle = "mcp_token", label = "API key" }]
-"#;
-
-/// Write the package into `dir`.
-pub(crate) fn write_package(dir: &Path, url: &str) {
-    std::fs::create_dir_all(dir.join("schemas")).unwrap();
-    std::fs::write(dir.join("manifest.toml"), MANIFEST.replace("URL", url)).unwrap();
-    std::fs::write(
-        dir.join("schemas/echo.input.json"),
-        r#"{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}"#,
-    )
-    .unwrap();
-}
+use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, write_package};
 
 async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
     let fake = FakeMcp::start(script).await;

@@ -1,0 +1,264 @@
+//! `warden mcp add|list|remove`: register a user's remote MCP server as a
+//! package `mcp-<name>` (a v3 manifest generated into
+//! `<data-dir>/mcp/mcp-<name>/`, loaded as user-registered), list and
+//! remove them. `warden mcp probe <url>` connects once and lists the
+//! server's tools (the conformance suite runs it).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, bail};
+use warden_host::{HostedError, Location, PackageSource, Replace};
+use warden_hosted::Endpoint;
+use warden_manifest::Source;
+
+use super::Context;
+use crate::cli::{McpAuth, McpCommand};
+use crate::render;
+
+/// Tools a registered server may offer.
+const MAX_TOOLS: u32 = 128;
+
+impl Context {
+    /// Directory of user-registered MCP servers.
+    pub(crate) fn mcp_dir(&self) -> PathBuf {
+        self.data_dir.join("mcp")
+    }
+}
+
+/// Run `warden mcp …`.
+pub(crate) async fn run(cx: &Context, command: McpCommand) -> Result<ExitCode> {
+    match command {
+        McpCommand::Add {
+            name,
+            url,
+            auth,
+            read_only,
+        } => add(cx, &name, &url, auth, read_only).await,
+        McpCommand::List => list(cx),
+        McpCommand::Remove { name } => remove(cx, &name),
+        McpCommand::Probe { url, call, input } => probe(cx, &url, call, &input).await,
+    }
+}
+
+/// The package id of server `name`, checked.
+fn package_id(name: &str) -> Result<String> {
+    let name = name.strip_prefix("mcp-").unwrap_or(name);
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !ok {
+        bail!(
+            "`{name}` is not a server name: use 1-100 lowercase letters, digits, `_` or `-`, \
+             starting with a letter or digit"
+        );
+    }
+    Ok(format!("mcp-{name}"))
+}
+
+async fn add(
+    cx: &Context,
+    name: &str,
+    url: &str,
+    auth: McpAuth,
+    read_only: bool,
+) -> Result<ExitCode> {
+    let id = package_id(name)?;
+    Endpoint::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (host, location) = cx.open()?;
+    let bearer = match auth {
+        McpAuth::None => false,
+        McpAuth::Bearer => true,
+        McpAuth::Auto => match host.probe_mcp(url, MAX_TOOLS as usize).await {
+            Ok(tools) => {
+                eprintln!("{url} answers without credentials ({} tools)", tools.len());
+                false
+            }
+            Err(HostedError::Unauthorized) => bail!(
+                "{url} requires authorization (HTTP 401). OAuth sign-in is not supported yet; \
+                 if the server takes a bearer token, run `warden mcp add {name} {url} --auth bearer` \
+                 and then `warden secret set {id} token`"
+            ),
+            Err(error) => {
+                return Err(anyhow::Error::new(error).context(format!("probing {url}")));
+            }
+        },
+    };
+    let manifest = manifest(&id, name, url, bearer, read_only);
+    let target = cx.mcp_dir().join(&id);
+    let staging = cx.mcp_dir().join(format!(".{id}.adding"));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    std::fs::write(staging.join("manifest.toml"), &manifest)
+        .with_context(|| format!("writing {}", staging.display()))?;
+    // The generated package goes through the same checks as any other.
+    if let Err(error) = load_user(&location, &staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(error);
+    }
+    if target.exists() {
+        std::fs::remove_dir_all(&target)
+            .with_context(|| format!("replacing {}", target.display()))?;
+    }
+    std::fs::rename(&staging, &target).with_context(|| format!("writing {}", target.display()))?;
+    if cx.json {
+        render::json(
+            &serde_json::json!({"added": id, "server": url, "dir": target, "auth": if bearer {"bearer"} else {"none"}, "read_only": read_only}),
+        );
+    } else {
+        println!("added {id} -> {url}\n  -> {}", target.display());
+        if bearer {
+            println!("  store its token with `warden secret set {id} token`");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Load a user-registered server's package into `location`.
+pub(crate) fn load_user(location: &Location, dir: &Path) -> Result<()> {
+    let options = location.validation().clone().source(Source::User);
+    let loaded = warden_host::load_package(&PackageSource::Dir(dir.to_owned()), &options)?;
+    location.install_loaded(loaded, Replace::Yes)?;
+    Ok(())
+}
+
+/// The registered servers' directories.
+pub(crate) fn registered(cx: &Context) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(cx.mcp_dir()) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("mcp-"))
+                && p.join("manifest.toml").is_file()
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn list(cx: &Context) -> Result<ExitCode> {
+    let mut rows = Vec::new();
+    for dir in registered(cx) {
+        let text = std::fs::read_to_string(dir.join("manifest.toml"))?;
+        let value: toml::Table = toml::from_str(&text)
+            .with_context(|| format!("reading {}", dir.join("manifest.toml").display()))?;
+        let mcp = value.get("mcp").and_then(|m| m.as_table());
+        let server = mcp
+            .and_then(|m| m.get("server"))
+            .and_then(|s| s.as_str())
+            .unwrap_or("?");
+        let read_only = mcp
+            .and_then(|m| m.get("effects"))
+            .and_then(|e| e.as_array())
+            .is_some_and(|e| !e.iter().any(|x| x.as_str() == Some("external_write")));
+        let bearer = mcp.is_some_and(|m| m.contains_key("credentials"));
+        let id = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        rows.push(
+            serde_json::json!({"id": id, "server": server, "read_only": read_only,
+            "auth": if bearer {"bearer"} else {"none"}}),
+        );
+    }
+    if cx.json {
+        render::json(&rows);
+    } else if rows.is_empty() {
+        println!("no MCP servers registered (add one with `warden mcp add <name> <https-url>`)");
+    } else {
+        for row in rows {
+            println!(
+                "{}  {}  auth={}{}",
+                row["id"].as_str().unwrap_or_default(),
+                render::escape(row["server"].as_str().unwrap_or_default()),
+                row["auth"].as_str().unwrap_or_default(),
+                if row["read_only"] == true {
+                    "  read-only"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove(cx: &Context, name: &str) -> Result<ExitCode> {
+    let id = package_id(name)?;
+    let dir = cx.mcp_dir().join(&id);
+    if !dir.join("manifest.toml").is_file() {
+        bail!("no MCP server `{id}` is registered (see `warden mcp list`)");
+    }
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    println!("removed {id}");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn probe(cx: &Context, url: &str, call: Option<String>, input: &str) -> Result<ExitCode> {
+    let host = cx.host()?;
+    let arguments: serde_json::Value =
+        serde_json::from_str(input).context("--input is not valid JSON")?;
+    let tool = call.as_deref().map(|name| (name, arguments));
+    let (tools, output) = host
+        .probe_mcp_call(url, MAX_TOOLS as usize, tool)
+        .await
+        .with_context(|| format!("probing {url}"))?;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    render::json(&serde_json::json!({ "tools": names, "output": output }));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The generated v3 manifest of a registered server.
+fn manifest(id: &str, name: &str, url: &str, bearer: bool, read_only: bool) -> String {
+    let mut effects = vec!["network"];
+    if !read_only {
+        effects.push("external_write");
+    }
+    if bearer {
+        effects.push("use_secret");
+    }
+    let effects: Vec<String> = effects.iter().map(|e| format!("{e:?}")).collect();
+    let mut text = format!(
+        r#"# Generated by `warden mcp add`; remove with `warden mcp remove {name}`.
+schema_version = "reborn.extension_manifest.v3"
+id = "{id}"
+name = "{name}"
+version = "0.1.0"
+description = "The remote MCP server at {url}."
+
+[mcp]
+origin_gate_matrix = {{ loop_run = "gated_unless_granted", product = "consent_sufficient", automation = "forbidden" }}
+server = {server}
+namespace = "{id}"
+max_tools = {MAX_TOOLS}
+default_permission = "ask"
+effects = [{}]
+"#,
+        effects.join(", "),
+        server = toml::Value::String(url.to_owned()),
+    );
+    if bearer {
+        text.push_str(&format!(
+            r#"
+[[mcp.credentials]]
+handle = "token"
+vendor = "{id}"
+scopes = []
+injection = {{ type = "header", name = "authorization", prefix = "Bearer " }}
+
+[auth.{id}]
+method = "api_key"
+display_name = "{name} bearer token"
+fields = [{{ handle = "token", label = "Bearer token" }}]
+"#
+        ));
+    }
+    text
+}

@@ -1,0 +1,145 @@
+//! Hosted MCP servers through the `warden` binary: `mcp add|list|remove`,
+//! `install` of an `[mcp]` package, `call`, and `serve` with an MCP client.
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+use warden_tests::fake_mcp::{FakeMcp, MCP_TOKEN, MCP_URL, Script, write_package};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_add_probes_lists_calls_and_removes() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let added = warden.run(&["mcp", "add", "fake", MCP_URL]);
+    assert!(added.code == 0, "{}", added.all());
+    assert!(added.all().contains("added mcp-fake"), "{}", added.all());
+    // The probe initialized without credentials.
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.header("authorization").is_none())
+    );
+    let listed = warden.run(&["mcp", "list"]);
+    assert!(
+        listed.all().contains("mcp-fake") && listed.all().contains(MCP_URL),
+        "{}",
+        listed.all()
+    );
+
+    // `ask` by default: --approve-once answers the approval.
+    let called = warden.run(&[
+        "--json",
+        "call",
+        "mcp-fake.weather",
+        "--input",
+        r#"{"city": "Oslo"}"#,
+        "--approve-once",
+    ]);
+    assert!(called.code == 0, "{}", called.all());
+    assert!(called.all().contains("21.5"), "{}", called.all());
+
+    let removed = warden.run(&["mcp", "remove", "fake"]);
+    assert!(removed.code == 0, "{}", removed.all());
+    let listed = warden.run(&["mcp", "list"]);
+    assert!(!listed.all().contains("mcp-fake"), "{}", listed.all());
+    let gone = warden.run(&[
+        "call",
+        "mcp-fake.weather",
+        "--input",
+        "{}",
+        "--approve-once",
+    ]);
+    assert!(gone.code != 0, "{}", gone.all());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_add_names_the_auth_a_server_needs_and_bearer_reaches_only_it() {
+    let fake = FakeMcp::start(Script {
+        require_token: true,
+        ..Script::default()
+    })
+    .await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let refused = warden.run(&["mcp", "add", "fake", MCP_URL]);
+    assert!(refused.code != 0);
+    assert!(
+        refused.all().contains("requires authorization (HTTP 401)"),
+        "{}",
+        refused.all()
+    );
+    assert!(refused.all().contains("--auth bearer"), "{}", refused.all());
+    assert!(!warden.data_dir().join("mcp/mcp-fake").exists());
+
+    let added = warden.run(&["mcp", "add", "fake", MCP_URL, "--auth", "bearer"]);
+    assert!(added.code == 0, "{}", added.all());
+    let set = warden.run_with_stdin(&["secret", "set", "mcp-fake", "token"], MCP_TOKEN);
+    assert!(set.code == 0, "{}", set.all());
+    let called = warden.run(&[
+        "call",
+        "mcp-fake.echo",
+        "--input",
+        r#"{"text": "hi"}"#,
+        "--approve-once",
+    ]);
+    assert!(called.code == 0, "{}", called.all());
+    // The server echoed the token it got; the user sees it redacted.
+    assert!(!called.all().contains(MCP_TOKEN), "{}", called.all());
+    assert!(called.all().contains("[REDACTED]"), "{}", called.all());
+    let with_token = format!("Bearer {MCP_TOKEN}");
+    let authorized: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.header("authorization") == Some(with_token.as_str()))
+        .collect();
+    assert!(!authorized.is_empty());
+    assert!(authorized.iter().all(|r| r.target == "/mcp"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installed_mcp_package_runs_through_call_and_serve() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let checked = warden.run(&["check", dir.path().to_str().unwrap()]);
+    assert!(checked.code == 0, "{}", checked.all());
+    let installed = warden.run(&["install", dir.path().to_str().unwrap()]);
+    assert!(installed.code == 0, "{}", installed.all());
+    // A required credential is checked before anything is sent.
+    let refused = warden.run(&["--json", "call", "fake-mcp.weather", "--input", "{}"]);
+    assert!(refused.all().contains("auth_required"), "{}", refused.all());
+    assert!(!fake.methods().iter().any(|m| m == "tools/call"));
+    let set = warden.run_with_stdin(&["secret", "set", "example", "mcp_token"], MCP_TOKEN);
+    assert!(set.code == 0, "{}", set.all());
+    let called = warden.run(&["--json", "call", "fake-mcp.weather", "--input", "{}"]);
+    assert!(called.code == 0, "{}", called.all());
+    assert!(called.all().contains("21.5"), "{}", called.all());
+
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client =
+        ().serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .expect("MCP handshake with warden serve");
+    let tools = client.list_all_tools().await.unwrap();
+    let weather = tools
+        .iter()
+        .find(|t| t.name.ends_with("weather"))
+        .unwrap_or_else(|| panic!("{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>()));
+    let request = CallToolRequestParams::new(weather.name.clone())
+        .with_arguments(json!({"city": "Oslo"}).as_object().unwrap().clone());
+    // The model's origin is gated: grant, then call again.
+    let gated = client.call_tool(request.clone()).await.unwrap();
+    let meta = &gated.meta.as_ref().expect("_meta").0;
+    let approval = meta["warden/approvalId"].as_str().expect("approval id");
+    let approved = warden.run(&["approvals", "approve", "--grant", approval]);
+    assert!(approved.code == 0, "{}", approved.all());
+    let result = client.call_tool(request).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"celsius": 21.5})));
+    client.cancel().await.unwrap();
+}
