@@ -125,7 +125,16 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
         ().serve(TokioChildProcess::new(command).unwrap())
             .await
             .expect("MCP handshake with warden serve");
-    let tools = client.list_all_tools().await.unwrap();
+    // The server's tools are listed in the background and announced with
+    // tools/list_changed; until then the pinned `echo` is there.
+    let mut tools = client.list_all_tools().await.unwrap();
+    for _ in 0..50 {
+        if tools.iter().any(|t| t.name.ends_with("weather")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tools = client.list_all_tools().await.unwrap();
+    }
     let weather = tools
         .iter()
         .find(|t| t.name.ends_with("weather"))

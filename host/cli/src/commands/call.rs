@@ -18,7 +18,10 @@ use crate::render;
 pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let input = read_input(&args.input)?;
     let (host, location) = cx.open()?;
-    super::refresh_hosted(&location).await;
+    // Only the server that provides this tool is asked for its tools.
+    for error in location.refresh_hosted_for(&args.tool).await {
+        eprintln!("warning: {error}");
+    }
     let invocation = Invocation::new(args.tool.clone(), input, args.origin.into());
     let outcome = match &args.resume {
         Some(id) => {

@@ -82,14 +82,6 @@ impl Context {
     }
 }
 
-/// List the tools of every hosted MCP server (`[mcp]` packages). A server
-/// that fails keeps its pinned tools; the reason goes to stderr.
-pub(crate) async fn refresh_hosted(location: &Location) {
-    for error in location.refresh_hosted().await {
-        eprintln!("warning: {error}");
-    }
-}
-
 /// Load one installed package directory; its manifest id must be its
 /// directory name (`install` writes it so).
 fn load_installed(location: &Location, dir: &Path) -> Result<()> {

@@ -18,9 +18,14 @@ use super::Context;
 /// Serve stdio (default) or streamable HTTP.
 pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCode> {
     let (host, location) = cx.open()?;
-    super::refresh_hosted(&location).await;
+    // Hosted servers are listed in the background (a slow or unreachable
+    // server never delays the others); each republish is announced with
+    // tools/list_changed, as are the servers' own list_changed.
     let follower = location.clone();
-    tokio::spawn(async move { follower.follow_hosted().await });
+    tokio::spawn(async move {
+        follower.refresh_hosted().await;
+        follower.follow_hosted().await;
+    });
     let backend = crate::backend::HostBackend::new(host, location);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,

@@ -64,10 +64,45 @@ impl Location {
     /// and republish them. A server that fails keeps its previous tools;
     /// its error is returned with the package id.
     pub async fn refresh_hosted(&self) -> Vec<HostError> {
+        self.refresh_hosted_where(|_| true).await
+    }
+
+    /// [`Location::refresh_hosted`] for the `[mcp]` package that would
+    /// provide `tool` (a capability id `<id>.<tool>` or a model name
+    /// `<id>_<tool>`), so a call reaches no other server.
+    pub async fn refresh_hosted_for(&self, tool: &str) -> Vec<HostError> {
+        let sanitized: String = tool
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.refresh_hosted_where(|id| {
+            let flat: String = id
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            tool.starts_with(&format!("{id}.")) || sanitized.starts_with(&format!("{flat}_"))
+        })
+        .await
+    }
+
+    async fn refresh_hosted_where(&self, wanted: impl Fn(&str) -> bool) -> Vec<HostError> {
         let servers: Vec<(String, Arc<HostedServer>)> = {
             let installed = self.installed.lock().expect("installed lock");
             installed
                 .iter()
+                .filter(|(id, _)| wanted(id))
                 .filter_map(|(id, stack)| {
                     let hosted = stack.last()?.hosted.as_ref()?;
                     Some((id.clone(), hosted.server.clone()))
