@@ -203,6 +203,10 @@ pub(crate) enum McpCommand {
         /// The tool's input (JSON).
         #[arg(long, default_value = "{}")]
         input: String,
+        /// Allow a plain-http URL on localhost/loopback (local test servers
+        /// such as the conformance suite's), for this origin only.
+        #[arg(long)]
+        loopback_http: bool,
     },
 }
 

@@ -207,16 +207,18 @@ impl Host {
         server: &str,
         max_tools: usize,
     ) -> Result<Vec<warden_hosted::RemoteTool>, warden_hosted::HostedError> {
-        Ok(self.probe_mcp_call(server, max_tools, None).await?.0)
+        Ok(self.probe_mcp_call(server, max_tools, None, false).await?.0)
     }
 
     /// [`Host::probe_mcp`], then call `tool` (name, arguments) in the same
-    /// session when given.
+    /// session when given. `loopback_http` accepts a plain-`http` loopback
+    /// URL (local test servers); this host's egress must allow that origin.
     pub async fn probe_mcp_call(
         &self,
         server: &str,
         max_tools: usize,
         tool: Option<(&str, serde_json::Value)>,
+        loopback_http: bool,
     ) -> Result<
         (Vec<warden_hosted::RemoteTool>, Option<serde_json::Value>),
         warden_hosted::HostedError,
@@ -226,6 +228,7 @@ impl Host {
             server: server.to_owned(),
             credentials: Vec::new(),
             max_tools,
+            loopback_http,
         };
         let hosted = warden_hosted::HostedServer::new(
             self.shared.egress.clone(),

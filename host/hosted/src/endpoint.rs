@@ -14,6 +14,7 @@ use crate::error::HostedError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     url: Url,
+    scheme: &'static str,
     host: String,
     port: u16,
 }
@@ -21,14 +22,25 @@ pub struct Endpoint {
 impl Endpoint {
     /// Parse and check `server` (the manifest's `[mcp] server`).
     pub fn parse(server: &str) -> Result<Self, HostedError> {
+        Self::parse_with(server, false)
+    }
+
+    /// [`Endpoint::parse`]; with `loopback_http`, a plain `http` URL whose
+    /// host is `localhost` or a loopback address is accepted too (local test
+    /// servers such as the MCP conformance suite's). Egress still refuses
+    /// plain HTTP and loopback addresses unless the host allows that origin.
+    pub fn parse_with(server: &str, loopback_http: bool) -> Result<Self, HostedError> {
         let refuse = |reason| HostedError::Endpoint {
             url: server.chars().take(200).collect(),
             reason,
         };
         let url = Url::parse(server).map_err(|_| refuse("not an absolute URL"))?;
-        if url.scheme() != "https" {
-            return Err(refuse("only https endpoints are allowed"));
-        }
+        let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        let scheme = match url.scheme() {
+            "https" => "https",
+            "http" if loopback_http && loopback => "http",
+            _ => return Err(refuse("only https endpoints are allowed")),
+        };
         if !url.username().is_empty() || url.password().is_some() {
             return Err(refuse("the URL carries userinfo"));
         }
@@ -45,7 +57,12 @@ impl Endpoint {
             None => return Err(refuse("the URL has no host")),
         };
         let port = url.port_or_known_default().unwrap_or(443);
-        Ok(Self { url, host, port })
+        Ok(Self {
+            url,
+            scheme,
+            host,
+            port,
+        })
     }
 
     /// The full URL every request goes to.
@@ -66,7 +83,7 @@ impl Endpoint {
     /// The one network target of the lane: this origin.
     pub fn target(&self) -> NetworkTarget {
         NetworkTarget {
-            scheme: "https".into(),
+            scheme: self.scheme.into(),
             host_pattern: self.host.clone(),
             port: Some(self.port),
         }
@@ -105,6 +122,14 @@ mod tests {
         assert_eq!(e.port(), 443);
         assert_eq!(e.url(), "https://mcp.notion.com/mcp");
         assert_eq!(e.target().port, Some(443));
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback_and_only_when_asked() {
+        assert!(Endpoint::parse("http://localhost:3000/mcp").is_err());
+        let local = Endpoint::parse_with("http://localhost:3000/mcp", true).unwrap();
+        assert_eq!(local.target().scheme, "http");
+        assert!(Endpoint::parse_with("http://mcp.example.com/mcp", true).is_err());
     }
 
     #[test]

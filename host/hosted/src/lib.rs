@@ -20,6 +20,7 @@
 //!     server: "https://mcp.notion.com/mcp".into(),
 //!     credentials: Vec::new(),
 //!     max_tools: 64,
+//!     loopback_http: false,
 //! };
 //! let server = HostedServer::new(egress, &spec, LaneLimits::default())?;
 //! for tool in server.catalog().await?.iter() {

@@ -46,6 +46,9 @@ pub struct ServerSpec {
     pub credentials: Vec<CredentialSpec>,
     /// The manifest's `max_tools`.
     pub max_tools: usize,
+    /// Accept a plain-`http` loopback endpoint (see [`Endpoint::parse_with`]);
+    /// never set for a package.
+    pub loopback_http: bool,
 }
 
 /// Limits of the lane, per host.
@@ -117,7 +120,7 @@ pub struct HostedServer {
 impl HostedServer {
     /// A server from its spec; nothing is sent until the first use.
     pub fn new(egress: Egress, spec: &ServerSpec, limits: LaneLimits) -> Result<Self, HostedError> {
-        let endpoint = Endpoint::parse(&spec.server)?;
+        let endpoint = Endpoint::parse_with(&spec.server, spec.loopback_http)?;
         let http = EgressHttp::new(
             egress,
             endpoint,

@@ -37,7 +37,12 @@ pub(crate) async fn run(cx: &Context, command: McpCommand) -> Result<ExitCode> {
         } => add(cx, &name, &url, auth, read_only).await,
         McpCommand::List => list(cx),
         McpCommand::Remove { name } => remove(cx, &name),
-        McpCommand::Probe { url, call, input } => probe(cx, &url, call, &input).await,
+        McpCommand::Probe {
+            url,
+            call,
+            input,
+            loopback_http,
+        } => probe(cx, &url, call, &input, loopback_http).await,
     }
 }
 
@@ -201,13 +206,30 @@ fn remove(cx: &Context, name: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn probe(cx: &Context, url: &str, call: Option<String>, input: &str) -> Result<ExitCode> {
-    let host = cx.host()?;
+async fn probe(
+    cx: &Context,
+    url: &str,
+    call: Option<String>,
+    input: &str,
+    loopback_http: bool,
+) -> Result<ExitCode> {
+    let host = if loopback_http {
+        // Exactly this origin may be plain http on a loopback address.
+        let endpoint = Endpoint::parse_with(url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (host, port) = (endpoint.host().to_owned(), endpoint.port());
+        cx.host_with(|egress| {
+            egress
+                .allow_plain_http(&host, port)
+                .allow_private_address(&host, port)
+        })?
+    } else {
+        cx.host()?
+    };
     let arguments: serde_json::Value =
         serde_json::from_str(input).context("--input is not valid JSON")?;
     let tool = call.as_deref().map(|name| (name, arguments));
     let (tools, output) = host
-        .probe_mcp_call(url, MAX_TOOLS as usize, tool)
+        .probe_mcp_call(url, MAX_TOOLS as usize, tool, loopback_http)
         .await
         .with_context(|| format!("probing {url}"))?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

@@ -68,9 +68,17 @@ impl Context {
 
     /// Build the host only (no packages).
     pub(crate) fn host(&self) -> Result<Host> {
+        self.host_with(|egress| egress)
+    }
+
+    /// [`Context::host`] with the egress settings changed by `adjust`.
+    pub(crate) fn host_with(
+        &self,
+        adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
+    ) -> Result<Host> {
         let mut config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
-            egress: self.settings.egress()?,
+            egress: adjust(self.settings.egress()?),
             ..HostConfig::default()
         };
         if let Some(budget) = self.memory_budget {

@@ -48,6 +48,7 @@ impl Location {
             server: mcp.server.clone(),
             credentials: mcp.credentials.clone(),
             max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
+            loopback_http: false,
         };
         let server = HostedServer::new(self.shared.egress.clone(), &spec, LaneLimits::default())
             .map_err(|source| HostError::Hosted {

@@ -43,6 +43,7 @@ pub(crate) fn spec(max_tools: usize) -> ServerSpec {
             MCP_HOST,
         )],
         max_tools,
+        loopback_http: false,
     }
 }
 
