@@ -8,11 +8,14 @@
 //! - `test [-- <cargo test args>]`: bundle what is stale, then run the whole suite.
 //! - `demo`: bundle, build `warden`, and call a tool through the host.
 //! - `bench-mcp`: the MCP round-trip benchmark of `warden serve`.
+//! - `conformance`: the MCP conformance suite's client scenarios with
+//!   `warden` as the client (Node 22 and the suite via npm).
 
 mod bench_mcp;
 mod bundle;
 mod check;
 mod component;
+mod conformance;
 mod demo;
 mod digest;
 mod guests;
@@ -43,6 +46,8 @@ enum Command {
     Demo,
     /// Benchmark the MCP round trip of `warden serve` over stdio.
     BenchMcp(bench_mcp::Args),
+    /// Run the MCP conformance suite's client scenarios with `warden` as the client.
+    Conformance,
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,6 +58,7 @@ fn main() -> std::process::ExitCode {
         Command::Test(args) => test::run(&args),
         Command::BenchMcp(args) => bench_mcp::run(&args),
         Command::Demo => demo::run(),
+        Command::Conformance => conformance::run(),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
