@@ -39,7 +39,10 @@ pub use accounts::{AccountError, DeclaredCredential};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
-pub use lane::{CallContext, Lane, LaneError, LaneOutcome};
+pub use lane::{
+    CallContext, CallHttp, CallHttpError, FirstPartyCall, FirstPartyError, FirstPartyService, Lane,
+    LaneError, LaneOutcome,
+};
 pub use location::{InstalledPackage, Location, Replace};
 pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{

@@ -10,12 +10,10 @@ use warden_registry::{
     Executor, LaneId, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
     ToolDef, ToolPolicy,
 };
-use warden_runtime::{CapabilitySpec, ComponentSpec, ToolLimits};
 
 use crate::error::HostError;
 use crate::host::Shared;
 use crate::lane::Lane;
-use crate::lane::wasm::WasmLane;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
 use crate::trust::{EffectiveTrust, effective_trust};
 
@@ -156,20 +154,15 @@ impl Location {
             provenance,
             ..
         } = loaded;
-        // Lanes the format has and this host does not run are refused here, with the reason.
-        if let Some(reason) = package.unsupported_lane(&[]) {
+        // Lanes the format has and this host does not run are refused here,
+        // with the reason (`warden check` reports the same one).
+        if let Some(reason) = self.shared.lane_refusal(&package) {
             return Err(HostError::InvalidPackage {
                 package: package.id.clone(),
                 reason,
             });
         }
         let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
-        let Some(module) = module else {
-            return Err(HostError::InvalidPackage {
-                package: package.id.clone(),
-                reason: "only `[runtime] kind = \"wasm\"` packages can run in this host".into(),
-            });
-        };
         let identity = PackageIdentity {
             extension_id: package.id.clone(),
             digest: digest.clone(),
@@ -187,21 +180,8 @@ impl Location {
                     source,
                 })?;
         }
-        let spec = package.capabilities.iter().fold(
-            ComponentSpec::new(package.id.clone(), module),
-            |spec, cap| spec.with_capability(capability_spec(cap)),
-        );
-        let component =
-            Arc::new(
-                self.shared
-                    .runtime
-                    .install(spec)
-                    .map_err(|source| HostError::Install {
-                        package: package.id.clone(),
-                        source,
-                    })?,
-            );
-        let lane: Arc<dyn Lane> = Arc::new(WasmLane { component });
+        // One lane per capability, in the manifest's order.
+        let lanes = crate::lane::bind(&self.shared, &package, module)?;
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
             && let Some(taken) = installed.get(&package.id).and_then(|s| s.last())
@@ -215,11 +195,12 @@ impl Location {
         let bindings: Vec<(LaneId, Arc<Binding>)> = package
             .capabilities
             .iter()
-            .map(|capability| {
+            .zip(lanes)
+            .map(|(capability, lane)| {
                 let binding = Binding {
                     extension_id: package.id.clone(),
                     capability: capability.clone(),
-                    lane: lane.clone(),
+                    lane,
                 };
                 (next_lane_id(), Arc::new(binding))
             })
@@ -376,22 +357,6 @@ fn collision(
         existing_tool,
         existing_package,
     }
-}
-
-fn capability_spec(cap: &Capability) -> CapabilitySpec {
-    let mut spec = CapabilitySpec::new(cap.id.clone()).limits(ToolLimits {
-        fuel: cap.limits.fuel,
-        memory_bytes: cap.limits.memory_bytes,
-        timeout_ms: cap.limits.timeout_ms,
-        max_output_bytes: cap.limits.max_output_bytes,
-    });
-    if let Some(schema) = &cap.input_schema {
-        spec = spec.input_schema(schema.clone());
-    }
-    if let Some(schema) = &cap.output_schema {
-        spec = spec.output_schema(schema.clone());
-    }
-    spec
 }
 
 /// The registry's tool object for a capability: namespace = extension id,

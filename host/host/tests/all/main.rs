@@ -3,6 +3,7 @@
 mod accounts;
 mod approvals;
 mod exfil;
+mod first_party;
 mod identity;
 mod install;
 mod network;
