@@ -131,16 +131,18 @@ input_schema_ref = "schemas/in.json"
         "{installed:?}"
     );
 
+    // Valid as bundled, but this host registers no service `pager`:
+    // install would refuse it, so check does not say ok either.
     let bundled = warden.run(&["check", "--as", "bundled", path]);
-    assert_eq!(bundled.code, 0, "{bundled:?}");
-    assert!(bundled.stdout.contains("ok    pager 1"), "{bundled:?}");
+    assert_eq!(bundled.code, 1, "{bundled:?}");
+    assert!(!bundled.stdout.contains("ok    pager"), "{bundled:?}");
     assert!(
         bundled
             .stderr
-            .contains("note: package `pager` needs what this host does not run")
-            && bundled
-                .stderr
-                .contains("`pager`, which this host has not registered"),
+            .contains("package `pager` needs what this host does not run")
+            && bundled.stderr.contains(
+                "`pager`, which this host has not registered; `warden install` refuses it"
+            ),
         "{bundled:?}"
     );
     assert!(

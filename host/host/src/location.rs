@@ -115,6 +115,12 @@ impl Location {
         &self.shared.validation
     }
 
+    /// Why this host will not run `package`, the reason install refuses it
+    /// with (see [`crate::Host::lane_refusal`]).
+    pub fn lane_refusal(&self, package: &Package) -> Option<String> {
+        self.shared.lane_refusal(package)
+    }
+
     /// Validate, compile and register a package. A package whose id is
     /// already installed is refused (see [`Location::install_with`]).
     pub fn install(&self, source: &PackageSource) -> Result<Arc<Package>, HostError> {
