@@ -6,6 +6,7 @@ mod cli;
 mod github;
 mod identity;
 mod install;
+mod live_catalog;
 mod mcp;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
