@@ -88,8 +88,9 @@ fn check_reports_an_invalid_package_and_passes_a_valid_one() {
 }
 
 /// `warden check --as bundled|installed|user`: the tier decides which
-/// features are allowed; a lane this host does not run gets a note, and a
-/// review rule a warning, without failing the check.
+/// features are allowed; a lane this host does not run fails the check with
+/// install's reason (check never says ok for what install refuses), and a
+/// review rule is a warning.
 #[test]
 fn check_takes_the_package_source_and_prints_notes_and_warnings() {
     let warden = crate::warden();

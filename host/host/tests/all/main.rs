@@ -6,6 +6,7 @@ mod exfil;
 mod first_party;
 mod identity;
 mod install;
+mod lanes;
 mod network;
 mod package_reader;
 
