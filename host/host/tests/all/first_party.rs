@@ -80,17 +80,22 @@ async fn provider(ca: &TestCa) -> TestServer {
     .unwrap()
 }
 
-fn host(ca: &TestCa, server: &TestServer, weather: Arc<Weather>) -> Host {
+/// The user's weather key, bound to the weather extension and its API.
+fn secrets() -> MemoryStore {
     let api = AccountAudience {
         scheme: "https".into(),
         host: "api.weather.example".into(),
         port: 443,
     };
-    let secrets = MemoryStore::new().with(
+    MemoryStore::new().with(
         AccountKey::new("weather", "weather_api_key", Vec::<String>::new()),
         AccountBinding::new("weather", [api]),
         KEY,
-    );
+    )
+}
+
+fn host(ca: &TestCa, server: &TestServer, weather: Arc<Weather>) -> Host {
+    let secrets = secrets();
     let config = HostConfig {
         egress: warden_egress::testing::config(ca, &[("api.weather.example", 443)]),
         ..HostConfig::default()
@@ -230,4 +235,70 @@ async fn a_user_cannot_install_a_first_party_package_from_a_directory() {
         .unwrap_err();
     assert!(matches!(error, HostError::Manifest { .. }), "{error}");
     assert!(location.snapshot().lookup("weather_current").is_none());
+}
+
+/// A misbehaving native tool: hangs, or answers outside its output schema.
+#[derive(Debug)]
+enum Rogue {
+    Hang,
+    Lie,
+}
+
+impl FirstPartyService for Rogue {
+    fn call(
+        &self,
+        _call: FirstPartyCall,
+        _input: Value,
+    ) -> BoxFuture<'_, Result<Value, FirstPartyError>> {
+        Box::pin(async move {
+            match self {
+                Rogue::Hang => {
+                    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                    Ok(json!({}))
+                }
+                Rogue::Lie => Ok(json!({ "city": "Paris", "temperature_c": "hot" })),
+            }
+        })
+    }
+}
+
+async fn rogue(service: Rogue) -> InvokeOutcome {
+    let mut config = HostConfig::default();
+    config.runtime.defaults.timeout = std::time::Duration::from_millis(300);
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .first_party_service("weather", Arc::new(service))
+        .build()
+        .unwrap();
+    let location = installed(&host);
+    location.invoke(current(json!("Paris"))).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_first_party_tool_is_stopped_at_its_deadline() {
+    let started = std::time::Instant::now();
+    let outcome = rogue(Rogue::Hang).await;
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("the call times out: {outcome:?}")
+    };
+    assert_eq!(failure.code(), "timeout", "{failure}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn first_party_output_is_checked_against_its_schema() {
+    let outcome = rogue(Rogue::Lie).await;
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("the output is refused: {outcome:?}")
+    };
+    assert_eq!(failure.code(), "invalid_output", "{failure}");
+    let message = failure.message();
+    assert!(
+        message.contains("/temperature_c") || message.contains("conditions"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("hot"),
+        "the value is not echoed: {message}"
+    );
 }
