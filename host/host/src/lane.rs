@@ -186,6 +186,7 @@ pub(crate) fn bind(
                         cap.input_schema.as_ref(),
                         cap.output_schema.as_ref(),
                         limits.max_output_bytes,
+                        limits.max_http_requests,
                     )
                     .map_err(|e| refuse(format!("`{}`: {e}", cap.id)))?;
                     Ok(Arc::new(lane) as Arc<dyn Lane>)

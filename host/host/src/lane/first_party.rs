@@ -10,6 +10,7 @@
 //! failure messages, so a service cannot skip any of it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use jsonschema::Validator;
@@ -60,10 +61,14 @@ pub struct FirstPartyCall {
 /// HTTP through the call's egress session: the capability's network policy
 /// decides, egress injects the credential named by handle (the secret never
 /// reaches the service) and redacts every staged secret from the response.
+/// A call may send at most the host's `max_http_requests` (as a WASM tool).
 #[derive(Clone)]
 pub struct CallHttp {
     network: Arc<dyn CallNetwork>,
     deadline: Instant,
+    /// Requests asked for so far (shared by clones), for usage and the limit.
+    requests: Arc<AtomicU32>,
+    max_requests: u32,
 }
 
 impl std::fmt::Debug for CallHttp {
@@ -99,6 +104,14 @@ impl CallHttp {
         request: GuestRequest,
         handle: Option<&str>,
     ) -> Result<GuestResponse, CallHttpError> {
+        let sent = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        if sent > self.max_requests {
+            return Err(HttpError::LimitExceeded(format!(
+                "a call may send at most {} requests",
+                self.max_requests
+            ))
+            .into());
+        }
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         Ok(self.network.send(request, handle, remaining).await?)
     }
@@ -177,6 +190,9 @@ impl LaneError for FirstPartyError {
             FirstPartyError::AuthRequired { .. } => "auth_required",
             FirstPartyError::Network(CallHttpError::Credential(_)) => "auth_required",
             FirstPartyError::Network(CallHttpError::Http(HttpError::Denied(_))) => "network_denied",
+            FirstPartyError::Network(CallHttpError::Http(HttpError::LimitExceeded(_))) => {
+                "request_limit"
+            }
             FirstPartyError::Network(_) => "network_error",
             FirstPartyError::Timeout { .. } => "timeout",
             FirstPartyError::InvalidOutput { .. } => "invalid_output",
@@ -232,6 +248,7 @@ pub(crate) struct FirstPartyLane {
     input: Option<Validator>,
     output: Option<Validator>,
     max_output_bytes: u64,
+    max_http_requests: u32,
 }
 
 impl FirstPartyLane {
@@ -242,6 +259,7 @@ impl FirstPartyLane {
         input_schema: Option<&Value>,
         output_schema: Option<&Value>,
         max_output_bytes: u64,
+        max_http_requests: u32,
     ) -> Result<Self, String> {
         let compile = |schema: Option<&Value>| {
             schema
@@ -259,6 +277,7 @@ impl FirstPartyLane {
             input: compile(input_schema).map_err(|e| format!("input schema: {e}"))?,
             output: compile(output_schema).map_err(|e| format!("output schema: {e}"))?,
             max_output_bytes,
+            max_http_requests,
         })
     }
 
@@ -332,6 +351,7 @@ impl Lane for FirstPartyLane {
         Box::pin(async move {
             let started = Instant::now();
             let network = context.network.clone();
+            let requests = Arc::new(AtomicU32::new(0));
             let result = async {
                 let input = self.check(&input)?;
                 let call = FirstPartyCall {
@@ -342,6 +362,8 @@ impl Lane for FirstPartyLane {
                     http: CallHttp {
                         network: context.network,
                         deadline: context.deadline,
+                        requests: requests.clone(),
+                        max_requests: self.max_http_requests,
                     },
                 };
                 let limit = context.deadline.saturating_duration_since(started);
@@ -360,6 +382,7 @@ impl Lane for FirstPartyLane {
                 result: result.map_err(|e| Box::new(self.scrub(e, &*network)) as _),
                 usage: Usage {
                     wall_time: started.elapsed(),
+                    http_requests: requests.load(Ordering::Relaxed),
                     ..Usage::default()
                 },
                 logs: Vec::new(),

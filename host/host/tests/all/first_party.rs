@@ -140,6 +140,7 @@ async fn a_registered_first_party_tool_answers_with_the_key_injected_by_egress()
     };
     assert_eq!(done.capability_id, "weather.current");
     assert_eq!(done.output["temperature_c"], 21.5);
+    assert_eq!(done.usage.http_requests, 1);
     // The key arrived at the provider, injected by egress ...
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -300,5 +301,58 @@ async fn first_party_output_is_checked_against_its_schema() {
     assert!(
         !message.contains("hot"),
         "the value is not echoed: {message}"
+    );
+}
+
+/// A native tool that sends requests until it is stopped.
+#[derive(Debug)]
+struct Flood;
+
+impl FirstPartyService for Flood {
+    fn call(
+        &self,
+        call: FirstPartyCall,
+        _input: Value,
+    ) -> BoxFuture<'_, Result<Value, FirstPartyError>> {
+        Box::pin(async move {
+            loop {
+                let request = GuestRequest {
+                    method: "GET".into(),
+                    url: "https://api.weather.example/v1/current?city=x".into(),
+                    headers: Vec::new(),
+                    body: None,
+                    timeout: None,
+                };
+                call.http.send_with(request, "weather_api_key").await?;
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_party_tool_gets_the_same_request_limit_as_a_guest() {
+    let ca = TestCa::new();
+    let server = provider(&ca).await;
+    let mut config = HostConfig {
+        egress: warden_egress::testing::config(&ca, &[("api.weather.example", 443)]),
+        ..HostConfig::default()
+    };
+    config.runtime.defaults.max_http_requests = 3;
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(server.resolver(&["api.weather.example"])))
+        .first_party_service("weather", Arc::new(Flood))
+        .build()
+        .unwrap();
+    let location = installed(&host);
+    let outcome = location.invoke(current(json!("Paris"))).await.unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("the flood is stopped: {outcome:?}")
+    };
+    assert_eq!(failure.code(), "request_limit", "{failure}");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "exactly the limit reached the API"
     );
 }
