@@ -88,8 +88,9 @@ fn check_reports_an_invalid_package_and_passes_a_valid_one() {
 }
 
 /// `warden check --as bundled|installed|user`: the tier decides which
-/// features are allowed; a lane this host does not run gets a note, and a
-/// review rule a warning, without failing the check.
+/// features are allowed; a lane this host does not run fails the check with
+/// install's reason (check never says ok for what install refuses), and a
+/// review rule is a warning.
 #[test]
 fn check_takes_the_package_source_and_prints_notes_and_warnings() {
     let warden = crate::warden();
@@ -131,16 +132,18 @@ input_schema_ref = "schemas/in.json"
         "{installed:?}"
     );
 
+    // Valid as bundled, but this host registers no service `pager`:
+    // install would refuse it, so check does not say ok either.
     let bundled = warden.run(&["check", "--as", "bundled", path]);
-    assert_eq!(bundled.code, 0, "{bundled:?}");
-    assert!(bundled.stdout.contains("ok    pager 1"), "{bundled:?}");
+    assert_eq!(bundled.code, 1, "{bundled:?}");
+    assert!(!bundled.stdout.contains("ok    pager"), "{bundled:?}");
     assert!(
         bundled
             .stderr
-            .contains("note: package `pager` needs what this host does not run")
-            && bundled
-                .stderr
-                .contains("`pager`, which this host has not registered"),
+            .contains("package `pager` needs what this host does not run")
+            && bundled.stderr.contains(
+                "`pager`, which this host has not registered; `warden install` refuses it"
+            ),
         "{bundled:?}"
     );
     assert!(

@@ -7,6 +7,7 @@ mod github;
 mod hosted;
 mod identity;
 mod install;
+mod live_catalog;
 mod mcp;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.

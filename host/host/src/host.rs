@@ -1,13 +1,13 @@
 //! [`Host`]: one per process or embedding; owns the shared services.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use warden_egress::Egress;
 use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
-use warden_manifest::ValidationOptions;
+use warden_manifest::{Implementation, Package, ValidationOptions};
 use warden_registry::{
     ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder,
     SqliteStore,
@@ -16,6 +16,7 @@ use warden_runtime::Runtime;
 
 use crate::config::HostConfig;
 use crate::error::HostError;
+use crate::lane::FirstPartyService;
 use crate::location::Location;
 use crate::trust::EffectiveTrust;
 
@@ -29,6 +30,26 @@ pub(crate) struct Shared {
     pub(crate) validation: ValidationOptions,
     /// The most trust a bundled package gets (see [`HostBuilder::bundled_trust`]).
     pub(crate) bundled_trust: EffectiveTrust,
+    /// Native implementations of `first_party` packages, by service name.
+    pub(crate) first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
+}
+
+impl Shared {
+    /// Why this host will not run `package` (install refuses it with this
+    /// reason and `warden check` reports it as an error), or `None`.
+    pub(crate) fn lane_refusal(&self, package: &Package) -> Option<String> {
+        let services: Vec<&str> = self.first_party.keys().map(String::as_str).collect();
+        if let Some(reason) = package.unsupported_lane(&services) {
+            return Some(reason);
+        }
+        match &package.implementation {
+            Implementation::Wasm { .. } | Implementation::FirstParty { .. } => None,
+            // The hosted lane locks the endpoint; a URL it refuses is refused here.
+            Implementation::Mcp(mcp) => warden_hosted::Endpoint::parse(&mcp.server)
+                .err()
+                .map(|e| e.to_string()),
+        }
+    }
 }
 
 /// A Warden host: build it once, open Locations, install packages into them,
@@ -57,6 +78,7 @@ pub struct HostBuilder {
     approvals: Option<Arc<dyn ApprovalStore>>,
     resolver: Option<Arc<dyn Resolver>>,
     bundled_trust: EffectiveTrust,
+    first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -94,6 +116,22 @@ impl HostBuilder {
     /// always [`EffectiveTrust::ThirdParty`], whatever this says.
     pub fn bundled_trust(mut self, cap: EffectiveTrust) -> Self {
         self.bundled_trust = cap;
+        self
+    }
+
+    /// Register the native implementation of the `first_party` service
+    /// `name`: a package whose manifest says `[runtime] kind =
+    /// "first_party"`, `service = "<name>"` runs its tools through it
+    /// (its manifest, schemas and prompts come from the package as usual;
+    /// load it with [`crate::PackageSource::BundledDir`]). A first-party
+    /// package whose service is not registered is refused at install.
+    /// Registering a name twice keeps the last one.
+    pub fn first_party_service(
+        mut self,
+        name: impl Into<String>,
+        service: Arc<dyn FirstPartyService>,
+    ) -> Self {
+        self.first_party.insert(name.into(), service);
         self
     }
 
@@ -137,6 +175,7 @@ impl HostBuilder {
             bounder: OutputBounder::new(bound),
             validation,
             bundled_trust: self.bundled_trust,
+            first_party: self.first_party,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -175,6 +214,7 @@ impl Host {
             approvals: None,
             resolver: None,
             bundled_trust: EffectiveTrust::FirstParty,
+            first_party: BTreeMap::new(),
         }
     }
 
@@ -266,5 +306,12 @@ impl Host {
     /// The validation options packages are checked with.
     pub fn validation(&self) -> &ValidationOptions {
         &self.shared.validation
+    }
+
+    /// Why this host will not run `package` (a lane it does not run, a
+    /// `first_party` service nobody registered, ...): the reason install
+    /// refuses it with. `None` when it can run.
+    pub fn lane_refusal(&self, package: &Package) -> Option<String> {
+        self.shared.lane_refusal(package)
     }
 }

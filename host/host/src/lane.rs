@@ -25,12 +25,20 @@ use std::time::Instant;
 use serde_json::Value;
 use warden_core::Origin;
 use warden_core::net::{BoxFuture, CallNetwork};
+use warden_manifest::{Implementation, Package};
 use warden_runtime::{LogEntry, RuntimeError, Usage};
 
+use crate::error::HostError;
+use crate::host::Shared;
 use crate::outcome::AuthDetails;
 
+pub(crate) mod first_party;
 pub(crate) mod mcp;
 pub(crate) mod wasm;
+
+pub use first_party::{
+    CallHttp, CallHttpError, FirstPartyCall, FirstPartyError, FirstPartyService,
+};
 
 /// What runs the tools of one package capability. Implementations must not
 /// reach the network except through [`CallContext::network`].
@@ -138,5 +146,57 @@ impl LaneError for RuntimeError {
             }),
             _ => None,
         }
+    }
+}
+
+/// The lane of each of `package`'s capabilities, in the manifest's order.
+/// The caller has checked [`Shared::lane_refusal`] already.
+pub(crate) fn bind(
+    shared: &Shared,
+    package: &Package,
+    module: Option<Vec<u8>>,
+) -> Result<Vec<Arc<dyn Lane>>, HostError> {
+    let refuse = |reason: String| HostError::InvalidPackage {
+        package: package.id.clone(),
+        reason,
+    };
+    match (&package.implementation, module) {
+        (Implementation::Wasm { .. }, Some(module)) => {
+            let lane = wasm::install(shared, package, module)?;
+            Ok(vec![lane; package.capabilities.len()])
+        }
+        (Implementation::FirstParty { service }, _) => {
+            let implementation = shared.first_party.get(service).ok_or_else(|| {
+                refuse(format!(
+                    "first_party service `{service}` has no implementation registered in this host"
+                ))
+            })?;
+            let config = shared.runtime.config();
+            package
+                .capabilities
+                .iter()
+                .map(|cap| {
+                    let requested = warden_runtime::ToolLimits {
+                        max_output_bytes: cap.limits.max_output_bytes,
+                        ..Default::default()
+                    };
+                    let limits = config.defaults.with_overrides(&requested, &config.maxima);
+                    let lane = first_party::FirstPartyLane::new(
+                        implementation.clone(),
+                        &package.id,
+                        cap.input_schema.as_ref(),
+                        cap.output_schema.as_ref(),
+                        limits.max_output_bytes,
+                        limits.max_http_requests,
+                    )
+                    .map_err(|e| refuse(format!("`{}`: {e}", cap.id)))?;
+                    Ok(Arc::new(lane) as Arc<dyn Lane>)
+                })
+                .collect()
+        }
+        _ => Err(refuse(
+            "only `[runtime] kind = \"wasm\"` and registered `first_party` packages can run in this host"
+                .into(),
+        )),
     }
 }

@@ -6,6 +6,13 @@
 //! archive, or the bundle built into the binary), take a snapshot for a model
 //! request, invoke, and resolve approvals.
 //!
+//! Every tool runs behind one executor contract, the [`Lane`] trait: the WASM
+//! lane (a component run by the runtime) and the first-party lane (native code
+//! registered with [`HostBuilder::first_party_service`], reaching the network
+//! only through [`CallHttp`], the call's egress session). Lookup, input check,
+//! authorization, approvals, credential precheck and output bounding are the
+//! same for every lane.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use warden_core::Origin;
@@ -39,7 +46,10 @@ pub use accounts::{AccountError, DeclaredCredential};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
-pub use lane::{CallContext, Lane, LaneError, LaneOutcome};
+pub use lane::{
+    CallContext, CallHttp, CallHttpError, FirstPartyCall, FirstPartyError, FirstPartyService, Lane,
+    LaneError, LaneOutcome,
+};
 pub use location::{InstalledPackage, Location, Replace};
 pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
 pub use source::{

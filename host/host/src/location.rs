@@ -12,12 +12,10 @@ use warden_registry::{
     Executor, LaneId, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
     ToolDef, ToolPolicy,
 };
-use warden_runtime::{CapabilitySpec, ComponentSpec, ToolLimits};
 
 use crate::error::HostError;
 use crate::host::Shared;
 use crate::lane::Lane;
-use crate::lane::wasm::WasmLane;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
 use crate::trust::{EffectiveTrust, effective_trust};
 use hosted::HostedState;
@@ -132,6 +130,12 @@ impl Location {
         &self.shared.validation
     }
 
+    /// Why this host will not run `package`, the reason install refuses it
+    /// with (see [`crate::Host::lane_refusal`]).
+    pub fn lane_refusal(&self, package: &Package) -> Option<String> {
+        self.shared.lane_refusal(package)
+    }
+
     /// Validate, compile and register a package. A package whose id is
     /// already installed is refused (see [`Location::install_with`]).
     pub fn install(&self, source: &PackageSource) -> Result<Arc<Package>, HostError> {
@@ -171,8 +175,9 @@ impl Location {
             provenance,
             ..
         } = loaded;
-        // Lanes the format has and this host does not run are refused here, with the reason.
-        if let Some(reason) = package.unsupported_lane(&[]) {
+        // Lanes the format has and this host does not run are refused here,
+        // with the reason (`warden check` reports the same one).
+        if let Some(reason) = self.shared.lane_refusal(&package) {
             return Err(HostError::InvalidPackage {
                 package: package.id.clone(),
                 reason,
@@ -195,36 +200,16 @@ impl Location {
             let server = server.clone();
             return self.install_hosted(package, &server, published, replace);
         }
-        let Some(module) = module else {
-            return Err(HostError::InvalidPackage {
-                package: package.id.clone(),
-                reason:
-                    "only `[runtime] kind = \"wasm\"` and `[mcp]` packages can run in this host"
-                        .into(),
-            });
-        };
-        let spec = package.capabilities.iter().fold(
-            ComponentSpec::new(package.id.clone(), module),
-            |spec, cap| spec.with_capability(capability_spec(cap)),
-        );
-        let component =
-            Arc::new(
-                self.shared
-                    .runtime
-                    .install(spec)
-                    .map_err(|source| HostError::Install {
-                        package: package.id.clone(),
-                        source,
-                    })?,
-            );
-        let lane: Arc<dyn Lane> = Arc::new(WasmLane { component });
+        // One lane per capability, in the manifest's order.
+        let lanes = crate::lane::bind(&self.shared, &package, module)?;
         let bindings = package
             .capabilities
             .iter()
-            .map(|capability| Binding {
+            .zip(lanes)
+            .map(|(capability, lane)| Binding {
                 extension_id: package.id.clone(),
                 capability: capability.clone(),
-                lane: lane.clone(),
+                lane,
             })
             .collect();
         self.publish(package, published, replace, bindings, None)
@@ -438,22 +423,6 @@ fn collision(
         existing_tool,
         existing_package,
     }
-}
-
-fn capability_spec(cap: &Capability) -> CapabilitySpec {
-    let mut spec = CapabilitySpec::new(cap.id.clone()).limits(ToolLimits {
-        fuel: cap.limits.fuel,
-        memory_bytes: cap.limits.memory_bytes,
-        timeout_ms: cap.limits.timeout_ms,
-        max_output_bytes: cap.limits.max_output_bytes,
-    });
-    if let Some(schema) = &cap.input_schema {
-        spec = spec.input_schema(schema.clone());
-    }
-    if let Some(schema) = &cap.output_schema {
-        spec = spec.output_schema(schema.clone());
-    }
-    spec
 }
 
 /// The registry's tool object for a capability: namespace = extension id,

@@ -25,6 +25,12 @@ pub enum PackageSource {
     Archive(PathBuf),
     /// A package built into the binary.
     Embedded(&'static warden_bundle::EmbeddedPackage),
+    /// A package directory the embedding ships with its own code (a
+    /// `first_party` package whose service it registers on the
+    /// [`crate::HostBuilder`]): validated and trusted as bundled, like the
+    /// packages built into the binary. Never use it for a package a user
+    /// hands over: that is [`PackageSource::Dir`].
+    BundledDir(PathBuf),
 }
 
 /// Where a loaded package came from, as far as trust is concerned.
@@ -62,7 +68,9 @@ impl PackageSource {
     /// A short description for messages.
     pub fn describe(&self) -> String {
         match self {
-            PackageSource::Dir(p) | PackageSource::Archive(p) => p.display().to_string(),
+            PackageSource::Dir(p) | PackageSource::Archive(p) | PackageSource::BundledDir(p) => {
+                p.display().to_string()
+            }
             PackageSource::Embedded(p) => format!("built-in package `{}`", p.name),
         }
     }
@@ -70,7 +78,7 @@ impl PackageSource {
     /// Where a package from this source counts as coming from.
     pub fn provenance(&self) -> Provenance {
         match self {
-            PackageSource::Embedded(_) => Provenance::Bundled,
+            PackageSource::Embedded(_) | PackageSource::BundledDir(_) => Provenance::Bundled,
             PackageSource::Dir(_) | PackageSource::Archive(_) => Provenance::Installed,
         }
     }
@@ -133,7 +141,9 @@ impl LoadedPackage {
 pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPackage, HostError> {
     let name = source.describe();
     let (root, mut reader) = match source {
-        PackageSource::Dir(dir) => (dir.clone(), Reader::dir(name.clone(), dir.clone())),
+        PackageSource::Dir(dir) | PackageSource::BundledDir(dir) => {
+            (dir.clone(), Reader::dir(name.clone(), dir.clone()))
+        }
         PackageSource::Archive(path) => (path.clone(), Reader::archive(name.clone(), path)?),
         PackageSource::Embedded(p) => {
             p.verify().map_err(|e| HostError::Digest {
@@ -159,7 +169,9 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
         })?;
     // Packages built into the binary validate as bundled (their tier may use first_party features).
     let opts = &match source {
-        PackageSource::Embedded(_) => opts.clone().source(warden_manifest::Source::Bundled),
+        PackageSource::Embedded(_) | PackageSource::BundledDir(_) => {
+            opts.clone().source(warden_manifest::Source::Bundled)
+        }
         _ => opts.clone(),
     };
     let validated =

@@ -139,8 +139,9 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
 }
 
 /// `warden check [--as bundled|installed|user] <dir>...`: every diagnostic
-/// of every package, the review lints as warnings, a note when this host
-/// will not run the package, and what `install` would refuse here: a tool
+/// of every package, the review lints as warnings, and what `install` would
+/// refuse here: a lane this host does not run (or a `first_party` service it
+/// has not registered), a tool
 /// name another package's tool already uses (the built-ins plus what the
 /// data dir has installed). An id that is taken is only noted: `install
 /// --replace` accepts it.
@@ -171,21 +172,23 @@ pub(crate) fn check(
                 }
                 let taken = location.package(&package.id).map(|p| p.provenance);
                 let lints = warden_manifest::lints(&package, &host_options);
-                let note = package.unsupported_lane(&[]);
+                // Install refuses a lane this host does not run (or a
+                // first_party service it has not registered): so does check.
+                let note = location.lane_refusal(&package);
+                if let Some(note) = &note {
+                    conflicts.push(format!("{note}; `warden install` refuses it"));
+                }
                 if !cx.json {
                     if conflicts.is_empty() {
                         println!("ok    {}", render::escape(&summary));
-                        for lint in &lints {
-                            eprintln!("{lint}");
-                        }
-                        if let Some(note) = &note {
-                            eprintln!("note: {note}; `warden install` will refuse it");
-                        }
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
                             eprintln!("error: {}: {}", dir.display(), render::escape(conflict));
                         }
+                    }
+                    for lint in &lints {
+                        eprintln!("{lint}");
                     }
                     if let Some(provenance) = taken {
                         println!(

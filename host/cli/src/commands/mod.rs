@@ -105,7 +105,7 @@ fn load_installed(location: &Location, dir: &Path) -> Result<()> {
 
 /// The installed package directories (a `.<id>.installing` staging
 /// directory left by an interrupted install is not one).
-fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new());
     };

@@ -7,6 +7,9 @@
 //! declaring 512 MiB holds at most 16 at once by default and the rest wait in
 //! the queue; a tool whose limit alone exceeds the budget is refused with
 //! `memory_budget_exceeded`.
+//!
+//! The catalog is live: packages another `warden` process installs,
+//! upgrades or uninstalls are picked up and announced (see [`live`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -15,8 +18,13 @@ use anyhow::Result;
 
 use super::Context;
 
+mod live;
+
 /// Serve stdio (default) or streamable HTTP.
 pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCode> {
+    // Seen before opening, so a change made while the Location opens is
+    // applied on the first check.
+    let seen = live::signature(&cx.packages_dir());
     let (host, location) = cx.open()?;
     // Hosted servers are listed in the background (a slow or unreachable
     // server never delays the others); each republish is announced with
@@ -26,6 +34,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
         follower.refresh_hosted().await;
         follower.follow_hosted().await;
     });
+    let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let backend = crate::backend::HostBackend::new(host, location);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,
@@ -39,6 +48,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
             server.shutdown().await;
         }
     }
+    watcher.abort();
     Ok(ExitCode::SUCCESS)
 }
 

@@ -3,9 +3,12 @@
 use std::sync::Arc;
 
 use warden_core::net::BoxFuture;
-use warden_runtime::{CallRequest, InstalledComponent};
+use warden_manifest::{Capability, Package};
+use warden_runtime::{CallRequest, CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
+use crate::error::HostError;
+use crate::host::Shared;
 
 /// A package's installed component (shared by all its capabilities).
 #[derive(Debug)]
@@ -38,4 +41,43 @@ impl Lane for WasmLane {
             }
         })
     }
+}
+
+/// Compile and link the package's component once; every capability shares
+/// the one lane.
+pub(crate) fn install(
+    shared: &Shared,
+    package: &Package,
+    module: Vec<u8>,
+) -> Result<Arc<dyn Lane>, HostError> {
+    let spec = package.capabilities.iter().fold(
+        ComponentSpec::new(package.id.clone(), module),
+        |spec, cap| spec.with_capability(capability_spec(cap)),
+    );
+    let component = shared
+        .runtime
+        .install(spec)
+        .map_err(|source| HostError::Install {
+            package: package.id.clone(),
+            source,
+        })?;
+    Ok(Arc::new(WasmLane {
+        component: Arc::new(component),
+    }))
+}
+
+fn capability_spec(cap: &Capability) -> CapabilitySpec {
+    let mut spec = CapabilitySpec::new(cap.id.clone()).limits(ToolLimits {
+        fuel: cap.limits.fuel,
+        memory_bytes: cap.limits.memory_bytes,
+        timeout_ms: cap.limits.timeout_ms,
+        max_output_bytes: cap.limits.max_output_bytes,
+    });
+    if let Some(schema) = &cap.input_schema {
+        spec = spec.input_schema(schema.clone());
+    }
+    if let Some(schema) = &cap.output_schema {
+        spec = spec.output_schema(schema.clone());
+    }
+    spec
 }

@@ -3,9 +3,11 @@
 mod accounts;
 mod approvals;
 mod exfil;
+mod first_party;
 mod hosted;
 mod identity;
 mod install;
+mod lanes;
 mod network;
 mod package_reader;
 

@@ -1,0 +1,158 @@
+//! The live catalog of `warden serve`: installs, uninstalls and upgrades made
+//! by another `warden` process are applied to the running server's Location,
+//! whose change counter then makes the MCP server send
+//! `notifications/tools/list_changed`.
+//!
+//! How a change is noticed: every [`POLL`] the server lists the data dir's
+//! `packages/` directory and compares a signature of it (each package
+//! directory's name, inode and modification time). `warden install` writes a
+//! package into a fresh staging directory and renames it into place, and
+//! `warden uninstall` removes it, so every change gives a package directory a
+//! new inode or removes one: one `readdir` plus a `stat` per package, no
+//! reading of files, while nothing changes. Chosen over a file-system
+//! watcher (the `notify` crate) to add no dependency and no platform code;
+//! the interval is long enough to keep an idle server nearly idle.
+//!
+//! On a change the directory is reconciled with the Location: a package
+//! whose content digest differs from the active one (new or upgraded) is
+//! installed, replacing it; an installed package whose directory is gone is
+//! uninstalled (a built-in package of the same id becomes active again). A
+//! package that no longer loads is left as it was, with a warning. Each model
+//! request still sees one consistent snapshot: a `tools/list` or
+//! `tools/call` takes the registry's snapshot, which an install swaps whole.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use warden_host::{Location, PackageSource, Provenance, Replace};
+
+/// How often the packages directory is checked.
+pub(crate) const POLL: Duration = Duration::from_secs(2);
+
+/// What identifies the state of the packages directory.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Signature(Vec<(String, u64, Option<SystemTime>)>);
+
+/// The signature of `dir` now (empty when it does not exist).
+pub(crate) fn signature(dir: &Path) -> Signature {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Signature::default();
+    };
+    let mut seen: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                inode(&meta),
+                meta.modified().ok(),
+            ))
+        })
+        .collect();
+    seen.sort();
+    Signature(seen)
+}
+
+#[cfg(unix)]
+fn inode(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+#[cfg(not(unix))]
+fn inode(_meta: &std::fs::Metadata) -> u64 {
+    0
+}
+
+/// Watch `packages_dir` and keep `location` in step with it, starting from
+/// `seen` (taken before the Location was opened, so a change made while it
+/// opened is applied on the first check).
+pub(crate) fn spawn(
+    location: Location,
+    packages_dir: PathBuf,
+    mut seen: Signature,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(POLL).await;
+            let dir = packages_dir.clone();
+            let location = location.clone();
+            let previous = seen.clone();
+            let applied = tokio::task::spawn_blocking(move || {
+                let now = signature(&dir);
+                if now != previous {
+                    reconcile(&location, &dir);
+                }
+                now
+            })
+            .await;
+            match applied {
+                Ok(now) => seen = now,
+                Err(error) => eprintln!("warden: checking installed packages failed: {error}"),
+            }
+        }
+    })
+}
+
+/// Bring `location`'s installed packages in line with `packages_dir`.
+pub(crate) fn reconcile(location: &Location, packages_dir: &Path) {
+    let dirs = match super::super::installed_dirs(packages_dir) {
+        Ok(dirs) => dirs,
+        Err(error) => {
+            eprintln!("warning: reading installed packages: {error:#}");
+            return;
+        }
+    };
+    let mut present = BTreeSet::new();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        present.insert(name.clone());
+        let loaded = match warden_host::load_package(
+            &PackageSource::Dir(dir.clone()),
+            location.validation(),
+        ) {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                eprintln!(
+                    "warning: keeping what is active for {}: {error}",
+                    dir.display()
+                );
+                continue;
+            }
+        };
+        if loaded.package.id != name {
+            eprintln!(
+                "warning: skipping {}: its manifest id is `{}`",
+                dir.display(),
+                loaded.package.id
+            );
+            continue;
+        }
+        let active = location.package(&name);
+        if active
+            .is_some_and(|p| p.provenance == Provenance::Installed && p.digest == loaded.digest)
+        {
+            continue;
+        }
+        match location.install_loaded(loaded, Replace::Yes) {
+            Ok(package) => eprintln!(
+                "warden: installed {} {} (another process)",
+                package.id, package.version
+            ),
+            Err(error) => eprintln!("warning: could not install {}: {error}", dir.display()),
+        }
+    }
+    for gone in location
+        .installed()
+        .into_iter()
+        .filter(|p| p.provenance == Provenance::Installed && !present.contains(&p.package.id))
+    {
+        location.uninstall(&gone.package.id);
+        eprintln!("warden: uninstalled {} (another process)", gone.package.id);
+    }
+}

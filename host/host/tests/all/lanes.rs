@@ -1,0 +1,81 @@
+//! The executor contract as a caller sees it: a tool runs only through the
+//! lane its installed registration bound, and a lane's typed error stays
+//! reachable.
+
+use serde_json::json;
+use warden_host::{
+    CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, PackageSource, Replace,
+};
+use warden_runtime::RuntimeError;
+
+use crate::root;
+
+fn echo(text: serde_json::Value) -> Invocation {
+    Invocation::new("echo_echo", json!({ "text": text }), Origin::Product)
+}
+
+#[tokio::test]
+async fn an_uninstalled_package_never_runs_from_an_older_snapshot() {
+    let host = Host::builder(HostConfig::default()).build().unwrap();
+    let location = host.open_location("p");
+    location
+        .install(&PackageSource::Dir(root().join("packages/echo")))
+        .unwrap();
+    let snapshot = location.snapshot();
+    assert!(location.uninstall("echo").is_some());
+    // The model was shown the tool, but its package is gone: nothing runs.
+    let outcome = location
+        .invoke_in(&snapshot, echo(json!("hi")))
+        .await
+        .unwrap();
+    let InvokeOutcome::Failed(CallFailure::UnknownTool { name }) = outcome else {
+        panic!("the uninstalled tool does not run: {outcome:?}")
+    };
+    assert_eq!(name, "echo_echo");
+}
+
+#[tokio::test]
+async fn a_replaced_package_is_not_run_from_a_snapshot_of_the_old_one() {
+    let host = Host::builder(HostConfig::default()).build().unwrap();
+    let location = host.open_location("p");
+    let dir = root().join("packages/echo");
+    location.install(&PackageSource::Dir(dir.clone())).unwrap();
+    let old = location.snapshot();
+    location
+        .install_with(&PackageSource::Dir(dir), Replace::Yes)
+        .unwrap();
+    let outcome = location.invoke_in(&old, echo(json!("hi"))).await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            InvokeOutcome::Failed(CallFailure::UnknownTool { .. })
+        ),
+        "{outcome:?}"
+    );
+    // A fresh snapshot runs the replacement.
+    let fresh = location.snapshot();
+    let outcome = location.invoke_in(&fresh, echo(json!("hi"))).await.unwrap();
+    assert!(
+        matches!(outcome, InvokeOutcome::Completed(_)),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_wasm_lane_keeps_its_typed_error() {
+    let host = Host::builder(HostConfig::default()).build().unwrap();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let outcome = location.invoke(echo(json!(42))).await.unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("a number is not a text: {outcome:?}")
+    };
+    assert_eq!(failure.code(), "invalid_input");
+    assert!(
+        matches!(
+            failure.runtime_error(),
+            Some(RuntimeError::InvalidInput { .. })
+        ),
+        "{failure:?}"
+    );
+}
