@@ -152,3 +152,49 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
     assert_eq!(result.structured_content, Some(json!({"celsius": 21.5})));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_serve_picks_up_mcp_add_from_another_process() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client =
+        ().serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .expect("MCP handshake with warden serve");
+    let has_weather = |tools: &[rmcp::model::Tool]| {
+        tools
+            .iter()
+            .any(|t| t.name.starts_with("mcp-fake") && t.name.ends_with("weather"))
+    };
+    assert!(!has_weather(&client.list_all_tools().await.unwrap()));
+    let added = warden.run(&["mcp", "add", "fake", MCP_URL, "--auth", "none"]);
+    assert!(added.code == 0, "{}", added.all());
+    // The data dir is polled; the new server is listed, then announced.
+    let mut seen = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if has_weather(&client.list_all_tools().await.unwrap()) {
+            seen = true;
+            break;
+        }
+    }
+    assert!(
+        seen,
+        "the running server lists the added MCP server's tools"
+    );
+    let removed = warden.run(&["mcp", "remove", "fake"]);
+    assert!(removed.code == 0, "{}", removed.all());
+    let mut gone = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if !has_weather(&client.list_all_tools().await.unwrap()) {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "a removed server's tools are unpublished");
+    client.cancel().await.unwrap();
+}

@@ -25,6 +25,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
     // Seen before opening, so a change made while the Location opens is
     // applied on the first check.
     let seen = live::signature(&cx.packages_dir());
+    let seen_mcp = live::signature(&cx.mcp_dir());
     let (host, location) = cx.open()?;
     // Hosted servers are listed in the background (a slow or unreachable
     // server never delays the others); each republish is announced with
@@ -35,6 +36,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
         follower.follow_hosted().await;
     });
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
+    let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
     let backend = crate::backend::HostBackend::new(host, location);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,
@@ -49,6 +51,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
         }
     }
     watcher.abort();
+    mcp_watcher.abort();
     Ok(ExitCode::SUCCESS)
 }
 

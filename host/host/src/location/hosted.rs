@@ -138,25 +138,43 @@ impl Location {
     }
 
     /// Refresh whenever one of this Location's servers announces
-    /// `tools/list_changed`; returns when no hosted package is left. Every
-    /// republish ticks [`Location::changes`], which `warden serve` announces
-    /// to its own clients.
+    /// `tools/list_changed`, and whenever the Location's packages change (a
+    /// server installed or registered meanwhile is listed then). Runs until
+    /// the Location is dropped. Every republish ticks
+    /// [`Location::changes`], which `warden serve` announces to its clients.
     pub async fn follow_hosted(&self) {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(8);
-        for mut changes in self.hosted_changes() {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while changes.changed().await.is_ok() {
-                    if tx.send(()).await.is_err() {
-                        break;
+        let mut packages = self.changes();
+        loop {
+            let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(8);
+            let forwarders: Vec<_> = self
+                .hosted_changes()
+                .into_iter()
+                .map(|mut changes| {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        while changes.changed().await.is_ok() {
+                            if tx.send(()).await.is_err() {
+                                break;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            tokio::select! {
+                changed = packages.changed() => {
+                    if changed.is_err() {
+                        return;
                     }
                 }
-            });
-        }
-        drop(tx);
-        while rx.recv().await.is_some() {
+                Some(()) = servers.recv() => {}
+            }
+            for forwarder in forwarders {
+                forwarder.abort();
+            }
             // Errors are logged; the previous tools stay published.
             let _ = self.refresh_hosted().await;
+            packages.borrow_and_update();
         }
     }
 

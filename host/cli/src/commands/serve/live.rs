@@ -71,7 +71,33 @@ fn inode(_meta: &std::fs::Metadata) -> u64 {
 pub(crate) fn spawn(
     location: Location,
     packages_dir: PathBuf,
+    seen: Signature,
+) -> tokio::task::JoinHandle<()> {
+    spawn_for(location, packages_dir, seen, Kind::Installed)
+}
+
+/// Which packages a watched directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `warden install` copies (`<data-dir>/packages`).
+    Installed,
+    /// `warden mcp add` servers (`<data-dir>/mcp`, ids `mcp-…`, loaded as user-registered).
+    User,
+}
+
+impl Kind {
+    /// Whether package `id` belongs to this directory.
+    fn owns(self, id: &str) -> bool {
+        id.starts_with(warden_manifest::USER_ID_PREFIX) == (self == Kind::User)
+    }
+}
+
+/// [`spawn`] for a directory of `kind`.
+pub(crate) fn spawn_for(
+    location: Location,
+    packages_dir: PathBuf,
     mut seen: Signature,
+    kind: Kind,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -82,7 +108,7 @@ pub(crate) fn spawn(
             let applied = tokio::task::spawn_blocking(move || {
                 let now = signature(&dir);
                 if now != previous {
-                    reconcile(&location, &dir);
+                    reconcile(&location, &dir, kind);
                 }
                 now
             })
@@ -95,8 +121,15 @@ pub(crate) fn spawn(
     })
 }
 
-/// Bring `location`'s installed packages in line with `packages_dir`.
-pub(crate) fn reconcile(location: &Location, packages_dir: &Path) {
+/// Bring `location`'s packages of `kind` in line with `packages_dir`.
+fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
+    let options = match kind {
+        Kind::Installed => location.validation().clone(),
+        Kind::User => location
+            .validation()
+            .clone()
+            .source(warden_manifest::Source::User),
+    };
     let dirs = match super::super::installed_dirs(packages_dir) {
         Ok(dirs) => dirs,
         Err(error) => {
@@ -112,10 +145,7 @@ pub(crate) fn reconcile(location: &Location, packages_dir: &Path) {
             .to_string_lossy()
             .into_owned();
         present.insert(name.clone());
-        let loaded = match warden_host::load_package(
-            &PackageSource::Dir(dir.clone()),
-            location.validation(),
-        ) {
+        let loaded = match warden_host::load_package(&PackageSource::Dir(dir.clone()), &options) {
             Ok(loaded) => loaded,
             Err(error) => {
                 eprintln!(
@@ -147,11 +177,11 @@ pub(crate) fn reconcile(location: &Location, packages_dir: &Path) {
             Err(error) => eprintln!("warning: could not install {}: {error}", dir.display()),
         }
     }
-    for gone in location
-        .installed()
-        .into_iter()
-        .filter(|p| p.provenance == Provenance::Installed && !present.contains(&p.package.id))
-    {
+    for gone in location.installed().into_iter().filter(|p| {
+        p.provenance == Provenance::Installed
+            && kind.owns(&p.package.id)
+            && !present.contains(&p.package.id)
+    }) {
         location.uninstall(&gone.package.id);
         eprintln!("warden: uninstalled {} (another process)", gone.package.id);
     }
