@@ -82,6 +82,34 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         built += 1;
     }
     println!("bundle: {built} of {} guest(s) rebuilt", selected.len());
+    if args.guests.is_empty() {
+        package_guestless(&selected)?;
+    }
+    Ok(())
+}
+
+/// Packages with no guest (a hosted MCP server's, such as `notion-mcp`) are
+/// bundled as they are: their digest list and archive are written when stale.
+fn package_guestless(guests: &[Guest]) -> Result<()> {
+    let packages = workspace::root().join("packages");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&packages)
+        .with_context(|| format!("reading {}", packages.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("manifest.toml").is_file())
+        .filter(|p| !guests.iter().any(|g| &g.package_dir == p))
+        .collect();
+    dirs.sort();
+    crate::check::packages(&dirs)?;
+    for dir in dirs {
+        let sums = digest::package_sums(&dir)?;
+        if std::fs::read_to_string(dir.join(SUMS_FILE)).unwrap_or_default() == sums {
+            println!("bundle: {} is up to date", rel(&dir));
+            continue;
+        }
+        std::fs::write(dir.join(SUMS_FILE), &sums)?;
+        let archive = write_archive(&dir, &sums)?;
+        println!("bundle: packaged {} -> {}", rel(&dir), rel(&archive));
+    }
     Ok(())
 }
 
