@@ -73,6 +73,7 @@ struct Inner {
     store: Arc<dyn SecretStore>,
     resolver: Arc<dyn Resolver>,
     client: HttpClient,
+    flights: crate::auth::grant::Flights,
 }
 
 /// Host-wide egress: configuration, secret store, resolver and the
@@ -96,6 +97,7 @@ impl Egress {
                 store,
                 resolver,
                 client,
+                flights: Default::default(),
             }),
         })
     }
@@ -108,6 +110,11 @@ impl Egress {
     /// The secret store.
     pub fn store(&self) -> &Arc<dyn SecretStore> {
         &self.inner.store
+    }
+
+    /// One refresh flight per account (see [`crate::auth::grant`]).
+    pub(crate) fn flights(&self) -> &crate::auth::grant::Flights {
+        &self.inner.flights
     }
 
     /// The network service of one call of `capability_id` (from extension
