@@ -157,6 +157,7 @@ impl Egress {
             extension_id: extension_id.to_owned(),
             max_egress_bytes,
             usage: Arc::default(),
+            refused: std::sync::Mutex::default(),
         }
     }
 }
@@ -241,9 +242,35 @@ pub struct CallSession {
     extension_id: String,
     max_egress_bytes: u64,
     usage: Arc<UsageCounters>,
+    /// The handle of a staged credential the provider answered 401 to.
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 impl CallSession {
+    /// The auth-required outcome for a staged credential the provider
+    /// refused with 401 during this call (the token expired or was revoked).
+    pub fn refused_credential(&self) -> Option<AuthRequired> {
+        let handle = self
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        let staged = self.staged.get(&handle)?;
+        Some(AuthRequired {
+            extension_id: self.extension_id.clone(),
+            handle,
+            needed: AuthNeeded {
+                vendor: staged.spec.vendor.clone(),
+                scopes: staged.spec.scopes.clone(),
+            },
+            reason: AuthReason::Expired,
+        })
+    }
+
+    fn note_refused(&self, handle: &str) {
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.to_owned());
+    }
+
     /// The capability of this call.
     pub fn capability_id(&self) -> &str {
         self.policy.capability_id()

@@ -57,6 +57,11 @@ pub(super) async fn run(
             Ok(result) => result?,
             Err(_) => return Err(ClientError::Timeout.into()),
         };
+        if incoming.status == StatusCode::UNAUTHORIZED
+            && let Some(injection) = &plan.injection
+        {
+            session.note_refused(&injection.handle);
+        }
         let Some(next) = redirect(&plan, &incoming)? else {
             return Ok(to_guest(session, incoming));
         };
