@@ -286,3 +286,32 @@ impl Location {
         Ok(accounts)
     }
 }
+
+impl crate::outcome::AuthDetails {
+    /// The command a user runs about it: `warden secret allow …` when the
+    /// account exists but this extension may not use it, otherwise
+    /// `warden auth connect <extension>`.
+    pub fn connect_command(&self) -> String {
+        match (self.reason, &self.vendor) {
+            (Some(warden_egress::secrets::AuthReason::Consent), Some(vendor)) => {
+                format!("warden secret allow {} {vendor}", self.extension)
+            }
+            _ => format!("warden auth connect {}", self.extension),
+        }
+    }
+
+    /// The structured form every boundary shows (`warden call --json`, MCP
+    /// `structuredContent` and `_meta`): `code`, `reason`, `vendor`,
+    /// `scopes`, `extension`, `handle` and `connect`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": "auth_required",
+            "reason": self.reason.map(|r| r.as_str()),
+            "vendor": self.vendor,
+            "scopes": self.scopes,
+            "extension": self.extension,
+            "handle": self.handle,
+            "connect": self.connect_command(),
+        })
+    }
+}
