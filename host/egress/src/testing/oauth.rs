@@ -94,7 +94,10 @@ impl FakeAuthServer {
     /// the status it refused with.
     pub fn visit(&self, authorize_url: &str) -> Result<String, u16> {
         let url = url::Url::parse(authorize_url).map_err(|_| 400u16)?;
-        if url.host_str() != Some(self.issuer_host.as_str()) || url.path() != "/authorize" {
+        let path = url.path();
+        if url.host_str() != Some(self.issuer_host.as_str())
+            || !matches!(path, "/authorize" | "/login/oauth/authorize")
+        {
             return Err(404);
         }
         let answer = self.authorize(url.query().unwrap_or_default());
@@ -113,8 +116,8 @@ impl FakeAuthServer {
             return self.api(req);
         }
         match (req.method.as_str(), path) {
-            ("GET", "/authorize") => self.authorize(query),
-            ("POST", "/token") => self.token(req),
+            ("GET", "/authorize" | "/login/oauth/authorize") => self.authorize(query),
+            ("POST", "/token" | "/login/oauth/access_token") => self.token(req),
             ("POST", "/register") => self.register(req),
             ("GET", "/.well-known/oauth-authorization-server") => {
                 TestResponse::json(&serde_json::json!({
@@ -129,12 +132,23 @@ impl FakeAuthServer {
         }
     }
 
-    fn api(&self, req: &RecordedRequest) -> TestResponse {
+    /// Whether `req` carries a bearer token this server issued and has not
+    /// expired (what a provider API checks).
+    pub fn authorized(&self, req: &RecordedRequest) -> bool {
         let token = req
             .header("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
-        if self.lock().access.contains(token) {
+        self.lock().access.contains(token)
+    }
+
+    /// Whether `req` was sent to this server's issuer host.
+    pub fn is_issuer(&self, req: &RecordedRequest) -> bool {
+        req.server_name.as_deref() == Some(self.issuer_host.as_str())
+    }
+
+    fn api(&self, req: &RecordedRequest) -> TestResponse {
+        if self.authorized(req) {
             TestResponse::json(&serde_json::json!({ "login": "octocat" }))
         } else {
             TestResponse::status(401)

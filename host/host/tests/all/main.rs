@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod connect;
 mod exfil;
 mod identity;
 mod install;
