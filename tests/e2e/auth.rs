@@ -96,20 +96,25 @@ async fn connect(warden: &Warden, auth: &FakeAuthServer) -> serde_json::Value {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Read stderr to its end (a closed pipe would kill the child on its
+    // next write); hand the authorize URL over as soon as it is printed.
     let stderr = child.stderr.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                line.trim()
-                    .starts_with("https://")
-                    .then(|| line.trim().to_owned())
-            })
-    })
-    .await
-    .unwrap()
-    .expect("the authorize URL is printed");
+    let (found, url) = tokio::sync::oneshot::channel();
+    let drain = std::thread::spawn(move || {
+        let mut found = Some(found);
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.trim().starts_with("https://")
+                && let Some(found) = found.take()
+            {
+                let _ = found.send(line.trim().to_owned());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let url = url.await.expect("the authorize URL is printed");
     assert!(url.contains("client_id=warden-e2e-client"), "{url}");
     let location = auth.visit(&url).unwrap();
     assert_eq!(follow_redirect(&location).await.unwrap(), 200);
@@ -117,7 +122,8 @@ async fn connect(warden: &Warden, auth: &FakeAuthServer) -> serde_json::Value {
         .await
         .unwrap()
         .unwrap();
-    assert!(output.status.success(), "{output:?}");
+    let stderr = drain.join().unwrap();
+    assert!(output.status.success(), "{output:?}\n{stderr}");
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
