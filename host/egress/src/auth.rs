@@ -4,13 +4,15 @@
 //! [`loopback`] receives its redirect on 127.0.0.1 (RFC 8252), [`discovery`]
 //! reads authorization-server metadata (RFC 8414) and registers a public
 //! client (RFC 7591), and [`grant`] keeps refresh material and refreshes
-//! before expiry (one flight per account). Every request goes through the
+//! before expiry (one flight per account); [`challenge`] reads a resource's
+//! `WWW-Authenticate` (for MCP servers that require OAuth). Every request goes through the
 //! same egress policy, address checks and transport as tools.
 //!
 //! This module never decides where an account may be sent: the host stores
 //! what a flow returns as a bound account (see [`crate::secrets::account`]).
 
 pub mod api_key;
+pub mod challenge;
 pub mod discovery;
 pub mod grant;
 pub mod loopback;

@@ -465,3 +465,56 @@ async fn a_probe_outside_the_credentials_audience_is_refused_before_sending() {
     }
     assert!(fx.server.requests().is_empty(), "the key reached a server");
 }
+
+/// The reusable pieces an MCP server that requires OAuth needs: its
+/// protected-resource metadata must name the resource asked about, and the
+/// flow sends the RFC 8707 `resource` on authorize and token requests.
+#[tokio::test]
+async fn resource_metadata_must_name_the_resource_and_the_flow_sends_it() {
+    let fx = fixture(|req| {
+        TestResponse::json(&serde_json::json!({
+            "resource": "https://api.github.com/mcp",
+            "authorization_servers": ["https://github.com"],
+            "scopes_supported": ["repo"],
+        }))
+        .with_header("x-path", &req.target)
+    })
+    .await;
+    let url = "https://api.github.com/.well-known/oauth-protected-resource/mcp";
+    let metadata = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/mcp")
+        .await
+        .unwrap();
+    assert_eq!(metadata.authorization_servers, ["https://github.com"]);
+    let err = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/other")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Metadata(m) if m.contains("not `https://api.github.com/other`")),
+        "{err:?}"
+    );
+
+    let (fx, auth) = fake(3600).await;
+    let recipe = recipe();
+    let loopback = Loopback::bind().await.unwrap();
+    let client = client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(&recipe, &client).with_resource("https://api.github.com/mcp");
+    let pending = flow.start(&[]).unwrap();
+    assert!(
+        pending
+            .url
+            .contains("resource=https%3A%2F%2Fapi.github.com%2Fmcp"),
+        "{}",
+        pending.url
+    );
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    assert_eq!(
+        form(&fx.server.requests()[0])["resource"],
+        "https://api.github.com/mcp"
+    );
+}
