@@ -24,6 +24,7 @@ struct State {
     issued: u32,
     refreshes: u32,
     registered: Vec<String>,
+    registrations: u32,
     lifetime: u64,
     refuse_refresh: bool,
     client_secret: Option<String>,
@@ -57,6 +58,12 @@ impl FakeAuthServer {
     /// Require this client secret on token requests (in the body or Basic).
     pub fn require_client_secret(&self, secret: &str) {
         self.lock().client_secret = Some(secret.to_owned());
+    }
+
+    /// Forget every dynamically registered client: the token endpoint
+    /// answers `invalid_client` to them from now on.
+    pub fn forget_clients(&self) {
+        self.lock().registered.clear();
     }
 
     /// Refuse every later refresh (the grant was revoked).
@@ -190,6 +197,12 @@ impl FakeAuthServer {
     }
 
     fn client_ok(&self, req: &RecordedRequest, form: &HashMap<String, String>) -> bool {
+        if let Some(id) = form.get("client_id")
+            && id.starts_with("dcr-")
+            && !self.lock().registered.contains(id)
+        {
+            return false;
+        }
         let Some(secret) = self.lock().client_secret.clone() else {
             return form.contains_key("client_id");
         };
@@ -270,7 +283,8 @@ impl FakeAuthServer {
             return TestResponse::status(400).with_body("{\"error\":\"invalid_client_metadata\"}");
         }
         let mut state = self.lock();
-        let id = format!("dcr-client-{}", state.registered.len() + 1);
+        state.registrations += 1;
+        let id = format!("dcr-client-{}", state.registrations);
         state.registered.push(id.clone());
         TestResponse::json(&serde_json::json!({ "client_id": id }))
     }

@@ -324,6 +324,23 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
     );
     // The registration is not an account.
     assert_eq!(world.location.auth_status().unwrap().len(), 1);
+    drop(again);
+
+    // The server forgets the client: the exchange is refused, the kept
+    // registration is dropped, and the next connect registers anew.
+    world.auth.forget_clients();
+    let refused = begin(&world, None).await;
+    browse(&world, &refused, |l| l);
+    let error = refused.finish(Duration::from_secs(5)).await.unwrap_err();
+    assert!(
+        matches!(&error, ConnectError::Auth(AuthError::Rejected { status: 401, .. })),
+        "{error:?}"
+    );
+    let anew = begin(&world, None).await;
+    assert!(anew.url().contains("client_id=dcr-client-2"), "{}", anew.url());
+    browse(&world, &anew, |l| l);
+    anew.finish(Duration::from_secs(5)).await.unwrap();
+    completed(&get_repo(&world).await);
 }
 
 /// The attack: a package's API-key probe points at its own collector while
