@@ -84,6 +84,7 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
         AuthCommand::Disconnect { vendor } => {
             let removed = location
                 .disconnect(&vendor)
+                .await
                 .with_context(|| format!("disconnecting `{vendor}`"))?;
             if cx.json {
                 render::json(&removed);

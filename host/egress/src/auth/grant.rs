@@ -213,6 +213,26 @@ pub async fn refresh_account(
     Ok(true)
 }
 
+/// Revoke account `key` at its recipe's revoke endpoint (the refresh token
+/// when one is kept, else `access`); whether a revocation was sent.
+pub async fn revoke(
+    egress: &Egress,
+    key: &AccountKey,
+    access: &SecretString,
+) -> Result<bool, AuthError> {
+    let Some(grant) = load(egress.store().as_ref(), key)? else {
+        return Ok(false);
+    };
+    let client = grant.client();
+    let token = grant
+        .refresh_token
+        .clone()
+        .map_or_else(|| access.clone(), SecretString::from);
+    OAuth2Flow::new(&grant.recipe, &client)
+        .revoke(egress, &token)
+        .await
+}
+
 /// Refresh, before a call of `extension` stages `credentials`, every OAuth
 /// account that would serve it and expires soon. The credentials whose
 /// refresh the provider refused (the user must connect again).

@@ -237,12 +237,25 @@ impl<'a> OAuth2Flow<'a> {
         Ok(tokens)
     }
 
+    /// Revoke `token` at the recipe's `revoke` endpoint (RFC 7009), with
+    /// the same client authentication as the token endpoint; whether the
+    /// recipe has one.
+    pub async fn revoke(&self, egress: &Egress, token: &SecretString) -> Result<bool, AuthError> {
+        let Some(revoke) = &self.recipe.revoke else {
+            return Ok(false);
+        };
+        let param = revoke.token_param.as_deref().unwrap_or("token");
+        let form = vec![(param, token.expose_secret().to_owned())];
+        self.token_request(egress, &revoke.endpoint, form).await?;
+        Ok(true)
+    }
+
     /// POST a form to a token endpoint; the body of a 2xx answer.
     async fn token_request(
         &self,
         egress: &Egress,
         endpoint: &str,
-        mut form: Vec<(&'static str, String)>,
+        mut form: Vec<(&str, String)>,
     ) -> Result<zeroize::Zeroizing<Vec<u8>>, AuthError> {
         let (url, audience) = https_audience(endpoint)?;
         let mut headers = vec![

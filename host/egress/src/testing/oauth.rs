@@ -25,6 +25,7 @@ struct State {
     refreshes: u32,
     registered: Vec<String>,
     registrations: u32,
+    revoked: Vec<String>,
     lifetime: u64,
     refuse_refresh: bool,
     client_secret: Option<String>,
@@ -91,6 +92,11 @@ impl FakeAuthServer {
         self.lock().registered.clone()
     }
 
+    /// Tokens revoked at `/revoke`.
+    pub fn revoked(&self) -> Vec<String> {
+        self.lock().revoked.clone()
+    }
+
     /// The current refresh token.
     pub fn refresh_token(&self) -> Option<String> {
         self.lock().refresh.clone()
@@ -126,6 +132,19 @@ impl FakeAuthServer {
             ("GET", "/authorize" | "/login/oauth/authorize") => self.authorize(query),
             ("POST", "/token" | "/login/oauth/access_token") => self.token(req),
             ("POST", "/register") => self.register(req),
+            ("POST", "/revoke") => {
+                let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
+                    .into_owned()
+                    .collect();
+                let mut state = self.lock();
+                let token = form.get("token").cloned().unwrap_or_default();
+                if state.refresh.as_ref() == Some(&token) {
+                    state.refresh = None;
+                }
+                state.access.remove(&token);
+                state.revoked.push(token);
+                TestResponse::status(200)
+            }
             ("GET", "/.well-known/oauth-authorization-server") => {
                 TestResponse::json(&serde_json::json!({
                     "issuer": format!("https://{}", self.issuer_host),

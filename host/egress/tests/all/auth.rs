@@ -308,6 +308,26 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
 }
 
 #[tokio::test]
+async fn revoking_sends_the_refresh_token_to_the_recipes_endpoint() {
+    let (fx, auth) = fake(3600).await;
+    let mut recipe = recipe();
+    recipe.revoke = Some(warden_core::spec::RevokeSettings {
+        endpoint: "https://github.com/revoke".into(),
+        token_param: None,
+    });
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens);
+    let refresh = auth.refresh_token().unwrap();
+    assert!(
+        grant::revoke(&fx.egress, &key, &tokens.access_token)
+            .await
+            .unwrap()
+    );
+    assert_eq!(auth.revoked(), [refresh]);
+    assert!(auth.refresh_token().is_none());
+}
+
+#[tokio::test]
 async fn a_refused_refresh_is_auth_required_expired() {
     let (fx, auth) = fake(5).await;
     let recipe = recipe();

@@ -57,17 +57,26 @@ impl Location {
         Ok(out)
     }
 
-    /// Remove every account of `vendor` and its refresh material; the keys
+    /// Remove every account of `vendor` and its refresh material, after a
+    /// best-effort revocation at the recipe's revoke endpoint (a failed
+    /// revocation is logged; the account is removed anyway); the keys
     /// removed. A dynamically registered client is kept (it is not an
     /// account).
-    pub fn disconnect(&self, vendor: &str) -> Result<Vec<AccountKey>, ConnectError> {
-        let store = self.shared.egress.store();
+    pub async fn disconnect(&self, vendor: &str) -> Result<Vec<AccountKey>, ConnectError> {
+        let egress = &self.shared.egress;
+        let store = egress.store();
         let mut removed = Vec::new();
         for key in store.list()? {
             if key.vendor != vendor
                 || key.handle == warden_egress::auth::discovery::REGISTRATION_HANDLE
             {
                 continue;
+            }
+            if !is_host_record(&key)
+                && let Some(access) = store.get(&key)?
+                && let Err(error) = grant::revoke(egress, &key, &access).await
+            {
+                tracing::warn!(account = %key, %error, "could not revoke the account at the provider");
             }
             store.delete(&key)?;
             if !is_host_record(&key) {

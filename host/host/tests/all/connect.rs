@@ -209,12 +209,12 @@ async fn connect_call_expire_refresh_rotate_disconnect() {
     assert_eq!(auth_required(&get_repo(&world).await), AuthReason::Expired);
     assert_eq!(api_requests(&world.server), sent);
 
-    let removed = world.location.disconnect("github").unwrap();
+    let removed = world.location.disconnect("github").await.unwrap();
     assert_eq!(removed, [github_key()]);
     assert!(world.host.secrets().list().unwrap().is_empty());
     assert_eq!(auth_required(&get_repo(&world).await), AuthReason::Missing);
     assert!(matches!(
-        world.location.disconnect("github"),
+        world.location.disconnect("github").await,
         Err(ConnectError::NotConnected(_))
     ));
 }
@@ -333,11 +333,18 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
     browse(&world, &refused, |l| l);
     let error = refused.finish(Duration::from_secs(5)).await.unwrap_err();
     assert!(
-        matches!(&error, ConnectError::Auth(AuthError::Rejected { status: 401, .. })),
+        matches!(
+            &error,
+            ConnectError::Auth(AuthError::Rejected { status: 401, .. })
+        ),
         "{error:?}"
     );
     let anew = begin(&world, None).await;
-    assert!(anew.url().contains("client_id=dcr-client-2"), "{}", anew.url());
+    assert!(
+        anew.url().contains("client_id=dcr-client-2"),
+        "{}",
+        anew.url()
+    );
     browse(&world, &anew, |l| l);
     anew.finish(Duration::from_secs(5)).await.unwrap();
     completed(&get_repo(&world).await);
