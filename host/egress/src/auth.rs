@@ -5,7 +5,8 @@
 //! reads authorization-server metadata (RFC 8414) and registers a public
 //! client (RFC 7591), and [`grant`] keeps refresh material and refreshes
 //! before expiry (one flight per account); [`challenge`] reads a resource's
-//! `WWW-Authenticate` (for MCP servers that require OAuth). Every request goes through the
+//! `WWW-Authenticate` and [`resource`] composes them for a protected
+//! resource (an MCP server that requires OAuth). Every request goes through the
 //! same egress policy, address checks and transport as tools.
 //!
 //! This module never decides where an account may be sent: the host stores
@@ -17,6 +18,7 @@ pub mod discovery;
 pub mod grant;
 pub mod loopback;
 pub mod oauth2;
+pub mod resource;
 
 use warden_core::spec::Audience;
 

@@ -174,6 +174,17 @@ impl FakeAuthServer {
     }
 
     fn api(&self, req: &RecordedRequest) -> TestResponse {
+        if req
+            .target
+            .starts_with("/.well-known/oauth-protected-resource")
+        {
+            let host = req.server_name.as_deref().unwrap_or_default();
+            return TestResponse::json(&serde_json::json!({
+                "resource": format!("https://{host}/mcp"),
+                "authorization_servers": [format!("https://{}", self.issuer_host)],
+                "scopes_supported": ["repo"],
+            }));
+        }
         if self.authorized(req) {
             TestResponse::json(&serde_json::json!({ "login": "octocat" }))
         } else {

@@ -538,3 +538,57 @@ async fn resource_metadata_must_name_the_resource_and_the_flow_sends_it() {
         "https://api.github.com/mcp"
     );
 }
+
+/// The composed discovery an MCP server that requires OAuth needs: from the
+/// resource (and its 401 challenge) to a recipe, then the flow with
+/// `resource`, against the fake authorization server.
+#[tokio::test]
+async fn a_protected_resource_is_authorized_from_its_metadata() {
+    use warden_egress::auth::challenge::BearerChallenge;
+    use warden_egress::auth::resource;
+
+    let (fx, auth) = fake(3600).await;
+    let mcp = "https://api.github.com/mcp";
+    let found = resource::discover(&fx.egress, mcp, None).await.unwrap();
+    assert_eq!(found.server.issuer, "https://github.com");
+    assert_eq!(
+        found.scopes,
+        ["repo"],
+        "scopes_supported when no challenge names any"
+    );
+    let challenge = BearerChallenge::parse(
+        r#"Bearer resource_metadata="https://api.github.com/.well-known/oauth-protected-resource/mcp", scope="issues:read""#,
+    )
+    .unwrap();
+    let found = resource::discover(&fx.egress, mcp, Some(&challenge))
+        .await
+        .unwrap();
+    assert_eq!(found.scopes, ["issues:read"], "the challenge's scope wins");
+    // Metadata that describes another resource is refused.
+    let err = resource::discover(&fx.egress, "https://api.github.com/other", Some(&challenge))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AuthError::Metadata(_)), "{err:?}");
+
+    let recipe = found.recipe().unwrap();
+    let loopback = Loopback::bind().await.unwrap();
+    let metadata = &found.server;
+    let registration = discovery::register(&fx.egress, metadata, loopback.redirect_uri())
+        .await
+        .unwrap();
+    let client = registration.client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(&recipe, &client).with_resource(mcp);
+    let pending = flow.start(&found.scopes).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    let tokens = flow
+        .exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    assert_eq!(tokens.scopes, ["issues:read"]);
+    let token_request = fx.server.requests().last().unwrap().clone();
+    assert_eq!(form(&token_request)["resource"], mcp);
+    assert_eq!(form(&token_request)["client_id"], "dcr-client-1");
+}
