@@ -250,3 +250,39 @@ async fn an_mcp_client_gets_auth_required_with_its_fields() {
     assert!(fake.server.requests().is_empty(), "nothing was sent");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_key_is_read_from_stdin_and_stored_bound() {
+    let packages = tempfile::tempdir().unwrap();
+    let dir = warden_tests::package::github_sender(packages.path(), "keyed", "api.github.com");
+    let warden = crate::warden();
+    tokio::task::spawn_blocking(move || {
+        let install = warden.run(&["install", dir.to_str().unwrap()]);
+        assert_eq!(install.code, 0, "{install:?}");
+        let empty = warden.run_with_stdin(&["auth", "connect", "keyed"], "\n");
+        assert_ne!(empty.code, 0, "{empty:?}");
+        assert!(
+            empty
+                .stderr
+                .contains("empty value for `github_runtime_token`"),
+            "{empty:?}"
+        );
+        let run = warden.run_with_stdin(
+            &["--json", "auth", "connect", "keyed"],
+            "ghp_stdinKey0123456789\n",
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(!run.all().contains("ghp_stdinKey0123456789"));
+        let accounts = run.json();
+        assert_eq!(accounts[0]["extensions"], json!(["keyed"]), "{accounts}");
+        assert_eq!(accounts[0]["audiences"][0]["host"], "api.github.com");
+        let status = warden.run(&["--json", "auth", "status"]).json();
+        assert_eq!(status[0]["kind"], "secret", "{status}");
+        // Only `keyed` may use it; the bundled `github` declares the same
+        // credential (it would need `warden secret allow`).
+        assert_eq!(status[0]["extensions"], json!(["keyed"]), "{status}");
+        assert_eq!(status[0]["used_by"], json!(["github", "keyed"]), "{status}");
+    })
+    .await
+    .unwrap();
+}
