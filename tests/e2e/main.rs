@@ -2,6 +2,7 @@
 //! be bundled (`cargo xtask test` bundles before it runs them).
 
 mod accounts;
+mod auth;
 mod cli;
 mod github;
 mod hosted;

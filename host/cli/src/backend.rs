@@ -171,9 +171,15 @@ fn result(outcome: InvokeOutcome) -> CallResult {
             structured: done.output,
             text: done.text,
         },
-        InvokeOutcome::Failed(failure) => CallResult::ToolError {
-            code: failure.code().to_owned(),
-            message: failure.message(),
+        InvokeOutcome::Failed(failure) => match failure.auth_details() {
+            Some(auth) => CallResult::AuthRequired {
+                message: failure.message(),
+                details: auth.to_json(),
+            },
+            None => CallResult::ToolError {
+                code: failure.code().to_owned(),
+                message: failure.message(),
+            },
         },
         InvokeOutcome::NeedsApproval(request) => CallResult::ToolError {
             code: "approval_required".into(),

@@ -72,6 +72,10 @@ pub(crate) enum Command {
     /// Manage credentials (values are read from a prompt or stdin, never argv).
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Connect accounts by running the installed packages' auth recipes
+    /// (OAuth in the browser, or an API key), list them, disconnect them.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// List and answer approval requests.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
@@ -241,6 +245,36 @@ pub(crate) struct SecretKeyArgs {
     /// extension declares).
     #[arg(long = "scope")]
     pub(crate) scopes: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AuthCommand {
+    /// Connect an account: runs the `[auth.<vendor>]` recipe of the named
+    /// extension (or of the one extension with a recipe for the named
+    /// vendor). OAuth prints the authorize URL and waits for the browser's
+    /// redirect to 127.0.0.1; an API key is prompted for (or read from
+    /// stdin, one line per field) and stored only if its probe passes.
+    Connect {
+        /// Extension id (`github`) or vendor.
+        name: String,
+        /// The vendor, when the extension has recipes for several.
+        #[arg(long)]
+        vendor: Option<String>,
+        /// Seconds to wait for the browser's redirect.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Do not try to open a browser; only print the URL.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Connected accounts: scopes, expiry, audiences and the extensions
+    /// that use them (never values).
+    Status,
+    /// Remove every account of a vendor and its refresh material.
+    Disconnect {
+        /// The vendor (`github`).
+        vendor: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

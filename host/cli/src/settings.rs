@@ -11,6 +11,10 @@
 //!
 //! [resolve]                                      # DNS overrides (host -> addresses)
 //! "api.github.com" = ["127.0.0.1:8443"]
+//!
+//! [auth.github]                                  # the OAuth client `warden auth connect` uses
+//! client_id = "Iv1.0123456789abcdef"
+//! client_secret_env = "WARDEN_GITHUB_CLIENT_SECRET" # optional: confidential clients
 //! ```
 
 use std::collections::BTreeMap;
@@ -31,6 +35,19 @@ pub(crate) struct Settings {
     egress: EgressSettings,
     #[serde(default)]
     resolve: BTreeMap<String, Vec<SocketAddr>>,
+    #[serde(default)]
+    auth: BTreeMap<String, AuthClientSettings>,
+}
+
+/// `[auth.<vendor>]`: the operator's OAuth client for a vendor.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthClientSettings {
+    client_id: String,
+    /// The environment variable holding the client secret (never the
+    /// secret itself in this file).
+    #[serde(default)]
+    client_secret_env: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +118,30 @@ impl Settings {
             |r, (host, addrs)| r.with_socket(host, addrs.iter().copied()),
         );
         Arc::new(resolver)
+    }
+}
+
+impl Settings {
+    /// The OAuth client configured for `vendor`, if any.
+    pub(crate) fn oauth_client(
+        &self,
+        vendor: &str,
+    ) -> Result<Option<warden_host::OAuthClientConfig>> {
+        let Some(client) = self.auth.get(vendor) else {
+            return Ok(None);
+        };
+        let client_secret = match &client.client_secret_env {
+            Some(var) => Some(secrecy::SecretString::from(
+                std::env::var(var).with_context(|| {
+                    format!("[auth.{vendor}] client_secret_env: ${var} is not set")
+                })?,
+            )),
+            None => None,
+        };
+        Ok(Some(warden_host::OAuthClientConfig {
+            client_id: client.client_id.clone(),
+            client_secret,
+        }))
     }
 }
 

@@ -73,6 +73,7 @@ struct Inner {
     store: Arc<dyn SecretStore>,
     resolver: Arc<dyn Resolver>,
     client: HttpClient,
+    flights: crate::auth::grant::Flights,
 }
 
 /// Host-wide egress: configuration, secret store, resolver and the
@@ -96,6 +97,7 @@ impl Egress {
                 store,
                 resolver,
                 client,
+                flights: Default::default(),
             }),
         })
     }
@@ -108,6 +110,11 @@ impl Egress {
     /// The secret store.
     pub fn store(&self) -> &Arc<dyn SecretStore> {
         &self.inner.store
+    }
+
+    /// One refresh flight per account (see [`crate::auth::grant`]).
+    pub(crate) fn flights(&self) -> &crate::auth::grant::Flights {
+        &self.inner.flights
     }
 
     /// The network service of one call of `capability_id` (from extension
@@ -151,6 +158,7 @@ impl Egress {
             max_egress_bytes,
             usage: Arc::default(),
             follow_redirects: true,
+            refused: std::sync::Mutex::default(),
         }
     }
 }
@@ -236,9 +244,35 @@ pub struct CallSession {
     max_egress_bytes: u64,
     usage: Arc<UsageCounters>,
     follow_redirects: bool,
+    /// The handle of a staged credential the provider answered 401 to.
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 impl CallSession {
+    /// The auth-required outcome for a staged credential the provider
+    /// refused with 401 during this call (the token expired or was revoked).
+    pub fn refused_credential(&self) -> Option<AuthRequired> {
+        let handle = self
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        let staged = self.staged.get(&handle)?;
+        Some(AuthRequired {
+            extension_id: self.extension_id.clone(),
+            handle,
+            needed: AuthNeeded {
+                vendor: staged.spec.vendor.clone(),
+                scopes: staged.spec.scopes.clone(),
+            },
+            reason: AuthReason::Expired,
+        })
+    }
+
+    fn note_refused(&self, handle: &str) {
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.to_owned());
+    }
+
     /// Make this the session of a host-run client locked to one endpoint
     /// (the hosted-MCP lane): the host's own protocol headers `names` pass
     /// the guest header rules (injection headers never do), and a redirect

@@ -12,6 +12,7 @@
 //! # }
 //! ```
 
+mod oauth;
 mod server;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+pub use oauth::{FakeAuthServer, follow_redirect};
 pub use server::{RecordedRequest, TestResponse, TestServer};
 
 use crate::config::EgressConfig;

@@ -119,6 +119,10 @@ impl Location {
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
+        if let Some(needed) = self.refresh_before_call(binding).await {
+            return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
+        }
+        let mut session_of_call = None;
         // A capability that declares no credential and no network target can
         // reach nothing: skip staging and policy building on its hot path.
         let network: Arc<dyn CallNetwork> = if !binding.declares_network() {
@@ -136,7 +140,11 @@ impl Location {
                     Some(needed) => {
                         return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
                     }
-                    None => Arc::new(session),
+                    None => {
+                        let session = Arc::new(session);
+                        session_of_call = Some(Arc::clone(&session));
+                        session
+                    }
                 },
                 Err(error) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
@@ -180,11 +188,14 @@ impl Location {
                     authorized_by,
                 })
             }
-            Err(error) => InvokeOutcome::Failed(CallFailure::Runtime {
-                error,
-                usage: outcome.usage,
-                logs: outcome.logs,
-            }),
+            Err(error) => match crate::auth::refused_after_call(session_of_call.as_deref()) {
+                Some(needed) => InvokeOutcome::Failed(CallFailure::AuthRequired(needed)),
+                None => InvokeOutcome::Failed(CallFailure::Runtime {
+                    error,
+                    usage: outcome.usage,
+                    logs: outcome.logs,
+                }),
+            },
         }
     }
 }

@@ -32,6 +32,7 @@
 //! ```
 
 mod accounts;
+mod auth;
 mod config;
 mod error;
 mod host;
@@ -43,6 +44,7 @@ mod source;
 mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
+pub use auth::{AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};

@@ -136,6 +136,16 @@ pub enum CallResult {
         /// A human-readable message.
         message: String,
     },
+    /// The call needs an account connected (or allowed) first; sent as a
+    /// result with `isError: true` whose `structuredContent` and `_meta`
+    /// carry `details` (`code`, `reason`, `vendor`, `scopes`, `extension`,
+    /// `connect`).
+    AuthRequired {
+        /// A human-readable message (sanitized, bounded).
+        message: String,
+        /// The structured fields, a JSON object.
+        details: serde_json::Value,
+    },
     /// The call needs a person's approval before it runs.
     NeedsApproval {
         /// The id the approval store knows this pending call by.

@@ -45,7 +45,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
 pub use http::{HttpServer, MCP_PATH, serve_http};
-pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_ERROR_CODE};
+pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;
 pub use stdio::{serve_io, serve_stdio};
 

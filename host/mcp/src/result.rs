@@ -10,6 +10,8 @@ use crate::backend::CallResult;
 
 /// `_meta` key carrying a tool error's stable code.
 pub const META_ERROR_CODE: &str = "warden/errorCode";
+/// `_meta` key carrying the structured fields of an `auth_required` error.
+pub const META_AUTH: &str = "warden/auth";
 /// `_meta` key carrying the id of a pending approval.
 pub const META_APPROVAL_ID: &str = "warden/approvalId";
 /// The error code of a call that waits for approval.
@@ -45,6 +47,7 @@ pub(crate) fn answer(result: CallResult, structured: bool) -> Answer {
             Ok(result)
         }
         CallResult::ToolError { code, message } => Ok(tool_error(code, message)),
+        CallResult::AuthRequired { message, details } => Ok(auth_required(message, details)),
         CallResult::NeedsApproval {
             approval_id,
             summary,
@@ -67,6 +70,19 @@ fn tool_error(code: String, message: String) -> CallToolResult {
     meta.insert(META_ERROR_CODE.to_owned(), Value::String(code));
     let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
     result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// An `auth_required` tool error: `isError: true`, the fields in
+/// `structuredContent` and under `_meta["warden/auth"]`, and the command to
+/// run in the text for clients that show only text.
+fn auth_required(message: String, details: Value) -> CallToolResult {
+    let connect = details["connect"].as_str().unwrap_or_default().to_owned();
+    let mut result = tool_error("auth_required".into(), format!("{message}\nrun: {connect}"));
+    if let Some(meta) = result.meta.as_mut() {
+        meta.0.insert(META_AUTH.to_owned(), details.clone());
+    }
+    result.structured_content = Some(details);
     result
 }
 
@@ -112,6 +128,24 @@ mod tests {
         };
         assert_eq!(without.structured_content, None);
         assert_eq!(without.is_error, Some(false));
+    }
+
+    #[test]
+    fn auth_required_carries_its_fields_in_structured_content_and_meta() {
+        let details = json!({"code": "auth_required", "reason": "expired", "vendor": "github",
+            "scopes": ["repo"], "extension": "github", "connect": "warden auth connect github"});
+        let result = CallResult::AuthRequired {
+            message: "authorization required".into(),
+            details: details.clone(),
+        };
+        let Answer::Done(Ok(result)) = answer(result, false) else {
+            panic!("expected a result");
+        };
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(result.structured_content, Some(details.clone()));
+        let meta = result.meta.unwrap();
+        assert_eq!(meta.0[META_AUTH], details);
+        assert_eq!(meta.0[META_ERROR_CODE], "auth_required");
     }
 
     #[test]

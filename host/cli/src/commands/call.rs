@@ -10,7 +10,7 @@ use warden_host::{
 };
 use warden_registry::{GrantTerms, now_millis};
 
-use super::{Context, EXIT_PENDING};
+use super::{Context, EXIT_AUTH_REQUIRED, EXIT_PENDING};
 use crate::cli::CallArgs;
 use crate::render;
 
@@ -144,8 +144,15 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
                 render::json(&failure_json(&failure));
             } else {
                 eprintln!("error[{}]: {}", failure.code(), failure.message());
+                if let Some(auth) = failure.auth_details() {
+                    eprintln!("run: {}", auth.connect_command());
+                }
             }
-            ExitCode::FAILURE
+            if failure.auth_details().is_some() {
+                ExitCode::from(EXIT_AUTH_REQUIRED)
+            } else {
+                ExitCode::FAILURE
+            }
         }
         InvokeOutcome::NeedsApproval(request) => {
             // A resumed call never asks again; this is a fresh request.
@@ -154,10 +161,15 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
     }
 }
 
+/// A failure as JSON; an `auth_required` one carries its fields at the top
+/// level (`reason`, `vendor`, `scopes`, `extension`, `connect`) and under `auth`.
 fn failure_json(failure: &CallFailure) -> Value {
     let mut value =
         json!({ "status": "failed", "code": failure.code(), "message": failure.message() });
     if let Some(auth) = failure.auth_details() {
+        if let (Value::Object(out), Value::Object(fields)) = (&mut value, auth.to_json()) {
+            out.extend(fields);
+        }
         value["auth"] = json!(auth);
     }
     value

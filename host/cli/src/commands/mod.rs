@@ -1,6 +1,7 @@
 //! One module per subcommand; this one opens the host they share.
 
 mod approvals;
+mod auth;
 mod call;
 mod inspect;
 mod install;
@@ -19,6 +20,9 @@ use crate::settings::{self, Settings};
 
 /// Exit code of a call that waits for an approval.
 pub(crate) const EXIT_PENDING: u8 = 2;
+/// Exit code of a call that needs an account connected or allowed first
+/// (`auth_required`; `--json` prints its fields).
+pub(crate) const EXIT_AUTH_REQUIRED: u8 = 3;
 
 /// Global options every command gets.
 pub(crate) struct Context {
@@ -148,6 +152,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
+        Command::Auth(command) => auth::run(&cx, command).await,
         Command::Serve { http, .. } => serve::run(&cx, http).await,
     }
 }

@@ -25,7 +25,15 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
         }
         SecretCommand::List => {
             let host = cx.host()?;
-            let accounts = host.secrets().accounts().context("listing secrets")?;
+            // Host records (OAuth grants, client registrations: `handle#…`)
+            // are not accounts; `warden auth status` shows their expiry.
+            let accounts: Vec<Account> = host
+                .secrets()
+                .accounts()
+                .context("listing secrets")?
+                .into_iter()
+                .filter(|a| !a.key.handle.contains('#'))
+                .collect();
             if cx.json {
                 render::json(&accounts);
             } else {
@@ -40,6 +48,10 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
             if !host.secrets().delete(&key).context("removing the secret")? {
                 bail!("no secret stored for {key}");
             }
+            // An OAuth account's refresh material goes with it.
+            host.secrets()
+                .delete(&warden_egress::auth::grant::grant_key(&key))
+                .context("removing the account's refresh material")?;
             if !cx.json {
                 println!("removed {key}");
             }

@@ -1,8 +1,10 @@
 //! `method = "oauth2_code"`: authorization URL with PKCE (S256) and state,
-//! code exchange, and refresh before expiry, reading the token response
-//! through the recipe's JSON pointers.
+//! code exchange and refresh, reading the token response through the
+//! recipe's JSON pointers. Client authentication follows `exchange_auth`
+//! (`post_body`, `basic`) or is none for a public client. Storing tokens and
+//! refreshing before expiry is [`super::grant`].
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -14,7 +16,6 @@ use warden_core::spec::{NetworkTarget, OAuth2Recipe};
 
 use super::{AuthError, https_audience};
 use crate::policy::ParsedRequest;
-use crate::secrets::{AccountKey, SecretStore};
 use crate::session::Egress;
 use crate::staging::Staged;
 
@@ -27,26 +28,57 @@ const RESERVED: &[&str] = &[
     "state",
     "code_challenge",
     "code_challenge_method",
+    "resource",
 ];
 
-/// The host's OAuth client registration for a vendor.
+/// How the client authenticates at the token endpoint (the recipe's
+/// `exchange_auth`, or the registration's `token_endpoint_auth_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientAuth {
+    /// `client_id` and `client_secret` in the form body (`post_body`).
+    PostBody,
+    /// `Authorization: Basic` with the form-encoded id and secret (`basic`).
+    Basic,
+    /// A public client: `client_id` in the body, no secret.
+    None,
+}
+
+impl ClientAuth {
+    /// The method a recipe asks for, given whether the client has a secret.
+    pub fn for_recipe(recipe: &OAuth2Recipe, has_secret: bool) -> Self {
+        match (has_secret, recipe.exchange_auth.as_deref()) {
+            (false, _) => ClientAuth::None,
+            (true, Some("basic")) => ClientAuth::Basic,
+            (true, _) => ClientAuth::PostBody,
+        }
+    }
+}
+
+/// The host's OAuth client registration for a vendor (operator
+/// configuration, the secret store, or dynamic registration; never a package).
 #[derive(Debug, Clone)]
 pub struct OAuth2Client {
     /// Client id.
     pub client_id: String,
     /// Client secret, for confidential clients.
     pub client_secret: Option<SecretString>,
-    /// Redirect URI registered with the provider.
+    /// Redirect URI registered with the provider (the loopback listener's).
     pub redirect_uri: String,
+    /// How the client authenticates on token requests.
+    pub auth: ClientAuth,
 }
 
-/// A started authorization: send the user to `url`, keep the rest for the callback.
+/// A started authorization: send the user to `url`, keep the rest for the
+/// callback. [`OAuth2Flow::exchange`] consumes it: a state is checked once.
 #[derive(Debug)]
 pub struct PendingAuthorization {
     /// Authorization URL to open.
     pub url: String,
     /// The `state` the callback must return.
     pub state: String,
+    /// The scopes requested.
+    pub scopes: Vec<String>,
     verifier: SecretString,
 }
 
@@ -59,16 +91,11 @@ pub struct TokenSet {
     pub refresh_token: Option<SecretString>,
     /// When the access token expires.
     pub expires_at: Option<SystemTime>,
-    /// Granted scopes, when reported.
+    /// Granted scopes: reported by the provider, or the requested ones when
+    /// the recipe says to fall back (or reads no scope field).
     pub scopes: Vec<String>,
     /// Token type, when reported.
     pub token_type: Option<String>,
-}
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Meta {
-    refresh_token: Option<String>,
-    expires_at: Option<u64>,
 }
 
 /// The generic engine for one recipe and client.
@@ -76,38 +103,54 @@ struct Meta {
 pub struct OAuth2Flow<'a> {
     recipe: &'a OAuth2Recipe,
     client: &'a OAuth2Client,
+    resource: Option<&'a str>,
 }
 
-fn random_token(bytes: usize) -> String {
+pub(crate) fn random_token(bytes: usize) -> String {
     let mut buf = zeroize::Zeroizing::new(vec![0u8; bytes]);
     rand::rng().fill_bytes(&mut buf);
     URL_SAFE_NO_PAD.encode(buf.as_slice())
 }
 
-/// The store key of the refresh metadata of `key`.
-fn meta_key(key: &AccountKey) -> AccountKey {
-    AccountKey::new(
-        key.vendor.clone(),
-        format!("{}#oauth2", key.handle),
-        key.scopes.clone(),
-    )
-}
-
 impl<'a> OAuth2Flow<'a> {
     /// An engine for `recipe` with `client`.
     pub fn new(recipe: &'a OAuth2Recipe, client: &'a OAuth2Client) -> Self {
-        Self { recipe, client }
+        Self {
+            recipe,
+            client,
+            resource: None,
+        }
+    }
+
+    /// Send the RFC 8707 `resource` indicator on the authorize and token
+    /// requests (MCP servers that require OAuth).
+    pub fn with_resource(mut self, resource: &'a str) -> Self {
+        self.resource = Some(resource);
+        self
+    }
+
+    /// The recipe this flow runs.
+    pub fn recipe(&self) -> &OAuth2Recipe {
+        self.recipe
+    }
+
+    /// The client this flow authenticates as.
+    pub fn client(&self) -> &OAuth2Client {
+        self.client
     }
 
     fn separator(&self) -> &str {
         self.recipe.scope_separator.as_deref().unwrap_or(" ")
     }
 
-    /// The authorization URL, with a fresh state and PKCE verifier.
-    pub fn start(&self) -> Result<PendingAuthorization, AuthError> {
+    /// The authorization URL asking for `scopes`, with a fresh state and
+    /// PKCE verifier. The recipe's extra parameters never replace a
+    /// host-owned one (state, redirect_uri, PKCE, client_id, scope).
+    pub fn start(&self, scopes: &[String]) -> Result<PendingAuthorization, AuthError> {
         let (mut url, _) = https_audience(&self.recipe.authorization_endpoint)?;
         let state = random_token(16);
         let verifier = random_token(32);
+        let scope_param = self.recipe.scope_param.as_deref().unwrap_or("scope");
         {
             let mut query = url.query_pairs_mut();
             query
@@ -115,9 +158,8 @@ impl<'a> OAuth2Flow<'a> {
                 .append_pair("client_id", &self.client.client_id)
                 .append_pair("redirect_uri", &self.client.redirect_uri)
                 .append_pair("state", &state);
-            if !self.recipe.scopes.is_empty() {
-                let param = self.recipe.scope_param.as_deref().unwrap_or("scope");
-                query.append_pair(param, &self.recipe.scopes.join(self.separator()));
+            if !scopes.is_empty() {
+                query.append_pair(scope_param, &scopes.join(self.separator()));
             }
             if self.recipe.pkce.unwrap_or(true) {
                 let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -125,8 +167,12 @@ impl<'a> OAuth2Flow<'a> {
                     .append_pair("code_challenge", &challenge)
                     .append_pair("code_challenge_method", "S256");
             }
+            if let Some(resource) = self.resource {
+                query.append_pair("resource", resource);
+            }
             for (name, value) in &self.recipe.authorize_params {
-                if !RESERVED.contains(&name.as_str()) {
+                let reserved = RESERVED.contains(&name.as_str()) || name == scope_param;
+                if !reserved {
                     query.append_pair(name, value);
                 }
             }
@@ -134,15 +180,17 @@ impl<'a> OAuth2Flow<'a> {
         Ok(PendingAuthorization {
             url: url.into(),
             state,
+            scopes: scopes.to_vec(),
             verifier: SecretString::from(verifier),
         })
     }
 
-    /// Exchange the callback's `code` (after checking `state`) for tokens.
+    /// Exchange the callback's `code` (after checking `state`, in constant
+    /// time) for tokens. The pending authorization is used up either way.
     pub async fn exchange(
         &self,
         egress: &Egress,
-        pending: &PendingAuthorization,
+        pending: PendingAuthorization,
         code: &str,
         state: &str,
     ) -> Result<TokenSet, AuthError> {
@@ -157,16 +205,19 @@ impl<'a> OAuth2Flow<'a> {
         if self.recipe.pkce.unwrap_or(true) {
             form.push(("code_verifier", pending.verifier.expose_secret().to_owned()));
         }
-        self.token_request(egress, &self.recipe.token_endpoint, form)
-            .await
+        let body = self
+            .token_request(egress, &self.recipe.token_endpoint, form)
+            .await?;
+        self.parse_tokens(&body, &pending.scopes)
     }
 
     /// Trade `refresh_token` for fresh tokens (the old refresh token is kept
-    /// when the provider does not rotate it).
+    /// when the provider does not rotate it). `scopes` are the account's.
     pub async fn refresh(
         &self,
         egress: &Egress,
         refresh_token: &SecretString,
+        scopes: &[String],
     ) -> Result<TokenSet, AuthError> {
         let endpoint = self
             .recipe
@@ -178,78 +229,72 @@ impl<'a> OAuth2Flow<'a> {
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh_token.expose_secret().to_owned()),
         ];
-        let mut tokens = self.token_request(egress, endpoint, form).await?;
+        let body = self.token_request(egress, endpoint, form).await?;
+        let mut tokens = self.parse_tokens(&body, scopes)?;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh_token.clone());
         }
         Ok(tokens)
     }
 
-    /// Store `tokens` for `key`: the access token under `key` (what calls stage),
-    /// refresh material beside it.
-    pub fn store(
-        store: &dyn SecretStore,
-        key: &AccountKey,
-        tokens: &TokenSet,
-    ) -> Result<(), AuthError> {
-        store.put(key, tokens.access_token.clone())?;
-        let meta = Meta {
-            refresh_token: tokens
-                .refresh_token
-                .as_ref()
-                .map(|t| t.expose_secret().to_owned()),
-            expires_at: tokens
-                .expires_at
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map(|d| d.as_secs()),
-        };
-        let json = zeroize::Zeroizing::new(
-            serde_json::to_string(&meta).map_err(|_| AuthError::TokenResponse("serialize"))?,
-        );
-        store.put(&meta_key(key), SecretString::from(json.as_str()))?;
-        Ok(())
-    }
-
-    /// Refresh the stored tokens of `key` if they expire within the recipe's
-    /// skew (default 60 s) of `now`; whether a refresh happened.
-    pub async fn refresh_if_needed(
-        &self,
-        egress: &Egress,
-        key: &AccountKey,
-        now: SystemTime,
-    ) -> Result<bool, AuthError> {
-        let store = egress.store();
-        let meta = store.get(&meta_key(key))?.ok_or(AuthError::NotConnected)?;
-        let meta: Meta = serde_json::from_str(meta.expose_secret())
-            .map_err(|_| AuthError::TokenResponse("stored metadata"))?;
-        let skew = self
-            .recipe
-            .refresh
-            .as_ref()
-            .and_then(|r| r.skew_seconds)
-            .unwrap_or(60);
-        let due = meta.expires_at.is_some_and(|at| {
-            let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            now + skew >= at
-        });
-        let (true, Some(refresh)) = (due, meta.refresh_token) else {
+    /// Revoke `token` at the recipe's `revoke` endpoint (RFC 7009), with
+    /// the same client authentication as the token endpoint; whether the
+    /// recipe has one.
+    pub async fn revoke(&self, egress: &Egress, token: &SecretString) -> Result<bool, AuthError> {
+        let Some(revoke) = &self.recipe.revoke else {
             return Ok(false);
         };
-        let tokens = self.refresh(egress, &SecretString::from(refresh)).await?;
-        Self::store(store.as_ref(), key, &tokens)?;
+        let param = revoke.token_param.as_deref().unwrap_or("token");
+        let form = vec![(param, token.expose_secret().to_owned())];
+        self.token_request(egress, &revoke.endpoint, form).await?;
         Ok(true)
     }
 
+    /// POST a form to a token endpoint; the body of a 2xx answer.
     async fn token_request(
         &self,
         egress: &Egress,
         endpoint: &str,
-        mut form: Vec<(&'static str, String)>,
-    ) -> Result<TokenSet, AuthError> {
+        mut form: Vec<(&str, String)>,
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, AuthError> {
         let (url, audience) = https_audience(endpoint)?;
-        form.push(("client_id", self.client.client_id.clone()));
-        if let Some(secret) = &self.client.client_secret {
-            form.push(("client_secret", secret.expose_secret().to_owned()));
+        let mut headers = vec![
+            (
+                HeaderName::from_static("content-type"),
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+            ),
+            (
+                HeaderName::from_static("accept"),
+                HeaderValue::from_static("application/json"),
+            ),
+        ];
+        if let Some(resource) = self.resource {
+            form.push(("resource", resource.to_owned()));
+        }
+        match (&self.client.auth, &self.client.client_secret) {
+            (ClientAuth::Basic, Some(secret)) => {
+                let encode = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = zeroize::Zeroizing::new(format!(
+                    "{}:{}",
+                    encode(&self.client.client_id),
+                    encode(secret.expose_secret())
+                ));
+                let value = zeroize::Zeroizing::new(format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair.as_bytes())
+                ));
+                let mut value = HeaderValue::from_str(&value)
+                    .map_err(|_| AuthError::InvalidRecipe("client credentials"))?;
+                value.set_sensitive(true);
+                headers.push((HeaderName::from_static("authorization"), value));
+            }
+            (ClientAuth::PostBody, Some(secret)) => {
+                form.push(("client_id", self.client.client_id.clone()));
+                form.push(("client_secret", secret.expose_secret().to_owned()));
+            }
+            _ => form.push(("client_id", self.client.client_id.clone())),
         }
         let body = zeroize::Zeroizing::new(
             url::form_urlencoded::Serializer::new(String::new())
@@ -276,39 +321,37 @@ impl<'a> OAuth2Flow<'a> {
         let request = ParsedRequest {
             method: Method::POST,
             url,
-            headers: vec![
-                (
-                    HeaderName::from_static("content-type"),
-                    HeaderValue::from_static("application/x-www-form-urlencoded"),
-                ),
-                (
-                    HeaderName::from_static("accept"),
-                    HeaderValue::from_static("application/json"),
-                ),
-            ],
+            headers,
             body: Some(body.as_bytes().to_vec()),
         };
         let response = session.host_request(request).await?;
         if !response.status.is_success() {
             return Err(AuthError::Rejected {
                 status: response.status.as_u16(),
+                error: super::oauth_error_code(&response.body),
             });
         }
-        self.parse_tokens(&response.body)
+        Ok(zeroize::Zeroizing::new(response.body.to_vec()))
     }
 
-    fn parse_tokens(&self, body: &[u8]) -> Result<TokenSet, AuthError> {
+    /// Read the token response through the recipe's pointers. A pointer the
+    /// recipe names but the response lacks is an error naming it (the scope
+    /// field falls back to `requested` only when the recipe says so).
+    fn parse_tokens(&self, body: &[u8], requested: &[String]) -> Result<TokenSet, AuthError> {
         let json: serde_json::Value =
             serde_json::from_slice(body).map_err(|_| AuthError::TokenResponse("not JSON"))?;
         let pointers = &self.recipe.token_response;
         let at = |p: &Option<String>| p.as_deref().and_then(|p| json.pointer(p));
         let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_owned);
         let access = text(json.pointer(&pointers.access_token))
-            .ok_or(AuthError::TokenResponse("no access token"))?;
+            .filter(|t| !t.is_empty())
+            .ok_or(AuthError::TokenResponse(
+                "the access_token pointer names no string",
+            ))?;
         let expires_in =
             at(&pointers.expires_in).and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
-        let scopes = match at(&pointers.scope) {
-            Some(serde_json::Value::String(s)) => s
+        let scopes = match (at(&pointers.scope), &pointers.scope) {
+            (Some(serde_json::Value::String(s)), _) => s
                 .split([' ', ','])
                 .chain(s.split(self.separator()))
                 .filter(|s| !s.is_empty() && !s.contains([' ', ',']))
@@ -316,11 +359,17 @@ impl<'a> OAuth2Flow<'a> {
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect(),
-            Some(serde_json::Value::Array(items)) => items
+            (Some(serde_json::Value::Array(items)), _) => items
                 .iter()
                 .filter_map(|v| v.as_str().map(str::to_owned))
                 .collect(),
-            _ => Vec::new(),
+            (_, None) => requested.to_vec(),
+            (_, Some(_)) if pointers.scope_fallback_to_requested => requested.to_vec(),
+            (_, Some(_)) => {
+                return Err(AuthError::TokenResponse(
+                    "the scope pointer names no granted scopes",
+                ));
+            }
         };
         Ok(TokenSet {
             access_token: SecretString::from(access),

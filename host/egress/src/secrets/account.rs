@@ -153,6 +153,9 @@ pub enum AuthReason {
     /// The extension is allowed, but the credential's audience is not one
     /// of the account's.
     Audience,
+    /// The account's access token expired and the provider refused to
+    /// refresh it, or refused the token on a call: connect it again.
+    Expired,
 }
 
 impl AuthReason {
@@ -163,13 +166,16 @@ impl AuthReason {
             AuthReason::Unbound => "unbound",
             AuthReason::Consent => "consent",
             AuthReason::Audience => "audience",
+            AuthReason::Expired => "expired",
         }
     }
 
     /// What a user does about it.
     pub fn advice(self, extension: &str, vendor: &str) -> String {
         match self {
-            AuthReason::Missing => format!("connect a `{vendor}` account for `{extension}`"),
+            AuthReason::Missing => format!(
+                "connect a `{vendor}` account for `{extension}` with `warden auth connect {extension}`"
+            ),
             AuthReason::Unbound => format!(
                 "the stored `{vendor}` account was saved before accounts were bound to \
                  audiences; store it again with `warden secret set`"
@@ -181,6 +187,10 @@ impl AuthReason {
             AuthReason::Audience => format!(
                 "`{extension}` asks to send the `{vendor}` account to a host it is not bound to"
             ),
+            AuthReason::Expired => format!(
+                "the `{vendor}` account expired or was revoked; connect it again with \
+                 `warden auth connect {extension}`"
+            ),
         }
     }
 
@@ -191,6 +201,7 @@ impl AuthReason {
             AuthReason::Unbound => 1,
             AuthReason::Consent => 2,
             AuthReason::Audience => 3,
+            AuthReason::Expired => 4,
         }
     }
 }

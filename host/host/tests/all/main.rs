@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod connect;
 mod exfil;
 mod first_party;
 mod hosted;

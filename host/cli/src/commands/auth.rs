@@ -1,0 +1,240 @@
+//! `warden auth connect|status|disconnect`: connect accounts by running the
+//! installed packages' `[auth.<vendor>]` recipes through the host API
+//! ([`Location::auth_target`], [`Location::begin_oauth`],
+//! [`Location::connect_api_key`]). Values come from a prompt or stdin, never
+//! argv; the OAuth client comes from `warden.toml` (`[auth.<vendor>]`), the
+//! secret store, or dynamic registration — never from a package.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, Result, bail};
+use secrecy::SecretString;
+use warden_core::spec::{ApiKeyRecipe, AuthRecipe};
+use warden_egress::secrets::Account;
+use warden_host::{AuthTarget, Location};
+
+use super::Context;
+use crate::cli::AuthCommand;
+use crate::render;
+
+/// Run an `auth` subcommand.
+pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> {
+    let (_host, location) = cx.open()?;
+    match command {
+        AuthCommand::Connect {
+            name,
+            vendor,
+            timeout,
+            no_browser,
+        } => {
+            let target = location
+                .auth_target(&name, vendor.as_deref())
+                .with_context(|| format!("connecting `{name}`"))?;
+            let accounts = match &target.recipe {
+                AuthRecipe::Oauth2Code(_) => {
+                    oauth(
+                        cx,
+                        &location,
+                        &target,
+                        Duration::from_secs(timeout),
+                        no_browser,
+                    )
+                    .await?
+                }
+                AuthRecipe::ApiKey(recipe) => {
+                    let values = read_fields(&target, recipe)?;
+                    location
+                        .connect_api_key(&target, values)
+                        .await
+                        .with_context(|| format!("connecting a `{}` API key", target.vendor))?
+                }
+                AuthRecipe::DeviceLink(_) => bail!(
+                    "the `{}` recipe is a device link, which Warden cannot run",
+                    target.vendor
+                ),
+            };
+            report(cx, &target, &accounts);
+        }
+        AuthCommand::Status => {
+            let accounts = location.auth_status().context("listing accounts")?;
+            if cx.json {
+                render::json(&accounts);
+            } else if accounts.is_empty() {
+                println!("no accounts are connected");
+            }
+            for status in accounts.iter().filter(|_| !cx.json) {
+                println!("{} ({})", status.account.key, status.kind);
+                println!(
+                    "  expires     {}",
+                    expiry(status.expires_at, status.refreshable)
+                );
+                println!(
+                    "  audiences   {}",
+                    render::words(&status.account.binding.audiences)
+                );
+                println!(
+                    "  allowed     {}",
+                    render::words(&status.account.binding.extensions)
+                );
+                println!("  used by     {}", render::words(&status.used_by));
+            }
+        }
+        AuthCommand::Disconnect { vendor } => {
+            let removed = location
+                .disconnect(&vendor)
+                .await
+                .with_context(|| format!("disconnecting `{vendor}`"))?;
+            if cx.json {
+                render::json(&removed);
+            } else {
+                for key in &removed {
+                    println!("disconnected {key}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn oauth(
+    cx: &Context,
+    location: &Location,
+    target: &AuthTarget,
+    timeout: Duration,
+    no_browser: bool,
+) -> Result<Vec<Account>> {
+    let client = cx.settings.oauth_client(&target.vendor)?;
+    let connect = location
+        .begin_oauth(target, client)
+        .await
+        .with_context(|| format!("starting the `{}` authorization", target.vendor))?;
+    // stderr: stdout carries only the result (JSON with --json).
+    eprintln!(
+        "Open this URL to connect a `{}` account for `{}` (scopes: {}):\n\n  {}\n\n\
+         Waiting up to {} s for the redirect to {} ...",
+        target.vendor,
+        target.extension,
+        render::words(&target.requested_scopes()),
+        connect.url(),
+        timeout.as_secs(),
+        connect.redirect_uri()
+    );
+    if !no_browser && std::io::stderr().is_terminal() {
+        open_browser(connect.url());
+    }
+    connect
+        .finish(timeout)
+        .await
+        .with_context(|| format!("connecting a `{}` account", target.vendor))
+}
+
+/// Best effort: a desktop's URL opener, when there is one.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if spawned.is_err() {
+        eprintln!("(no browser could be opened; open the URL yourself)");
+    }
+}
+
+/// The recipe's fields: prompted for on a terminal (secret ones without
+/// echo), otherwise read from stdin, one line per field in recipe order.
+fn read_fields(target: &AuthTarget, recipe: &ApiKeyRecipe) -> Result<Vec<(String, SecretString)>> {
+    if recipe.fields.is_empty() {
+        bail!("the `{}` recipe declares no fields", target.vendor);
+    }
+    if let Some(instructions) = &recipe.instructions {
+        eprintln!("{instructions}");
+    }
+    let audiences: Vec<String> = target
+        .credentials
+        .iter()
+        .flat_map(|(_, d)| d.audiences.iter().map(ToString::to_string))
+        .collect();
+    eprintln!(
+        "`{}` account for extension `{}`: may be sent only to {}",
+        target.vendor,
+        target.extension,
+        render::words(&audiences)
+    );
+    let mut values = Vec::new();
+    if std::io::stdin().is_terminal() {
+        for field in &recipe.fields {
+            let prompt = format!("{}: ", field.label);
+            let value = if field.secret {
+                rpassword::prompt_password(prompt).context("reading the value")?
+            } else {
+                eprint!("{prompt}");
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)?;
+                line.trim_end_matches(['\r', '\n']).to_owned()
+            };
+            values.push((field.handle.clone(), value));
+        }
+    } else {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the values from stdin")?;
+        let mut lines = text.lines();
+        for field in &recipe.fields {
+            let line = lines.next().unwrap_or_default();
+            values.push((field.handle.clone(), line.trim_end_matches('\r').to_owned()));
+        }
+    }
+    values
+        .into_iter()
+        .map(|(handle, value)| {
+            if value.is_empty() {
+                bail!("empty value for `{handle}`");
+            }
+            Ok((handle, SecretString::from(value)))
+        })
+        .collect()
+}
+
+fn report(cx: &Context, target: &AuthTarget, accounts: &[Account]) {
+    if cx.json {
+        render::json(&accounts);
+        return;
+    }
+    for account in accounts {
+        println!(
+            "connected {} for `{}` (sent only to {})",
+            account.key,
+            target.extension,
+            render::words(&account.binding.audiences)
+        );
+    }
+}
+
+fn expiry(expires_at: Option<u64>, refreshable: bool) -> String {
+    let Some(at) = expires_at else {
+        return "never reported".into();
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let when = if at > now {
+        format!("in {} s", at - now)
+    } else {
+        format!("{} s ago", now - at)
+    };
+    let refresh = if refreshable {
+        ", refreshed before use"
+    } else {
+        ""
+    };
+    format!("{when}{refresh}")
+}

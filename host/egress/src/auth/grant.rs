@@ -1,0 +1,285 @@
+//! The refresh material of an OAuth account, and refresh before expiry.
+//!
+//! Beside each OAuth account (`vendor/handle [scopes]`, the access token a
+//! call stages) the store keeps its grant under `handle#oauth2`: refresh
+//! token, expiry, and the recipe and client it was connected with — a later
+//! manifest never moves the token endpoint. The grant record has no binding,
+//! so no call can ever stage it (and `#` is not valid in a manifest handle).
+//!
+//! [`refresh_due`] runs before a call stages credentials: an account whose
+//! access token expires within the skew is refreshed first, one flight per
+//! account across concurrent calls ([`Flights`]); the rotated refresh token
+//! is stored before the new access token, so a crash between the two writes
+//! leaves a usable refresh token. A refused refresh is an `auth_required`
+//! with reason `expired`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use secrecy::{ExposeSecret, SecretString};
+use warden_core::net::AuthNeeded;
+use warden_core::spec::{CredentialSpec, OAuth2Recipe};
+
+use super::AuthError;
+use super::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
+use crate::secrets::{AccountAudience, AccountKey, AuthReason, SecretStore};
+use crate::session::{AuthRequired, Egress};
+
+/// Suffix of the handle a grant is stored under.
+pub const GRANT_SUFFIX: &str = "#oauth2";
+/// Refresh this long before expiry unless the recipe says otherwise.
+pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
+
+/// What is kept to refresh an account. Secrets are wiped on drop.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct StoredGrant {
+    /// The current refresh token.
+    pub refresh_token: Option<String>,
+    /// When the access token expires (seconds since the epoch).
+    pub expires_at: Option<u64>,
+    /// The recipe the account was connected with.
+    pub recipe: OAuth2Recipe,
+    /// Client id used.
+    pub client_id: String,
+    /// Client secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// Token endpoint client authentication.
+    pub auth: ClientAuth,
+    /// Redirect URI of the authorization.
+    pub redirect_uri: String,
+}
+
+impl std::fmt::Debug for StoredGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredGrant")
+            .field("expires_at", &self.expires_at)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for StoredGrant {
+    fn drop(&mut self) {
+        for secret in [&mut self.refresh_token, &mut self.client_secret]
+            .into_iter()
+            .flatten()
+        {
+            zeroize::Zeroize::zeroize(secret);
+        }
+    }
+}
+
+impl StoredGrant {
+    /// A grant for `tokens` obtained with `recipe` and `client`.
+    pub fn new(recipe: &OAuth2Recipe, client: &OAuth2Client, tokens: &TokenSet) -> Self {
+        Self {
+            refresh_token: tokens
+                .refresh_token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned()),
+            expires_at: tokens.expires_at.map(epoch_seconds),
+            recipe: recipe.clone(),
+            client_id: client.client_id.clone(),
+            client_secret: client
+                .client_secret
+                .as_ref()
+                .map(|s| s.expose_secret().to_owned()),
+            auth: client.auth,
+            redirect_uri: client.redirect_uri.clone(),
+        }
+    }
+
+    /// When the access token expires, if known.
+    pub fn expiry(&self) -> Option<SystemTime> {
+        self.expires_at.map(|s| UNIX_EPOCH + Duration::from_secs(s))
+    }
+
+    fn client(&self) -> OAuth2Client {
+        OAuth2Client {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone().map(SecretString::from),
+            redirect_uri: self.redirect_uri.clone(),
+            auth: self.auth,
+        }
+    }
+
+    fn skew(&self) -> Duration {
+        self.recipe
+            .refresh
+            .as_ref()
+            .and_then(|r| r.skew_seconds)
+            .map_or(DEFAULT_SKEW, Duration::from_secs)
+    }
+
+    /// Whether the access token expires within the skew of `now`.
+    pub fn due(&self, now: SystemTime) -> bool {
+        self.expiry().is_some_and(|at| now + self.skew() >= at)
+    }
+}
+
+fn epoch_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The key the grant of account `key` is stored under.
+pub fn grant_key(key: &AccountKey) -> AccountKey {
+    AccountKey::new(
+        key.vendor.clone(),
+        format!("{}{GRANT_SUFFIX}", key.handle),
+        key.scopes.clone(),
+    )
+}
+
+/// Whether `key` names a grant record rather than an account.
+pub fn is_grant_key(key: &AccountKey) -> bool {
+    key.handle.ends_with(GRANT_SUFFIX)
+}
+
+/// The grant of account `key`, if it was connected with OAuth.
+pub fn load(store: &dyn SecretStore, key: &AccountKey) -> Result<Option<StoredGrant>, AuthError> {
+    let Some(text) = store.get(&grant_key(key))? else {
+        return Ok(None);
+    };
+    serde_json::from_str(text.expose_secret())
+        .map(Some)
+        .map_err(|_| AuthError::TokenResponse("the stored grant is unreadable"))
+}
+
+/// Store the grant of account `key` (write it before the access token).
+pub fn save(
+    store: &dyn SecretStore,
+    key: &AccountKey,
+    grant: &StoredGrant,
+) -> Result<(), AuthError> {
+    let json = zeroize::Zeroizing::new(
+        serde_json::to_string(grant).map_err(|_| AuthError::TokenResponse("serialize"))?,
+    );
+    store.put(&grant_key(key), SecretString::from(json.as_str()))?;
+    Ok(())
+}
+
+/// One lock per account, so concurrent calls refresh it once.
+#[derive(Debug, Default)]
+pub struct Flights {
+    locks: Mutex<HashMap<AccountKey, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl Flights {
+    fn lock_for(&self, key: &AccountKey) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.retain(|_, weak| weak.strong_count() > 0);
+        if let Some(lock) = locks.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(key.clone(), Arc::downgrade(&lock));
+        lock
+    }
+}
+
+/// Refresh account `key` if its access token expires within the skew of
+/// `now`; whether it was refreshed (by this call or a concurrent one).
+pub async fn refresh_account(
+    egress: &Egress,
+    key: &AccountKey,
+    now: SystemTime,
+) -> Result<bool, AuthError> {
+    let store = egress.store().as_ref();
+    // Cheap check first: most calls find a fresh token and take no lock.
+    match load(store, key)? {
+        Some(grant) if grant.due(now) && grant.refresh_token.is_some() => {}
+        _ => return Ok(false),
+    }
+    let lock = egress.flights().lock_for(key);
+    let _flight = lock.lock().await;
+    // Another call may have refreshed while this one waited.
+    let Some(grant) = load(store, key)? else {
+        return Ok(false);
+    };
+    let Some(refresh_token) = grant.refresh_token.clone().map(SecretString::from) else {
+        return Ok(false);
+    };
+    if !grant.due(now) {
+        return Ok(true);
+    }
+    let client = grant.client();
+    let flow = OAuth2Flow::new(&grant.recipe, &client);
+    let tokens = flow.refresh(egress, &refresh_token, &key.scopes).await?;
+    let renewed = StoredGrant::new(&grant.recipe, &client, &tokens);
+    save(store, key, &renewed)?;
+    store.put(key, tokens.access_token.clone())?;
+    tracing::info!(account = %key, "refreshed an OAuth account");
+    Ok(true)
+}
+
+/// Revoke account `key` at its recipe's revoke endpoint (the refresh token
+/// when one is kept, else `access`); whether a revocation was sent.
+pub async fn revoke(
+    egress: &Egress,
+    key: &AccountKey,
+    access: &SecretString,
+) -> Result<bool, AuthError> {
+    let Some(grant) = load(egress.store().as_ref(), key)? else {
+        return Ok(false);
+    };
+    let client = grant.client();
+    let token = grant
+        .refresh_token
+        .clone()
+        .map_or_else(|| access.clone(), SecretString::from);
+    OAuth2Flow::new(&grant.recipe, &client)
+        .revoke(egress, &token)
+        .await
+}
+
+/// Refresh, before a call of `extension` stages `credentials`, every OAuth
+/// account that would serve it and expires soon. The credentials whose
+/// refresh the provider refused (the user must connect again).
+pub async fn refresh_due(
+    egress: &Egress,
+    extension: &str,
+    credentials: &[CredentialSpec],
+    now: SystemTime,
+) -> Result<Vec<AuthRequired>, AuthError> {
+    let store = egress.store().as_ref();
+    let mut expired = Vec::new();
+    let keys = store.list()?;
+    for spec in credentials {
+        let audience = AccountAudience::of(&spec.audience);
+        for key in keys
+            .iter()
+            .filter(|k| !is_grant_key(k) && k.covers(&spec.vendor, &spec.handle, &spec.scopes))
+        {
+            // Only accounts this call may use: another extension's call
+            // never triggers a refresh of an account it cannot send.
+            let allowed = store
+                .binding(key)?
+                .is_some_and(|b| b.check(extension, &audience).is_ok());
+            if !allowed {
+                continue;
+            }
+            match refresh_account(egress, key, now).await {
+                Ok(_) => {}
+                Err(error) if error.is_refusal() => {
+                    tracing::warn!(account = %key, %error, "the provider refused to refresh an account");
+                    expired.push(AuthRequired {
+                        extension_id: extension.to_owned(),
+                        handle: spec.handle.clone(),
+                        needed: AuthNeeded {
+                            vendor: spec.vendor.clone(),
+                            scopes: spec.scopes.clone(),
+                        },
+                        reason: AuthReason::Expired,
+                    });
+                }
+                Err(error) => {
+                    // The stored token is sent as it is; a provider 401 on
+                    // it becomes an auth_required for this credential.
+                    tracing::warn!(account = %key, %error, "could not refresh an account");
+                }
+            }
+        }
+    }
+    Ok(expired)
+}

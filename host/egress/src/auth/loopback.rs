@@ -1,0 +1,229 @@
+//! The loopback redirect of a native app (RFC 8252 §7.3): a listener on
+//! 127.0.0.1 with an ephemeral port receives the browser's one redirect to
+//! `http://127.0.0.1:<port>/callback?code=…&state=…`, answers with a short
+//! page, and closes. Any other path is answered 404 and the wait goes on; a
+//! callback carrying `error=` ends it with that error code.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use super::AuthError;
+
+/// Path of the redirect URI.
+pub const CALLBACK_PATH: &str = "/callback";
+/// Bound on a request head the listener reads.
+const MAX_HEAD: usize = 8 * 1024;
+
+/// A bound listener waiting for one authorization callback.
+#[derive(Debug)]
+pub struct Loopback {
+    listener: TcpListener,
+    redirect_uri: String,
+}
+
+/// What the callback carried. The code is single-use and short-lived.
+#[derive(Debug)]
+pub struct Callback {
+    /// The authorization code.
+    pub code: String,
+    /// The state the provider returned.
+    pub state: String,
+}
+
+impl Loopback {
+    /// Listen on 127.0.0.1 with a port the system picks.
+    pub async fn bind() -> Result<Self, AuthError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| AuthError::Listener(e.to_string()))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| AuthError::Listener(e.to_string()))?
+            .port();
+        Ok(Self {
+            listener,
+            redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}"),
+        })
+    }
+
+    /// The redirect URI to register and send (`http://127.0.0.1:<port>/callback`).
+    pub fn redirect_uri(&self) -> &str {
+        &self.redirect_uri
+    }
+
+    /// Wait up to `timeout` for the callback; the listener closes after it.
+    pub async fn wait(self, timeout: Duration) -> Result<Callback, AuthError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let accepted = tokio::time::timeout_at(deadline, self.listener.accept()).await;
+            let (stream, _) = match accepted {
+                Err(_) => return Err(AuthError::CallbackTimeout(timeout.as_secs())),
+                Ok(Err(e)) => return Err(AuthError::Listener(e.to_string())),
+                Ok(Ok(pair)) => pair,
+            };
+            let handled = tokio::time::timeout_at(deadline, handle(stream)).await;
+            match handled {
+                Err(_) => return Err(AuthError::CallbackTimeout(timeout.as_secs())),
+                Ok(Some(result)) => return result,
+                Ok(None) => continue,
+            }
+        }
+    }
+}
+
+/// Answer one connection; `None` when it was not the callback.
+async fn handle(mut stream: TcpStream) -> Option<Result<Callback, AuthError>> {
+    let Some(target) = read_target(&mut stream).await else {
+        respond(&mut stream, 400, "Bad request.").await;
+        return None;
+    };
+    let url = url::Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
+    if url.path() != CALLBACK_PATH {
+        respond(&mut stream, 404, "Not found.").await;
+        return None;
+    }
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let result = match (param("error"), param("code"), param("state")) {
+        (Some(error), _, _) => Err(AuthError::Authorization(plain(&error))),
+        (None, Some(code), Some(state)) if !code.is_empty() => Ok(Callback { code, state }),
+        _ => Err(AuthError::Authorization(
+            "the callback carried no code and state".into(),
+        )),
+    };
+    let page = match &result {
+        Ok(_) => (
+            200,
+            "Warden received the authorization. You can close this window.",
+        ),
+        Err(_) => (
+            400,
+            "The authorization did not complete. Return to Warden for details.",
+        ),
+    };
+    respond(&mut stream, page.0, page.1).await;
+    Some(result)
+}
+
+/// The request target of a `GET` request head, read with a bound.
+async fn read_target(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 || head.len() + n > MAX_HEAD {
+            return None;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = std::str::from_utf8(&head).ok()?.lines().next()?;
+    let mut parts = line.split(' ');
+    let (Some("GET"), Some(target)) = (parts.next(), parts.next()) else {
+        return None;
+    };
+    target.starts_with('/').then(|| target.to_owned())
+}
+
+async fn respond(stream: &mut TcpStream, status: u16, text: &str) {
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Bad Request",
+    };
+    let body = format!("<!doctype html><title>Warden</title><p>{text}</p>\n");
+    let response = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/html; charset=utf-8\r\n\
+         content-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // The browser may already be gone; the result is what matters.
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// An OAuth error code as shown to a user: a plain token, bounded.
+fn plain(error: &str) -> String {
+    let plain: String = error
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    if plain.is_empty() {
+        "error".into()
+    } else {
+        plain
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(uri: &str, path: &str) -> String {
+        let addr = uri
+            .strip_prefix("http://")
+            .and_then(|r| r.split('/').next())
+            .unwrap()
+            .to_owned();
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn receives_the_callback_after_ignoring_other_paths() {
+        let loopback = Loopback::bind().await.unwrap();
+        let uri = loopback.redirect_uri().to_owned();
+        assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
+        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        assert!(get(&uri, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        assert!(
+            get(&uri, "/callback?code=abc&state=xyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let callback = wait.await.unwrap().unwrap();
+        assert_eq!(
+            (callback.code.as_str(), callback.state.as_str()),
+            ("abc", "xyz")
+        );
+        // The listener is closed once the callback came.
+        let addr = uri
+            .strip_prefix("http://")
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap();
+        assert!(TcpStream::connect(addr).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_provider_error_and_a_timeout_are_typed() {
+        let loopback = Loopback::bind().await.unwrap();
+        let uri = loopback.redirect_uri().to_owned();
+        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        get(
+            &uri,
+            "/callback?error=access_denied&error_description=%3Cscript%3E",
+        )
+        .await;
+        let error = wait.await.unwrap().unwrap_err();
+        assert!(
+            matches!(&error, AuthError::Authorization(e) if e == "access_denied"),
+            "{error:?}"
+        );
+
+        let loopback = Loopback::bind().await.unwrap();
+        let error = loopback.wait(Duration::from_millis(50)).await.unwrap_err();
+        assert!(matches!(error, AuthError::CallbackTimeout(_)), "{error:?}");
+    }
+}

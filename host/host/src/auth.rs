@@ -1,0 +1,317 @@
+//! Connecting accounts by running an installed package's `[auth.<vendor>]`
+//! recipe generically — `warden auth connect|status|disconnect` call these.
+//!
+//! - [`Location::auth_target`] picks the extension and recipe a name means
+//!   (an extension id, or a vendor exactly one extension has a recipe for).
+//! - `api_key`: [`Location::connect_api_key`] runs the validation probe
+//!   (which must target one of the credential's audiences) and stores only
+//!   values that passed.
+//! - `oauth2_code`: [`Location::begin_oauth`] binds a loopback listener,
+//!   chooses the client (operator configuration, the secret store handles the
+//!   recipe names, or dynamic registration) and returns the authorize URL;
+//!   [`OAuthConnect::finish`] waits for the callback, checks the state once,
+//!   exchanges the code and stores the tokens.
+//!
+//! Scopes requested are what the extension declares for the vendor, capped
+//! by the recipe's scopes. Every account is stored bound (see
+//! [`Location::connect_account`]); a failed step stores nothing and leaves
+//! the previous account as it was.
+
+mod connect;
+mod refresh;
+mod status;
+
+pub(crate) use refresh::refused_after_call;
+
+pub use connect::OAuthConnect;
+pub use status::AccountStatus;
+
+use std::collections::BTreeSet;
+
+use secrecy::SecretString;
+use warden_core::spec::AuthRecipe;
+use warden_egress::auth::AuthError;
+
+use crate::accounts::{AccountError, DeclaredCredential};
+use crate::location::Location;
+
+/// Why connecting, listing or disconnecting an account failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// No installed extension has a recipe for this name.
+    #[error(
+        "no installed extension has an auth recipe for `{0}` (name an extension id or a vendor)"
+    )]
+    NoRecipe(String),
+    /// Several extensions have a recipe for this vendor.
+    #[error("several extensions have an auth recipe for `{name}` ({}); name the extension", extensions.join(", "))]
+    Ambiguous {
+        /// The vendor named.
+        name: String,
+        /// The extensions with a recipe for it.
+        extensions: Vec<String>,
+    },
+    /// The extension has recipes for several vendors.
+    #[error("extension `{extension}` has auth recipes for several vendors ({}); name the vendor", vendors.join(", "))]
+    SeveralVendors {
+        /// The extension named.
+        extension: String,
+        /// Its recipes' vendors.
+        vendors: Vec<String>,
+    },
+    /// The recipe's method is not the one asked for, or Warden cannot run it.
+    #[error("the `{vendor}` recipe uses method `{method}`, which {what}")]
+    Method {
+        /// The vendor.
+        vendor: String,
+        /// The recipe's method.
+        method: &'static str,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// The extension declares no credential of the recipe's vendor.
+    #[error("extension `{extension}` declares no `{vendor}` credential to connect")]
+    NoCredential {
+        /// The extension.
+        extension: String,
+        /// The vendor.
+        vendor: String,
+    },
+    /// A value for a recipe field was not given.
+    #[error("no value was given for the field `{0}`")]
+    MissingValue(String),
+    /// The recipe step failed (a typed error naming what was wrong).
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// Storing the account failed.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    /// No stored account has this vendor.
+    #[error("no `{0}` account is connected")]
+    NotConnected(String),
+}
+
+impl From<warden_egress::secrets::SecretError> for ConnectError {
+    fn from(error: warden_egress::secrets::SecretError) -> Self {
+        ConnectError::Account(AccountError::Store(error))
+    }
+}
+
+/// The client an operator configured for a vendor (`warden.toml` or an
+/// embedder's settings); never taken from a package.
+#[derive(Debug, Clone)]
+pub struct OAuthClientConfig {
+    /// Client id.
+    pub client_id: String,
+    /// Client secret, for a confidential client.
+    pub client_secret: Option<SecretString>,
+}
+
+/// What a name passed to `warden auth connect` resolves to.
+#[derive(Debug, Clone)]
+pub struct AuthTarget {
+    /// The extension the account is connected for (bound to it).
+    pub extension: String,
+    /// The vendor of the recipe.
+    pub vendor: String,
+    /// The recipe, from that extension's manifest.
+    pub recipe: AuthRecipe,
+    /// The credentials of that vendor the extension declares, by handle.
+    pub credentials: Vec<(String, DeclaredCredential)>,
+}
+
+impl AuthTarget {
+    /// The scopes to request: everything the extension declares for the
+    /// vendor, capped by the recipe's scopes when it lists any.
+    pub fn requested_scopes(&self) -> Vec<String> {
+        let declared: BTreeSet<&String> = self
+            .credentials
+            .iter()
+            .flat_map(|(_, d)| &d.scopes)
+            .collect();
+        let ceiling: Option<BTreeSet<&String>> = match &self.recipe {
+            AuthRecipe::Oauth2Code(r) if !r.scopes.is_empty() => Some(r.scopes.iter().collect()),
+            _ => None,
+        };
+        declared
+            .into_iter()
+            .filter(|s| ceiling.as_ref().is_none_or(|c| c.contains(s)))
+            .cloned()
+            .collect()
+    }
+
+    /// The command that connects this account.
+    pub fn connect_command(&self) -> String {
+        format!("warden auth connect {}", self.extension)
+    }
+}
+
+fn method_name(recipe: &AuthRecipe) -> &'static str {
+    match recipe {
+        AuthRecipe::Oauth2Code(_) => "oauth2_code",
+        AuthRecipe::ApiKey(_) => "api_key",
+        AuthRecipe::DeviceLink(_) => "device_link",
+    }
+}
+
+impl Location {
+    /// The extension and recipe `name` means: an installed extension id
+    /// (with one recipe, or `vendor` to choose), or a vendor exactly one
+    /// installed extension has a recipe for.
+    pub fn auth_target(
+        &self,
+        name: &str,
+        vendor: Option<&str>,
+    ) -> Result<AuthTarget, ConnectError> {
+        let packages = self.packages();
+        let (package, vendor) = match packages.iter().find(|p| p.id == name) {
+            Some(package) => {
+                let vendors: Vec<String> = package.auth.keys().cloned().collect();
+                let vendor = match (vendor, vendors.as_slice()) {
+                    (Some(v), _) if package.auth.contains_key(v) => v.to_owned(),
+                    (Some(v), _) => return Err(ConnectError::NoRecipe(format!("{name}/{v}"))),
+                    (None, [only]) => only.clone(),
+                    (None, []) => return Err(ConnectError::NoRecipe(name.to_owned())),
+                    (None, _) => {
+                        return Err(ConnectError::SeveralVendors {
+                            extension: name.to_owned(),
+                            vendors,
+                        });
+                    }
+                };
+                (package, vendor)
+            }
+            None => {
+                let with: Vec<_> = packages
+                    .iter()
+                    .filter(|p| p.auth.contains_key(name))
+                    .collect();
+                match with.as_slice() {
+                    [] => return Err(ConnectError::NoRecipe(name.to_owned())),
+                    [only] => (*only, name.to_owned()),
+                    many => {
+                        return Err(ConnectError::Ambiguous {
+                            name: name.to_owned(),
+                            extensions: many.iter().map(|p| p.id.clone()).collect(),
+                        });
+                    }
+                }
+            }
+        };
+        let recipe = package.auth[&vendor].clone();
+        let handles: BTreeSet<String> = package
+            .capabilities
+            .iter()
+            .flat_map(|c| &c.credentials)
+            .filter(|c| c.vendor == vendor)
+            .map(|c| c.handle.clone())
+            .collect();
+        let credentials: Vec<(String, DeclaredCredential)> = handles
+            .into_iter()
+            .filter_map(|handle| {
+                let declared = self
+                    .credential_declarations(&vendor, &handle)
+                    .into_iter()
+                    .find(|d| d.extension == package.id)?;
+                Some((handle, declared))
+            })
+            .collect();
+        if credentials.is_empty() {
+            return Err(ConnectError::NoCredential {
+                extension: package.id.clone(),
+                vendor,
+            });
+        }
+        Ok(AuthTarget {
+            extension: package.id.clone(),
+            vendor,
+            recipe,
+            credentials,
+        })
+    }
+
+    /// Connect an `api_key` account: run the recipe's validation probe with
+    /// `values` (field handle → value), then store each field the extension
+    /// declares as a credential, bound. Nothing is stored if the probe fails.
+    pub async fn connect_api_key(
+        &self,
+        target: &AuthTarget,
+        values: Vec<(String, SecretString)>,
+    ) -> Result<Vec<warden_egress::secrets::Account>, ConnectError> {
+        let AuthRecipe::ApiKey(recipe) = &target.recipe else {
+            return Err(ConnectError::Method {
+                vendor: target.vendor.clone(),
+                method: method_name(&target.recipe),
+                what: "is not api_key",
+            });
+        };
+        for field in &recipe.fields {
+            if !values.iter().any(|(h, _)| *h == field.handle) {
+                return Err(ConnectError::MissingValue(field.handle.clone()));
+            }
+        }
+        let audiences: BTreeSet<_> = target
+            .credentials
+            .iter()
+            .flat_map(|(_, d)| d.audiences.iter().cloned())
+            .collect();
+        let audiences: Vec<_> = audiences.into_iter().collect();
+        warden_egress::auth::api_key::validate(
+            &self.shared.egress,
+            &target.vendor,
+            recipe,
+            &audiences,
+            &values,
+        )
+        .await?;
+        let mut accounts = Vec::new();
+        for (handle, value) in values {
+            let Some((_, declared)) = target.credentials.iter().find(|(h, _)| *h == handle) else {
+                continue;
+            };
+            let key = warden_egress::secrets::AccountKey::new(
+                target.vendor.clone(),
+                handle,
+                declared.scopes.iter().cloned(),
+            );
+            accounts.push(self.connect_account(&target.extension, &key, value)?);
+        }
+        if accounts.is_empty() {
+            return Err(ConnectError::NoCredential {
+                extension: target.extension.clone(),
+                vendor: target.vendor.clone(),
+            });
+        }
+        Ok(accounts)
+    }
+}
+
+impl crate::outcome::AuthDetails {
+    /// The command a user runs about it: `warden secret allow …` when the
+    /// account exists but this extension may not use it, otherwise
+    /// `warden auth connect <extension>`.
+    pub fn connect_command(&self) -> String {
+        match (self.reason, &self.vendor) {
+            (Some(warden_egress::secrets::AuthReason::Consent), Some(vendor)) => {
+                format!("warden secret allow {} {vendor}", self.extension)
+            }
+            _ => format!("warden auth connect {}", self.extension),
+        }
+    }
+
+    /// The structured form every boundary shows (`warden call --json`, MCP
+    /// `structuredContent` and `_meta`): `code`, `reason`, `vendor`,
+    /// `scopes`, `extension`, `handle` and `connect`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": "auth_required",
+            "reason": self.reason.map(|r| r.as_str()),
+            "vendor": self.vendor,
+            "scopes": self.scopes,
+            "extension": self.extension,
+            "handle": self.handle,
+            "connect": self.connect_command(),
+        })
+    }
+}

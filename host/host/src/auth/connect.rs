@@ -1,0 +1,197 @@
+//! The `oauth2_code` connection: loopback listener, client choice, authorize
+//! URL, callback, code exchange, bound storage.
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use warden_core::spec::{AuthRecipe, OAuth2Recipe};
+use warden_egress::auth::AuthError;
+use warden_egress::auth::discovery::{self, Registration};
+use warden_egress::auth::grant::{self, StoredGrant};
+use warden_egress::auth::loopback::Loopback;
+use warden_egress::auth::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, PendingAuthorization};
+use warden_egress::secrets::{Account, AccountKey};
+
+use super::{AuthTarget, ConnectError, OAuthClientConfig, method_name};
+use crate::location::Location;
+
+/// A started OAuth connection: show [`OAuthConnect::url`] to the user, then
+/// [`OAuthConnect::finish`].
+#[derive(Debug)]
+pub struct OAuthConnect {
+    location: Location,
+    target: AuthTarget,
+    recipe: OAuth2Recipe,
+    client: OAuth2Client,
+    registered: bool,
+    pending: PendingAuthorization,
+    loopback: Loopback,
+}
+
+impl Location {
+    /// Start connecting an `oauth2_code` account for `target`: bind the
+    /// loopback listener and build the authorize URL. The client is
+    /// `client` (operator configuration), else the secret-store handles the
+    /// recipe's `client_credentials` name, else a public client registered
+    /// dynamically (RFC 7591) and kept per vendor.
+    pub async fn begin_oauth(
+        &self,
+        target: &AuthTarget,
+        client: Option<OAuthClientConfig>,
+    ) -> Result<OAuthConnect, ConnectError> {
+        let AuthRecipe::Oauth2Code(recipe) = &target.recipe else {
+            return Err(ConnectError::Method {
+                vendor: target.vendor.clone(),
+                method: method_name(&target.recipe),
+                what: "is not oauth2_code",
+            });
+        };
+        let recipe = (**recipe).clone();
+        let loopback = Loopback::bind().await?;
+        let redirect = loopback.redirect_uri().to_owned();
+        let (client, registered) = match client.or(self.stored_client(target, &recipe)?) {
+            Some(config) => {
+                let auth = ClientAuth::for_recipe(&recipe, config.client_secret.is_some());
+                let client = OAuth2Client {
+                    client_id: config.client_id,
+                    client_secret: config.client_secret,
+                    redirect_uri: redirect,
+                    auth,
+                };
+                (client, false)
+            }
+            None => (
+                self.registered_client(target, &recipe, &redirect).await?,
+                true,
+            ),
+        };
+        let scopes = target.requested_scopes();
+        let pending = OAuth2Flow::new(&recipe, &client).start(&scopes)?;
+        Ok(OAuthConnect {
+            location: self.clone(),
+            target: target.clone(),
+            recipe,
+            client,
+            registered,
+            pending,
+            loopback,
+        })
+    }
+
+    /// The client the recipe's `client_credentials` handles name in the
+    /// secret store (stored as `vendor/<handle>` with no scopes).
+    fn stored_client(
+        &self,
+        target: &AuthTarget,
+        recipe: &OAuth2Recipe,
+    ) -> Result<Option<OAuthClientConfig>, ConnectError> {
+        let Some(handles) = &recipe.client_credentials else {
+            return Ok(None);
+        };
+        let store = self.shared.egress.store();
+        let get = |handle: &str| {
+            store.get(&AccountKey::new(
+                target.vendor.clone(),
+                handle,
+                Vec::<String>::new(),
+            ))
+        };
+        let Some(id) = get(&handles.client_id_handle)? else {
+            return Ok(None);
+        };
+        let client_secret = match &handles.client_secret_handle {
+            Some(handle) => get(handle)?,
+            None => None,
+        };
+        use secrecy::ExposeSecret as _;
+        Ok(Some(OAuthClientConfig {
+            client_id: id.expose_secret().to_owned(),
+            client_secret,
+        }))
+    }
+
+    /// The vendor's dynamically registered client: the kept one, or a new
+    /// registration with the authorization server the recipe points at.
+    async fn registered_client(
+        &self,
+        target: &AuthTarget,
+        recipe: &OAuth2Recipe,
+        redirect: &str,
+    ) -> Result<OAuth2Client, ConnectError> {
+        let egress = &self.shared.egress;
+        let store = egress.store().as_ref();
+        let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
+        if let Some(kept) = discovery::load_registration(store, &target.vendor, &issuer)? {
+            return Ok(kept.client(redirect));
+        }
+        let metadata = discovery::server_metadata(egress, &issuer).await?;
+        let registration: Registration = discovery::register(egress, &metadata, redirect).await?;
+        discovery::save_registration(store, &target.vendor, &registration)?;
+        tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
+        Ok(registration.client(redirect))
+    }
+}
+
+impl OAuthConnect {
+    /// The URL the user opens to authorize.
+    pub fn url(&self) -> &str {
+        &self.pending.url
+    }
+
+    /// The loopback redirect URI the provider sends the browser back to.
+    pub fn redirect_uri(&self) -> &str {
+        &self.client.redirect_uri
+    }
+
+    /// What is being connected.
+    pub fn target(&self) -> &AuthTarget {
+        &self.target
+    }
+
+    /// Wait up to `timeout` for the callback, exchange the code and store the
+    /// tokens as bound accounts (one per credential handle the extension
+    /// declares for the vendor, with the granted scopes). On any error
+    /// nothing is stored. A dynamically registered client the token endpoint
+    /// refuses (`invalid_client`) is forgotten, so the next connect
+    /// registers anew.
+    pub async fn finish(self, timeout: Duration) -> Result<Vec<Account>, ConnectError> {
+        let callback = self.loopback.wait(timeout).await?;
+        let egress = &self.location.shared.egress;
+        let flow = OAuth2Flow::new(&self.recipe, &self.client);
+        let tokens = match flow
+            .exchange(egress, self.pending, &callback.code, &callback.state)
+            .await
+        {
+            Ok(tokens) => tokens,
+            Err(error) => {
+                let refused_client = matches!(&error, AuthError::Rejected { status: 401, .. })
+                    || matches!(&error, AuthError::Rejected { error: Some(e), .. } if e == "invalid_client");
+                if self.registered && refused_client {
+                    discovery::forget_registration(egress.store().as_ref(), &self.target.vendor)?;
+                    tracing::warn!(vendor = %self.target.vendor, "the registered client was refused and is forgotten");
+                }
+                return Err(error.into());
+            }
+        };
+        let store = egress.store();
+        let mut accounts = Vec::new();
+        for (handle, _) in &self.target.credentials {
+            let key = AccountKey::new(
+                self.target.vendor.clone(),
+                handle.clone(),
+                tokens.scopes.iter().cloned(),
+            );
+            // Refresh material first: an account never exists without it.
+            let grant = StoredGrant::new(&self.recipe, &self.client, &tokens);
+            grant::save(store.as_ref(), &key, &grant)?;
+            let value = SecretString::from(
+                secrecy::ExposeSecret::expose_secret(&tokens.access_token).to_owned(),
+            );
+            accounts.push(
+                self.location
+                    .connect_account(&self.target.extension, &key, value)?,
+            );
+        }
+        Ok(accounts)
+    }
+}
