@@ -2,6 +2,7 @@
 //! be bundled (`cargo xtask test` bundles before it runs them).
 
 mod accounts;
+mod approve_again;
 mod cli;
 mod github;
 mod identity;

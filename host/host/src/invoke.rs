@@ -54,6 +54,15 @@ impl Location {
             Ok(Gate::Run(rule)) => Ok(self
                 .dispatch(binding, &invocation, input_json, AuthorizedBy::Rule(rule))
                 .await),
+            // The same call was approved earlier and this caller claimed it.
+            Ok(Gate::Approved(dispatch)) => Ok(self
+                .dispatch(
+                    binding,
+                    &invocation,
+                    input_json,
+                    AuthorizedBy::Approval(dispatch.approval_id),
+                )
+                .await),
             Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
             Err(error) => refused(error),
         }

@@ -7,7 +7,14 @@
 //!           -> approval issues a lease (expires after ApprovalConfig::lease_ttl)
 //! resume()  -> recompute the fingerprint, refuse changed input
 //!           -> claim the lease atomically -> Dispatch (exactly one caller gets it)
+//! check()   of a call identical to an approved one (same fingerprint: tool,
+//!           package, input, origin, scope) -> claims its lease -> Gate::Approved
 //! ```
+//!
+//! Resuming by id and calling again are two ways to claim the same lease, so
+//! an approval dispatches once whichever a client uses. A client that cannot
+//! be asked in-band (no MCP elicitation) is told the approval id, a person
+//! approves it out of band, and the client simply repeats the call.
 
 mod error;
 mod fingerprint;
@@ -107,6 +114,9 @@ pub enum Resolution {
 pub enum Gate {
     /// Run the call now.
     Run(Rule),
+    /// Run the call now: a person approved this very call (same
+    /// fingerprint) earlier, and this caller claimed that approval's lease.
+    Approved(Dispatch),
     /// The call waits for this (already persisted) request.
     Blocked(Box<ApprovalRequest>),
 }
@@ -143,8 +153,9 @@ impl Approvals {
 
     /// Authorizes `invocation` against `policy` with the stored grants (a
     /// grant counts only for the package it was given to):
-    /// allowed calls run, gated ones get a persisted approval request,
-    /// denied ones fail with [`ToolFailure::Denied`].
+    /// allowed calls run, gated ones claim an earlier approval of the same
+    /// call or wait on a persisted approval request, denied ones fail with
+    /// [`ToolFailure::Denied`].
     pub fn check(
         &self,
         authorizer: &Authorizer,
@@ -166,11 +177,38 @@ impl Approvals {
         };
         match decision {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
-            Decision::NeedsApproval(rule) => Ok(Gate::Blocked(Box::new(
-                self.request(invocation, rule, now)?,
-            ))),
+            Decision::NeedsApproval(rule) => self.approved_or_asked(invocation, rule, now),
             Decision::Deny(rule) => Err(ToolFailure::Denied { rule }.into()),
         }
+    }
+
+    /// "Approve, then call again": a call identical (same fingerprint) to an
+    /// approved, unexpired, unclaimed request claims that request's lease and
+    /// runs once; one identical to a pending request waits on it; anything
+    /// else opens a new request.
+    fn approved_or_asked(
+        &self,
+        invocation: &Invocation,
+        rule: Rule,
+        now: UnixMillis,
+    ) -> Result<Gate, ApprovalError> {
+        let fingerprint = invocation.fingerprint();
+        if let Some(approval_id) = self.store.claim_approved(&fingerprint, now)? {
+            let lease = self
+                .store
+                .lease(&approval_id)?
+                .ok_or_else(|| missing_lease(&approval_id))?;
+            return Ok(Gate::Approved(Dispatch {
+                approval_id,
+                lease_id: lease.id,
+                invocation: invocation.clone(),
+            }));
+        }
+        let request = match self.store.pending_with(&fingerprint)? {
+            Some(waiting) => waiting,
+            None => self.request(invocation, rule, now)?,
+        };
+        Ok(Gate::Blocked(Box::new(request)))
     }
 
     /// Persists a pending request for `invocation` (needing approval because

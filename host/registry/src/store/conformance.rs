@@ -103,6 +103,55 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
         LeaseState::Claimed
     );
 
+    // "Approve, then call again": an identical call claims the oldest
+    // approved, unexpired, unclaimed request with its fingerprint, once;
+    // and waits on a pending one instead of opening another.
+    let same = Fingerprint("fp-same".into());
+    let approve = |id: &str, issued_at: UnixMillis, expires_at: UnixMillis| {
+        let mut r = request(id, "loc", issued_at);
+        r.fingerprint = same.clone();
+        store.insert_approval(&r).unwrap();
+        let lease = Lease {
+            id: LeaseId(format!("lease-{id}")),
+            approval_id: r.id.clone(),
+            fingerprint: same.clone(),
+            issued_at,
+            expires_at,
+            state: LeaseState::Issued,
+            claimed_at: None,
+        };
+        let resolved = Resolved {
+            state: ApprovalState::Approved,
+            lease: Some(lease),
+            grant: None,
+            at: issued_at,
+        };
+        assert!(store.resolve(&r.id, &resolved).unwrap());
+        r.id
+    };
+    let expired = approve("e0", 10, 35);
+    let older = approve("e1", 20, 100);
+    let newer = approve("e2", 30, 100);
+    assert_eq!(store.pending_with(&same).unwrap(), None);
+    let mut waiting = request("e3", "loc", 32);
+    waiting.fingerprint = same.clone();
+    store.insert_approval(&waiting).unwrap();
+    assert_eq!(store.pending_with(&same).unwrap(), Some(waiting));
+    assert_eq!(store.claim_approved(&wrong, 40).unwrap(), None);
+    assert_eq!(
+        store.claim_approved(&same, 40).unwrap(),
+        Some(older.clone())
+    );
+    assert!(!store.claim_lease(&older, &same, 41).unwrap());
+    assert!(store.claim_lease(&newer, &same, 41).unwrap());
+    assert_eq!(store.claim_approved(&same, 42).unwrap(), None);
+    assert_eq!(
+        store.lease(&expired).unwrap().unwrap().state,
+        LeaseState::Issued,
+        "an expired lease is never claimed"
+    );
+    assert_eq!(store.lease(&older).unwrap().unwrap().claimed_at, Some(40));
+
     // Grants: live ones only, revocable once, with the package they cover.
     store.insert_grant(&grant("g2", Some(50))).unwrap();
     let g2 = &store.grants("gh.op", &"loc".into(), 40).unwrap()[1];

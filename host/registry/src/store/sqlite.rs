@@ -276,6 +276,46 @@ impl ApprovalStore for SqliteStore {
         Ok(changed == 1)
     }
 
+    fn claim_approved(
+        &self,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<ApprovalId>, StoreError> {
+        // One statement that takes the write lock before it reads: another
+        // connection (or process) claiming the same lease waits, then finds
+        // it claimed.
+        self.conn()
+            .query_row(
+                "UPDATE leases SET state = 'claimed', claimed_at = ?2 \
+                 WHERE state = 'issued' AND id = (SELECT id FROM leases \
+                 WHERE fingerprint = ?1 AND state = 'issued' AND expires_at > ?2 \
+                 ORDER BY issued_at, id LIMIT 1) RETURNING approval_id",
+                params![fingerprint.0, now],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+            .map(|id| id.map(ApprovalId))
+            .map_err(backend)
+    }
+
+    fn pending_with(
+        &self,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals \
+                 WHERE fingerprint = ?1 AND state = 'pending' ORDER BY created_at, id LIMIT 1"
+            ))
+            .map_err(backend)?;
+        let mut rows = stmt.query([&fingerprint.0]).map_err(backend)?;
+        match rows.next().map_err(backend)? {
+            Some(row) => approval_from_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
         insert_grant(&self.conn(), grant)
     }
