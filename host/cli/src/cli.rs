@@ -88,6 +88,15 @@ pub(crate) enum Command {
         /// `512MiB` or bytes. Default: 8 GiB.
         #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
         memory_budget: Option<u64>,
+        /// HTTP callers must send `Authorization: Bearer <token>` with the
+        /// token in this file (at least 32 characters). Required to serve on
+        /// anything but a loopback address.
+        #[arg(long, value_name = "PATH", requires = "http")]
+        auth_token_file: Option<std::path::PathBuf>,
+        /// Also accept this `Host` header (e.g. the name a load balancer
+        /// forwards); repeatable.
+        #[arg(long, value_name = "HOST", requires = "http")]
+        allowed_host: Vec<String>,
     },
 }
 

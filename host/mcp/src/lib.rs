@@ -32,6 +32,7 @@
 //! ```
 
 mod approval;
+mod auth;
 mod backend;
 mod catalog;
 mod guard;
@@ -43,8 +44,9 @@ mod stdio;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
+pub use auth::{AuthConfigError, BearerToken, Caller, HttpAuth, MIN_TOKEN_LEN};
 pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
-pub use http::{HttpServer, MCP_PATH, serve_http};
+pub use http::{HttpConfig, HttpServer, MCP_PATH, serve_http, serve_http_with};
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_ERROR_CODE};
 pub use server::WardenServer;
 pub use stdio::{serve_io, serve_stdio};
@@ -65,6 +67,14 @@ pub enum Error {
         /// The socket error.
         #[source]
         source: std::io::Error,
+    },
+    /// HTTP on a non-loopback address was asked for without authentication.
+    #[error(
+        "refusing to serve MCP on {addr} without authentication: it is not a loopback address; configure a bearer token (`--auth-token-file`) or bind 127.0.0.1"
+    )]
+    Unauthenticated {
+        /// The address asked for.
+        addr: SocketAddr,
     },
     /// The client's `initialize` handshake failed or the connection closed
     /// before it completed.

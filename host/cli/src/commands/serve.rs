@@ -9,20 +9,46 @@
 //! `memory_budget_exceeded`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+use warden_mcp::{BearerToken, HttpAuth, HttpConfig};
 
 use super::Context;
 
-/// Serve stdio (default) or streamable HTTP.
-pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCode> {
+/// Serve stdio (default) or streamable HTTP; over HTTP, callers authenticate
+/// with the bearer token in `auth_token_file` when one is given (required off
+/// loopback).
+pub(crate) async fn run(
+    cx: &Context,
+    http: Option<SocketAddr>,
+    auth_token_file: Option<PathBuf>,
+    allowed_hosts: Vec<String>,
+) -> Result<ExitCode> {
+    // Authentication is settled before the host opens: a refused setting
+    // never leaves a half-started server.
+    let mut config = HttpConfig::default();
+    if let Some(path) = &auth_token_file {
+        let token = BearerToken::from_file(path)
+            .with_context(|| format!("--auth-token-file {}", path.display()))?;
+        config = config.with_auth(HttpAuth::Bearer(token));
+    }
+    for host in allowed_hosts {
+        config = config.allow_host(host);
+    }
+    if let Some(addr) = http
+        && config.auth.is_none()
+        && !addr.ip().is_loopback()
+    {
+        return Err(warden_mcp::Error::Unauthenticated { addr }.into());
+    }
     let (host, location) = cx.open()?;
     let backend = crate::backend::HostBackend::new(host, location);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,
         Some(addr) => {
-            let server = warden_mcp::serve_http(backend, addr).await?;
+            let server = warden_mcp::serve_http_with(backend, addr, config).await?;
             eprintln!(
                 "warden: MCP over streamable HTTP at {} (Ctrl-C stops)",
                 server.url()
