@@ -7,10 +7,20 @@ use std::process::{Child, Stdio};
 
 const TOKEN: &str = "e2e-token-5d41402abc4b2a76b9719d911017c592";
 
-/// Starts `warden serve --http <addr> <args>`; the child and the port it
+/// A running `warden serve`, stopped when dropped.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `warden serve --http 0.0.0.0:0 <args>`; the server and the port it
 /// reports listening on.
-fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Child, u16) {
-    let mut child = warden
+fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Serving, u16) {
+    let child = warden
         .command()
         .args(["serve", "--http", "0.0.0.0:0"])
         .args(args)
@@ -19,7 +29,8 @@ fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Child, u16) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("warden serve starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped"));
+    let mut serving = Serving(child);
+    let mut lines = BufReader::new(serving.0.stderr.take().expect("piped"));
     let mut line = String::new();
     loop {
         line.clear();
@@ -37,7 +48,7 @@ fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Child, u16) {
                 .next()
                 .and_then(|p| p.parse().ok())
                 .unwrap_or_else(|| panic!("no port in {line:?}"));
-            return (child, port);
+            return (serving, port);
         }
     }
 }
@@ -90,13 +101,12 @@ fn serve_off_loopback_needs_a_token_and_serves_only_its_holder() {
     assert!(weak.stderr.contains("too short"), "{weak:?}");
 
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
-    let (mut child, port) = serve(&warden, &["--auth-token-file", token_arg]);
+    let (serving, port) = serve(&warden, &["--auth-token-file", token_arg]);
     let statuses = (
         initialize(port, None),
         initialize(port, Some("Bearer not-the-token")),
         initialize(port, Some(&format!("Bearer {TOKEN}"))),
     );
-    child.kill().expect("stop serve");
-    let _ = child.wait();
+    drop(serving);
     assert_eq!(statuses, (401, 401, 200));
 }
