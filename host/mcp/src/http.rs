@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Backend, Error, WardenServer,
-    auth::{HttpAuth, Rejection},
+    auth::{HttpAuth, METADATA_PATH, Rejection},
     guard::{self, MAX_DEPTH, MAX_MESSAGE_BYTES, Refusal},
 };
 
@@ -187,15 +187,25 @@ async fn route<B: Backend>(
     auth: Option<&HttpAuth>,
     mut request: Request<Incoming>,
 ) -> Answer {
+    if let Some(HttpAuth::Jwt(jwt)) = auth
+        && request.method() == Method::GET
+        && [
+            METADATA_PATH.to_owned(),
+            format!("{METADATA_PATH}{MCP_PATH}"),
+        ]
+        .contains(&request.uri().path().to_owned())
+    {
+        return json(StatusCode::OK, jwt.metadata().to_string());
+    }
     if request.uri().path() != MCP_PATH {
         return status(StatusCode::NOT_FOUND);
     }
     if let Some(auth) = auth {
-        match auth.authenticate(request.headers()) {
+        match auth.authenticate(request.headers(), unix_now()) {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
             }
-            Err(rejection) => return unauthorized(rejection),
+            Err(rejection) => return unauthorized(auth, rejection),
         }
     }
     if request.method() != Method::POST {
@@ -256,14 +266,32 @@ fn refused(body: &[u8], refusal: Refusal, code: StatusCode) -> Answer {
     response
 }
 
-/// `401` with the challenge that says what was wrong.
-fn unauthorized(rejection: Rejection) -> Answer {
-    let mut response = status(StatusCode::UNAUTHORIZED);
+/// `401` (or `403`) with the challenge that says what was wrong.
+fn unauthorized(auth: &HttpAuth, rejection: Rejection) -> Answer {
+    let code = StatusCode::from_u16(rejection.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut response = status(code);
+    if let Ok(challenge) = hyper::header::HeaderValue::from_str(&auth.challenge(rejection)) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+fn json(code: StatusCode, body: String) -> Answer {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = code;
     response.headers_mut().insert(
-        hyper::header::WWW_AUTHENTICATE,
-        hyper::header::HeaderValue::from_static(rejection.challenge()),
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn status(code: StatusCode) -> Answer {

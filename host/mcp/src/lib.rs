@@ -44,7 +44,10 @@ mod stdio;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-pub use auth::{AuthConfigError, BearerToken, Caller, HttpAuth, MIN_TOKEN_LEN};
+pub use auth::{
+    AuthConfigError, BearerToken, Caller, HttpAuth, JwtAuth, LEEWAY_SECS, METADATA_PATH,
+    MIN_TOKEN_LEN,
+};
 pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
 pub use http::{HttpConfig, HttpServer, MCP_PATH, serve_http, serve_http_with};
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_ERROR_CODE};

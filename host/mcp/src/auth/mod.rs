@@ -10,12 +10,24 @@
 //! time, so neither timing nor length tells an attacker how close a guess is.
 //! A request without a valid token is answered `401` with a
 //! `WWW-Authenticate: Bearer` challenge (RFC 6750) and never reaches MCP.
+//!
+//! The OAuth 2.1 resource-server mode ([`JwtAuth`]) accepts JWT access tokens
+//! from a configured issuer instead, serves its protected-resource metadata
+//! at [`METADATA_PATH`] and names it in every challenge; a valid token
+//! without the required scopes is answered `403 insufficient_scope`.
+
+mod jwt;
 
 use std::path::Path;
 
 use hyper::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+pub use jwt::{JwtAuth, LEEWAY_SECS};
+
+/// Where the protected-resource metadata (RFC 9728) is served in OAuth mode.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// Shortest token accepted: 32 characters (e.g. `openssl rand -hex 16`).
 pub const MIN_TOKEN_LEN: usize = 32;
@@ -26,6 +38,8 @@ pub const MIN_TOKEN_LEN: usize = 32;
 pub enum HttpAuth {
     /// Every request carries `Authorization: Bearer <token>`.
     Bearer(BearerToken),
+    /// Every request carries a JWT access token from the configured issuer.
+    Jwt(JwtAuth),
 }
 
 /// A static bearer token; only its digest is held.
@@ -44,8 +58,8 @@ impl std::fmt::Debug for BearerToken {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthConfigError {
-    /// The token file could not be read.
-    #[error("cannot read the bearer token file {path}")]
+    /// A token or key file could not be read.
+    #[error("cannot read {path}")]
     Read {
         /// The file.
         path: String,
@@ -60,6 +74,17 @@ pub enum AuthConfigError {
     WeakToken {
         /// What is wrong with it.
         what: &'static str,
+    },
+    /// The issuer's key set is unusable.
+    #[error("the JWKS {0}")]
+    Jwks(&'static str),
+    /// The audience is not this server's `http(s)` resource URL.
+    #[error(
+        "the audience `{audience}` is not an http(s) URL of this server (e.g. https://warden.example.com/mcp)"
+    )]
+    Audience {
+        /// The audience given.
+        audience: String,
     },
 }
 
@@ -111,32 +136,59 @@ pub struct Caller {
 pub(crate) enum Rejection {
     /// No `Authorization: Bearer` header.
     Missing,
-    /// A token was presented and is not valid.
+    /// A token was presented and is not valid (signature, issuer, audience,
+    /// expiry, or not the static token).
     InvalidToken,
+    /// A valid token without the required scopes (`403`).
+    InsufficientScope,
 }
 
 impl Rejection {
-    /// The `WWW-Authenticate` challenge of a `401` answer.
-    pub(crate) fn challenge(self) -> &'static str {
+    /// `401`, or `403` for a token that lacks scopes.
+    pub(crate) fn status(self) -> u16 {
         match self {
-            Rejection::Missing => r#"Bearer realm="warden""#,
-            Rejection::InvalidToken => {
-                r#"Bearer realm="warden", error="invalid_token", error_description="the access token is not valid""#
-            }
+            Rejection::InsufficientScope => 403,
+            Rejection::Missing | Rejection::InvalidToken => 401,
         }
     }
 }
 
 impl HttpAuth {
-    /// The caller of a request with `headers`, or why it is refused.
-    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Rejection> {
+    /// The caller of a request with `headers` at `now` (Unix seconds), or
+    /// why it is refused.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap, now: i64) -> Result<Caller, Rejection> {
         let token = bearer(headers)?;
         match self {
             HttpAuth::Bearer(expected) if expected.matches(token) => Ok(Caller {
                 subject: "bearer".into(),
             }),
             HttpAuth::Bearer(_) => Err(Rejection::InvalidToken),
+            HttpAuth::Jwt(jwt) => jwt.verify(token, now),
         }
+    }
+
+    /// The `WWW-Authenticate` challenge answering `rejection`.
+    pub(crate) fn challenge(&self, rejection: Rejection) -> String {
+        let mut challenge = String::from("Bearer realm=\"warden\"");
+        match rejection {
+            Rejection::Missing => {}
+            Rejection::InvalidToken => challenge.push_str(
+                ", error=\"invalid_token\", error_description=\"the access token is not valid\"",
+            ),
+            Rejection::InsufficientScope => {
+                let scope = match self {
+                    HttpAuth::Jwt(jwt) => jwt.required_scope(),
+                    HttpAuth::Bearer(_) => String::new(),
+                };
+                challenge.push_str(&format!(
+                    ", error=\"insufficient_scope\", scope=\"{scope}\""
+                ));
+            }
+        }
+        if let HttpAuth::Jwt(jwt) = self {
+            challenge.push_str(&format!(", resource_metadata=\"{}\"", jwt.metadata_url()));
+        }
+        challenge
     }
 }
 
@@ -183,10 +235,10 @@ mod tests {
     #[test]
     fn only_the_configured_token_authenticates() {
         let auth = HttpAuth::Bearer(BearerToken::new(&format!("{TOKEN}\n")).unwrap());
-        let ok = auth.authenticate(&headers(&[&format!("Bearer {TOKEN}")]));
+        let ok = auth.authenticate(&headers(&[&format!("Bearer {TOKEN}")]), 0);
         assert_eq!(ok.unwrap().subject, "bearer");
         assert!(
-            auth.authenticate(&headers(&[&format!("bearer {TOKEN}")]))
+            auth.authenticate(&headers(&[&format!("bearer {TOKEN}")]), 0)
                 .is_ok()
         );
         let cases = [
@@ -207,7 +259,7 @@ mod tests {
         for (values, expected) in cases {
             let values: Vec<&str> = values.iter().map(String::as_str).collect();
             assert_eq!(
-                auth.authenticate(&headers(&values)),
+                auth.authenticate(&headers(&values), 0),
                 Err(expected),
                 "{values:?}"
             );
