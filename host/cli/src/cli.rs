@@ -88,15 +88,9 @@ pub(crate) enum Command {
         /// `512MiB` or bytes. Default: 8 GiB.
         #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
         memory_budget: Option<u64>,
-        /// HTTP callers must send `Authorization: Bearer <token>` with the
-        /// token in this file (at least 32 characters). Required to serve on
-        /// anything but a loopback address.
-        #[arg(long, value_name = "PATH", requires = "http")]
-        auth_token_file: Option<std::path::PathBuf>,
-        /// Also accept this `Host` header (e.g. the name a load balancer
-        /// forwards); repeatable.
-        #[arg(long, value_name = "HOST", requires = "http")]
-        allowed_host: Vec<String>,
+        /// How HTTP callers authenticate (required off loopback).
+        #[command(flatten)]
+        auth: ServeAuthArgs,
     },
 }
 
@@ -111,6 +105,43 @@ impl Command {
             _ => None,
         }
     }
+}
+
+/// Authentication of `serve --http`: a static bearer token, or OAuth 2.1
+/// JWT access tokens from an issuer. One of them is required to serve on
+/// anything but a loopback address.
+#[derive(Args, Debug, Default)]
+pub(crate) struct ServeAuthArgs {
+    /// HTTP callers must send `Authorization: Bearer <token>` with the token
+    /// in this file (at least 32 characters).
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "http",
+        conflicts_with = "oauth_issuer"
+    )]
+    pub(crate) auth_token_file: Option<std::path::PathBuf>,
+    /// Accept JWT access tokens from this OAuth issuer (its `iss`).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["http", "oauth_audience", "oauth_jwks_file"]
+    )]
+    pub(crate) oauth_issuer: Option<String>,
+    /// This server's resource URL: tokens must name it in `aud`
+    /// (e.g. https://warden.example.com/mcp).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(crate) oauth_audience: Option<String>,
+    /// The issuer's signing keys (a JWKS JSON document).
+    #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
+    pub(crate) oauth_jwks_file: Option<std::path::PathBuf>,
+    /// A scope every token must carry (repeatable); otherwise `403`.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    pub(crate) oauth_scope: Vec<String>,
+    /// Also accept this `Host` header (e.g. the name a load balancer
+    /// forwards); repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub(crate) allowed_host: Vec<String>,
 }
 
 #[derive(Args, Debug)]

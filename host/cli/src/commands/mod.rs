@@ -130,11 +130,6 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
-        Command::Serve {
-            http,
-            auth_token_file,
-            allowed_host,
-            ..
-        } => serve::run(&cx, http, auth_token_file, allowed_host).await,
+        Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
     }
 }

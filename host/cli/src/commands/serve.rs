@@ -9,34 +9,24 @@
 //! `memory_budget_exceeded`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use warden_mcp::{BearerToken, HttpAuth, HttpConfig};
+use warden_mcp::{BearerToken, HttpAuth, HttpConfig, JwtAuth};
 
 use super::Context;
+use crate::cli::ServeAuthArgs;
 
 /// Serve stdio (default) or streamable HTTP; over HTTP, callers authenticate
-/// with the bearer token in `auth_token_file` when one is given (required off
-/// loopback).
+/// as `auth` says (required off loopback).
 pub(crate) async fn run(
     cx: &Context,
     http: Option<SocketAddr>,
-    auth_token_file: Option<PathBuf>,
-    allowed_hosts: Vec<String>,
+    auth: ServeAuthArgs,
 ) -> Result<ExitCode> {
     // Authentication is settled before the host opens: a refused setting
     // never leaves a half-started server.
-    let mut config = HttpConfig::default();
-    if let Some(path) = &auth_token_file {
-        let token = BearerToken::from_file(path)
-            .with_context(|| format!("--auth-token-file {}", path.display()))?;
-        config = config.with_auth(HttpAuth::Bearer(token));
-    }
-    for host in allowed_hosts {
-        config = config.allow_host(host);
-    }
+    let config = http_config(auth)?;
     if let Some(addr) = http
         && config.auth.is_none()
         && !addr.ip().is_loopback()
@@ -58,6 +48,31 @@ pub(crate) async fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTTP endpoint's settings from the command line.
+fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
+    let mut config = HttpConfig::default();
+    if let Some(path) = &auth.auth_token_file {
+        let token = BearerToken::from_file(path)
+            .with_context(|| format!("--auth-token-file {}", path.display()))?;
+        config = config.with_auth(HttpAuth::Bearer(token));
+    }
+    if let (Some(issuer), Some(audience), Some(jwks)) = (
+        auth.oauth_issuer,
+        auth.oauth_audience,
+        &auth.oauth_jwks_file,
+    ) {
+        let keys = std::fs::read_to_string(jwks)
+            .with_context(|| format!("--oauth-jwks-file {}", jwks.display()))?;
+        let jwt = JwtAuth::new(issuer, audience, &keys, auth.oauth_scope)
+            .context("the --oauth-* settings")?;
+        config = config.with_auth(HttpAuth::Jwt(jwt));
+    }
+    for host in auth.allowed_host {
+        config = config.allow_host(host);
+    }
+    Ok(config)
 }
 
 /// Parse `--memory-budget`: bytes, or a number with `KiB`, `MiB` or `GiB`;

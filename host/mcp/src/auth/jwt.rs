@@ -156,10 +156,10 @@ impl JwtAuth {
         if exp + LEEWAY_SECS <= now {
             return Err(invalid);
         }
-        if let Some(nbf) = claims.get("nbf") {
-            if nbf.as_i64().is_none_or(|nbf| nbf - LEEWAY_SECS > now) {
-                return Err(invalid);
-            }
+        if let Some(nbf) = claims.get("nbf")
+            && nbf.as_i64().is_none_or(|nbf| nbf - LEEWAY_SECS > now)
+        {
+            return Err(invalid);
         }
         let scopes: Vec<&str> = claims
             .get("scope")

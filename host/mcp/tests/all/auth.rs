@@ -21,6 +21,18 @@ fn with_token() -> HttpConfig {
 /// An MCP `initialize` POSTed by hand with `authorization` (if any): the
 /// status and the `WWW-Authenticate` header of the answer.
 async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Option<String>) {
+    let (status, challenge, _) = exchange(addr, "POST", MCP_PATH, authorization).await;
+    (status, challenge)
+}
+
+/// One request sent by hand: the status, the `WWW-Authenticate` header and
+/// what was read of the body.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> (u16, Option<String>, String) {
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -30,8 +42,13 @@ async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Opti
     let auth = authorization
         .map(|value| format!("Authorization: {value}\r\n"))
         .unwrap_or_default();
+    let body = if method == "POST" {
+        body
+    } else {
+        String::new()
+    };
     let request = format!(
-        "POST {MCP_PATH} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
@@ -39,9 +56,9 @@ async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Opti
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut response = Vec::new();
-    // The head is enough; an SSE answer may stay open.
+    // The head (and what came with it) is enough; an SSE answer may stay open.
     let mut buf = [0u8; 4096];
-    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") || response.ends_with(b"\r\n\r\n") {
         let n = stream.read(&mut buf).await.expect("read");
         if n == 0 {
             break;
@@ -59,7 +76,11 @@ async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Opti
         name.eq_ignore_ascii_case("www-authenticate")
             .then(|| value.trim().to_owned())
     });
-    (status, challenge)
+    let body = head
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, challenge, body)
 }
 
 #[tokio::test]
@@ -127,4 +148,105 @@ async fn only_the_configured_bearer_token_gets_through() {
         .await;
     assert!(refused.is_err(), "no token, no session");
     client.cancel().await.expect("close");
+}
+
+/// A local OAuth issuer: one ES256 key, tokens signed on demand.
+struct Issuer(ring::signature::EcdsaKeyPair);
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "https://warden.test/mcp";
+
+impl Issuer {
+    fn new() -> Self {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING as ALG, EcdsaKeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ALG, &rng).unwrap();
+        Issuer(EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng).unwrap())
+    }
+
+    fn jwks(&self) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+        use ring::signature::KeyPair;
+        let point = self.0.public_key().as_ref();
+        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
+            "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}]})
+        .to_string()
+    }
+
+    /// `Bearer <jwt>` for `sub` with `aud`, `scope`, expiring `exp_in` seconds from now.
+    fn bearer(&self, aud: &str, scope: &str, exp_in: i64) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let claims =
+            json!({"iss": ISSUER, "aud": aud, "sub": "alice", "exp": now + exp_in, "scope": scope});
+        let signed = format!(
+            "{}.{}",
+            B64.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
+            B64.encode(claims.to_string())
+        );
+        let rng = ring::rand::SystemRandom::new();
+        let signature = self.0.sign(&rng, signed.as_bytes()).unwrap();
+        format!("Bearer {signed}.{}", B64.encode(signature.as_ref()))
+    }
+}
+
+#[tokio::test]
+async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
+    let issuer = Issuer::new();
+    let jwt =
+        warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec!["mcp".into()]).unwrap();
+    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let metadata_url = "https://warden.test/.well-known/oauth-protected-resource";
+
+    let (status, _, body) = exchange(addr, "GET", warden_mcp::METADATA_PATH, None).await;
+    assert_eq!(status, 200);
+    let metadata: serde_json::Value = serde_json::from_str(&body).expect("metadata JSON");
+    assert_eq!(metadata["resource"], AUDIENCE);
+    assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+
+    let (status, challenge) = initialize(addr, None).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.contains(&format!(r#"resource_metadata="{metadata_url}""#))),
+        "{challenge:?}"
+    );
+    for (what, token) in [
+        ("expired", issuer.bearer(AUDIENCE, "mcp", -3600)),
+        (
+            "other audience",
+            issuer.bearer("https://other.test/mcp", "mcp", 300),
+        ),
+        (
+            "other issuer's key",
+            Issuer::new().bearer(AUDIENCE, "mcp", 300),
+        ),
+    ] {
+        let (status, challenge) = initialize(addr, Some(&token)).await;
+        assert_eq!(status, 401, "{what}");
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.contains(r#"error="invalid_token""#)),
+            "{what}: {challenge:?}"
+        );
+    }
+    let (status, challenge) = initialize(addr, Some(&issuer.bearer(AUDIENCE, "openid", 300))).await;
+    assert_eq!(status, 403);
+    assert!(
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.contains(r#"error="insufficient_scope", scope="mcp""#)),
+        "{challenge:?}"
+    );
+    let good = issuer.bearer(AUDIENCE, "openid mcp", 300);
+    assert_eq!(initialize(addr, Some(&good)).await.0, 200);
 }
