@@ -4,7 +4,9 @@
 //! needs approval is persisted in the approval store (nothing is kept in
 //! memory): the client's elicitation answer resumes it from the stored
 //! request, and a client that cannot be asked repeats the identical call once
-//! a person approved it out of band, which claims that approval.
+//! a person approved it out of band, which claims that approval. An
+//! authenticated HTTP caller's calls run in the session `caller:<subject>`,
+//! so one caller's approval is never claimed by another.
 
 use std::collections::HashMap;
 
@@ -13,7 +15,7 @@ use warden_core::Origin;
 use warden_host::{
     ApprovalId, Catalog, Host, InstalledPackage, Invocation, InvokeOutcome, Location, Resolution,
 };
-use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
 use warden_registry::{GrantTerms, now_millis};
 
 /// The host and Location behind an MCP server.
@@ -68,10 +70,16 @@ impl Backend for HostBackend {
             .collect()
     }
 
-    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult> {
+    fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        caller: Option<Caller>,
+    ) -> BoxFuture<'static, CallResult> {
         let location = self.location.clone();
         Box::pin(async move {
-            let invocation = Invocation::new(name, arguments, Origin::LoopRun);
+            let mut invocation = Invocation::new(name, arguments, Origin::LoopRun);
+            invocation.session = caller.map(caller_session);
             match location.invoke(invocation).await {
                 Ok(InvokeOutcome::NeedsApproval(request)) => {
                     let id = request.id.to_string();
@@ -135,6 +143,13 @@ impl Backend for HostBackend {
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.location.changes()
     }
+}
+
+/// The session an authenticated caller's calls run in. The session is part
+/// of an approval's fingerprint, so "approve, then call again" claims only the
+/// same caller's approval; grants made by approving stay Location-wide.
+fn caller_session(caller: Caller) -> String {
+    format!("caller:{}", caller.subject)
 }
 
 /// The `_meta` of a tool: its package and the trust the host gave it.

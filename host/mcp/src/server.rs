@@ -93,10 +93,14 @@ impl<B: Backend> WardenServer<B> {
             .catalog
             .has_output_schema(shared.backend.as_ref(), &name);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        if let Some(caller) = caller(&context) {
+        let caller = caller(&context).cloned();
+        if let Some(caller) = &caller {
             tracing::info!(tool = %name, caller = %caller.subject, "tools/call");
         }
-        let pending = match result::answer(shared.backend.call(name, arguments).await, structured) {
+        let pending = match result::answer(
+            shared.backend.call(name, arguments, caller).await,
+            structured,
+        ) {
             Answer::Done(result) => return result,
             Answer::Approval(pending) => pending,
         };

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use warden_mcp::{BearerToken, Error, HttpAuth, HttpConfig, MCP_PATH};
 
@@ -249,4 +249,32 @@ async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
     );
     let good = issuer.bearer(AUDIENCE, "openid mcp", 300);
     assert_eq!(initialize(addr, Some(&good)).await.0, 200);
+}
+
+#[tokio::test]
+async fn the_token_subject_reaches_the_backend_as_the_caller() {
+    let issuer = Issuer::new();
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
+    let fake = Fake::new();
+    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
+    let server = warden_mcp::serve_http_with(fake.clone(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let token = issuer.bearer(AUDIENCE, "", 300);
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url())
+        .auth_header(token.trim_start_matches("Bearer "));
+    let client = TestClient::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("handshake with a JWT");
+    let Value::Object(arguments) = json!({"text": "hi"}) else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.structured_content, Some(json!({"text": "hi"})));
+    assert_eq!(*fake.callers.lock().unwrap(), [Some("alice".to_owned())]);
+    client.cancel().await.expect("close");
 }
