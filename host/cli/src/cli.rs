@@ -72,6 +72,9 @@ pub(crate) enum Command {
     /// List and answer approval requests.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// List and revoke the grants made by approving with `--grant`.
+    #[command(subcommand)]
+    Grants(GrantsCommand),
     /// Serve the tools over MCP (stdio by default).
     Serve {
         /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
@@ -182,6 +185,17 @@ impl From<OriginArg> for warden_core::Origin {
             OriginArg::Automation => warden_core::Origin::Automation,
         }
     }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum GrantsCommand {
+    /// Live grants of the Location: capability, package, origin, session, expiry.
+    List,
+    /// Revoke a grant: calls it covered need approval again.
+    Revoke {
+        /// The grant id (from `warden grants list`).
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod call;
+mod grants;
 mod inspect;
 mod install;
 mod secret;
@@ -130,6 +131,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
+        Command::Grants(command) => grants::run(&cx, command),
         Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
     }
 }

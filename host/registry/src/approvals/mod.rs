@@ -166,8 +166,16 @@ impl Approvals {
         // Grants can only turn "needs approval" into "allow", so the store is
         // read only when the decision without grants is to ask.
         let scope = &invocation.scope;
+        let fingerprint = invocation.fingerprint();
         let decision = match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
             Decision::NeedsApproval(_) => {
+                // A person's approval of this very call is spent before any
+                // grant is consulted, so an approve-and-grant's own lease is
+                // never left over to run the call again after the grant is
+                // revoked.
+                if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now)? {
+                    return Ok(Gate::Approved(dispatch));
+                }
                 let grants = self
                     .store
                     .grants(&policy.capability_id, &scope.location, now)?;
@@ -177,38 +185,39 @@ impl Approvals {
         };
         match decision {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
-            Decision::NeedsApproval(rule) => self.approved_or_asked(invocation, rule, now),
+            Decision::NeedsApproval(rule) => {
+                // An identical call waits on the pending request, if any.
+                let request = match self.store.pending_with(&fingerprint)? {
+                    Some(waiting) => waiting,
+                    None => self.request(invocation, rule, now)?,
+                };
+                Ok(Gate::Blocked(Box::new(request)))
+            }
             Decision::Deny(rule) => Err(ToolFailure::Denied { rule }.into()),
         }
     }
 
-    /// "Approve, then call again": a call identical (same fingerprint) to an
-    /// approved, unexpired, unclaimed request claims that request's lease and
-    /// runs once; one identical to a pending request waits on it; anything
-    /// else opens a new request.
-    fn approved_or_asked(
+    /// "Approve, then call again": claims the lease of an approved,
+    /// unexpired, unclaimed request identical to `invocation` (same
+    /// `fingerprint`: tool, package, input, origin, scope).
+    fn claim_identical(
         &self,
         invocation: &Invocation,
-        rule: Rule,
+        fingerprint: &Fingerprint,
         now: UnixMillis,
-    ) -> Result<Gate, ApprovalError> {
-        let fingerprint = invocation.fingerprint();
-        if let Some(approval_id) = self.store.claim_approved(&fingerprint, now)? {
-            let lease = self
-                .store
-                .lease(&approval_id)?
-                .ok_or_else(|| missing_lease(&approval_id))?;
-            return Ok(Gate::Approved(Dispatch {
-                approval_id,
-                lease_id: lease.id,
-                invocation: invocation.clone(),
-            }));
-        }
-        let request = match self.store.pending_with(&fingerprint)? {
-            Some(waiting) => waiting,
-            None => self.request(invocation, rule, now)?,
+    ) -> Result<Option<Dispatch>, ApprovalError> {
+        let Some(approval_id) = self.store.claim_approved(fingerprint, now)? else {
+            return Ok(None);
         };
-        Ok(Gate::Blocked(Box::new(request)))
+        let lease = self
+            .store
+            .lease(&approval_id)?
+            .ok_or_else(|| missing_lease(&approval_id))?;
+        Ok(Some(Dispatch {
+            approval_id,
+            lease_id: lease.id,
+            invocation: invocation.clone(),
+        }))
     }
 
     /// Persists a pending request for `invocation` (needing approval because
@@ -240,6 +249,20 @@ impl Approvals {
     /// Pending requests of a Location, oldest first.
     pub fn pending(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         Ok(self.store.pending_approvals(location)?)
+    }
+
+    /// The live grants of a Location, oldest first.
+    pub fn grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, ApprovalError> {
+        Ok(self.store.live_grants(location, now)?)
+    }
+
+    /// Revokes a grant; false when no live grant has that id.
+    pub fn revoke_grant(&self, id: &GrantId) -> Result<bool, ApprovalError> {
+        Ok(self.store.revoke_grant(id)?)
     }
 
     /// Records a person's answer. Approvals issue a lease; approve-and-grant

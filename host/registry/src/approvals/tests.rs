@@ -547,3 +547,45 @@ fn filtering_is_not_authorization() {
         })
     );
 }
+
+#[test]
+fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
+    let approvals = memory();
+    let authorizer = Authorizer::default();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let inv = call(json!({"title": "granted"}));
+    let id = blocked(&approvals, &policy, &inv).id;
+    let grant_id = approvals
+        .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+        .unwrap()
+        .grant
+        .unwrap()
+        .id;
+    // The approved call itself spends its approval; later ones use the grant.
+    let first = approvals.check(&authorizer, &policy, &inv, NOW).unwrap();
+    assert!(
+        matches!(&first, Gate::Approved(d) if d.approval_id == id),
+        "{first:?}"
+    );
+    assert_eq!(
+        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        Gate::Run(Rule::GrantCovers {
+            grant_id: grant_id.clone()
+        })
+    );
+    assert_eq!(
+        approvals
+            .grants(&"loc".into(), NOW)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id)
+            .collect::<Vec<_>>(),
+        [grant_id.clone()]
+    );
+    assert!(approvals.revoke_grant(&grant_id).unwrap());
+    assert!(approvals.grants(&"loc".into(), NOW).unwrap().is_empty());
+    assert!(matches!(
+        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        Gate::Blocked(_)
+    ));
+}

@@ -172,13 +172,34 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
     };
     assert_eq!(ids(40), ["g1", "g2"]);
     assert_eq!(ids(50), ["g1"]);
+    let mut other = grant("g4", None);
+    other.capability_id = "gh.other".into();
+    store.insert_grant(&other).unwrap();
+    store
+        .insert_grant(&Grant {
+            location: "elsewhere".into(),
+            ..grant("g5", None)
+        })
+        .unwrap();
+    let live = |now| -> Vec<String> {
+        store
+            .live_grants(&"loc".into(), now)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id.0)
+            .collect()
+    };
+    assert_eq!(live(40), ["g1", "g2", "g4"]);
+    assert_eq!(live(50), ["g1", "g4"]);
+    assert_eq!(store.live_grants(&"loc".into(), 40).unwrap()[2], other);
     assert!(
         store
-            .grants("gh.other", &"loc".into(), 40)
+            .grants("gh.none", &"loc".into(), 40)
             .unwrap()
             .is_empty()
     );
     assert!(store.revoke_grant(&GrantId("g1".into())).unwrap());
     assert!(!store.revoke_grant(&GrantId("g1".into())).unwrap());
     assert!(ids(40) == ["g2"]);
+    assert_eq!(live(40), ["g2", "g4"]);
 }

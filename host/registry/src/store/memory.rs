@@ -175,6 +175,24 @@ impl ApprovalStore for MemoryStore {
             .collect())
     }
 
+    fn live_grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let mut live: Vec<Grant> = self
+            .lock()
+            .grants
+            .values()
+            .filter(|(g, revoked)| {
+                !revoked && &g.location == location && g.expires_at.is_none_or(|t| now < t)
+            })
+            .map(|(g, _)| g.clone())
+            .collect();
+        live.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(live)
+    }
+
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
         Ok(match self.lock().grants.get_mut(id) {
             Some((_, revoked)) if !*revoked => {

@@ -232,6 +232,12 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
         now: UnixMillis,
     ) -> Result<Vec<Grant>, StoreError>;
 
+    /// Every unrevoked, unexpired grant of `location` (any capability),
+    /// oldest first; those stored before package identity was recorded are
+    /// never returned (they cover nothing).
+    fn live_grants(&self, location: &LocationId, now: UnixMillis)
+    -> Result<Vec<Grant>, StoreError>;
+
     /// Revokes a grant; false when there was no live grant with that id.
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
 }
