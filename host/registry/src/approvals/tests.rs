@@ -578,9 +578,9 @@ fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
             .grants(&"loc".into(), NOW)
             .unwrap()
             .into_iter()
-            .map(|g| g.id)
+            .map(|g| g.id.0)
             .collect::<Vec<_>>(),
-        [grant_id.clone()]
+        [grant_id.0.as_str()]
     );
     assert!(approvals.revoke_grant(&grant_id).unwrap());
     assert!(approvals.grants(&"loc".into(), NOW).unwrap().is_empty());
