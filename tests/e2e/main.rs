@@ -3,6 +3,7 @@
 
 mod accounts;
 mod approve_again;
+mod audit;
 mod cli;
 mod github;
 mod identity;

@@ -72,6 +72,9 @@ pub(crate) enum Command {
     /// List and answer approval requests.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Read the audit log (one JSON line per decision and per call).
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// List and revoke the grants made by approving with `--grant`.
     #[command(subcommand)]
     Grants(GrantsCommand),
@@ -185,6 +188,16 @@ impl From<OriginArg> for warden_core::Origin {
             OriginArg::Automation => warden_core::Origin::Automation,
         }
     }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AuditCommand {
+    /// The last lines of the audit log, oldest first.
+    Tail {
+        /// How many lines.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -14,6 +14,7 @@ use warden_registry::{
 };
 use warden_runtime::Runtime;
 
+use crate::audit::AuditLog;
 use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::location::Location;
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) validation: ValidationOptions,
     /// The most trust a bundled package gets (see [`HostBuilder::bundled_trust`]).
     pub(crate) bundled_trust: EffectiveTrust,
+    /// Where decisions and calls are recorded, if anywhere.
+    pub(crate) audit: Option<AuditLog>,
 }
 
 /// A Warden host: build it once, open Locations, install packages into them,
@@ -57,6 +60,7 @@ pub struct HostBuilder {
     approvals: Option<Arc<dyn ApprovalStore>>,
     resolver: Option<Arc<dyn Resolver>>,
     bundled_trust: EffectiveTrust,
+    audit: Option<AuditLog>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -94,6 +98,13 @@ impl HostBuilder {
     /// always [`EffectiveTrust::ThirdParty`], whatever this says.
     pub fn bundled_trust(mut self, cap: EffectiveTrust) -> Self {
         self.bundled_trust = cap;
+        self
+    }
+
+    /// Write one JSON line per authorization decision and per call to
+    /// `log` (see [`AuditLog`]); default: no audit log.
+    pub fn audit_log(mut self, log: AuditLog) -> Self {
+        self.audit = Some(log);
         self
     }
 
@@ -137,6 +148,7 @@ impl HostBuilder {
             bounder: OutputBounder::new(bound),
             validation,
             bundled_trust: self.bundled_trust,
+            audit: self.audit,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -175,6 +187,7 @@ impl Host {
             approvals: None,
             resolver: None,
             bundled_trust: EffectiveTrust::FirstParty,
+            audit: None,
         }
     }
 

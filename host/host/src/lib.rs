@@ -25,6 +25,7 @@
 //! ```
 
 mod accounts;
+mod audit;
 mod config;
 mod error;
 mod host;
@@ -35,6 +36,7 @@ mod source;
 mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
+pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
