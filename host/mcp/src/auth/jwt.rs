@@ -124,6 +124,10 @@ impl JwtAuth {
             Some("ES256") => Alg::Es256,
             _ => return Err(invalid),
         };
+        // No extension is understood, so none may be critical (RFC 7515 4.1.11).
+        if header.get("crit").is_some() {
+            return Err(invalid);
+        }
         let kid = header.get("kid").and_then(Value::as_str);
         let signature = URL_SAFE_NO_PAD.decode(sig).map_err(|_| invalid)?;
         let signed = &token.as_bytes()[..header_len(token)];

@@ -168,6 +168,13 @@ fn wrong_expired_and_other_audience_tokens_are_invalid() {
             })),
         ),
         ("not a JWT", "abc".into()),
+        (
+            "a critical extension",
+            issuer.sign(
+                &json!({"alg": "ES256", "kid": "ec1", "crit": ["exp"], "exp": 1}),
+                &claims(),
+            ),
+        ),
     ];
     for (what, token) in cases {
         assert_eq!(
