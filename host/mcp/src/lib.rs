@@ -9,6 +9,11 @@
 //! [`Backend::resolve`]; otherwise the model gets a tool error carrying the
 //! approval id and how to approve.
 //!
+//! Over HTTP, [`serve_http_with`] authenticates every request ([`HttpAuth`]: a
+//! static bearer token, or OAuth 2.1 JWT access tokens with protected-resource
+//! metadata) and refuses to serve a non-loopback address without it; the
+//! authenticated [`Caller`] is handed to [`Backend::call`].
+//!
 //! The smallest use, serving a backend on stdio until the client hangs up:
 //!
 //! ```no_run
