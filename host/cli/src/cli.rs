@@ -135,7 +135,7 @@ pub(crate) struct ServeAuthArgs {
     )]
     pub(crate) oauth_issuer: Option<String>,
     /// This server's resource URL: tokens must name it in `aud`
-    /// (e.g. https://warden.example.com/mcp).
+    /// (e.g. `https://warden.example.com/mcp`).
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     pub(crate) oauth_audience: Option<String>,
     /// The issuer's signing keys (a JWKS JSON document).
