@@ -124,3 +124,43 @@ fn a_grant_keeps_working_across_runs_and_a_replacement_needs_a_new_one() {
     );
     assert_eq!(call().code, 2, "a replacement inherits no grant");
 }
+
+#[test]
+fn grants_are_listed_and_a_revoked_one_covers_nothing() {
+    let warden = crate::warden();
+    let call = || {
+        warden.run(&[
+            "--json",
+            "call",
+            "echo.echo",
+            "--origin",
+            "automation",
+            "--input",
+            INPUT,
+        ])
+    };
+    let none = warden.run(&["--json", "grants", "list"]);
+    assert_eq!(none.json(), serde_json::json!([]), "{none:?}");
+    let blocked = call();
+    assert_eq!(blocked.code, 2, "{blocked:?}");
+    let approval = blocked.json()["approval_id"].as_str().unwrap().to_owned();
+    let approve = warden.run(&["approvals", "approve", "--grant", &approval]);
+    assert_eq!(approve.code, 0, "{approve:?}");
+    assert_eq!(call().code, 0, "the grant covers the call");
+
+    let listed = warden.run(&["--json", "grants", "list"]).json();
+    let grants = listed.as_array().expect("a list");
+    assert_eq!(grants.len(), 1, "{listed}");
+    assert_eq!(grants[0]["capability_id"], "echo.echo");
+    assert_eq!(grants[0]["origin"], "automation");
+    let id = grants[0]["id"].as_str().unwrap().to_owned();
+
+    let revoke = warden.run(&["grants", "revoke", &id]);
+    assert_eq!(revoke.code, 0, "{revoke:?}");
+    assert_eq!(call().code, 2, "a revoked grant covers nothing");
+    let listed = warden.run(&["--json", "grants", "list"]);
+    assert_eq!(listed.json(), serde_json::json!([]));
+    let again = warden.run(&["grants", "revoke", &id]);
+    assert_ne!(again.code, 0, "{again:?}");
+    assert!(again.stderr.contains("no live grant"), "{again:?}");
+}

@@ -3,6 +3,8 @@
 
 mod accounts;
 mod auth;
+mod approve_again;
+mod audit;
 mod cli;
 mod github;
 mod hosted;
@@ -10,6 +12,7 @@ mod identity;
 mod install;
 mod live_catalog;
 mod mcp;
+mod serve_auth;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
 fn warden() -> warden_tests::Warden {

@@ -1,37 +1,32 @@
 //! The MCP backend of `warden serve`: the host's Location as MCP tools.
 //!
 //! Calls arrive from a model, so their origin is `loop_run`. A call that
-//! needs approval is kept here (by approval id) until the client answers the
-//! elicitation, then resumed with exactly the input that was approved.
+//! needs approval is persisted in the approval store (nothing is kept in
+//! memory): the client's elicitation answer resumes it from the stored
+//! request, and a client that cannot be asked repeats the identical call once
+//! a person approved it out of band, which claims that approval. An
+//! authenticated HTTP caller's calls run in the session `caller:<subject>`,
+//! so one caller's approval is never claimed by another.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use warden_core::Origin;
 use warden_host::{
     ApprovalId, Catalog, Host, InstalledPackage, Invocation, InvokeOutcome, Location, Resolution,
 };
-use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
 use warden_registry::{GrantTerms, now_millis};
 
 /// The host and Location behind an MCP server.
 pub(crate) struct HostBackend {
     host: Host,
     location: Location,
-    /// Calls waiting for an approval, by approval id.
-    pending: Pending,
 }
 
-type Pending = Arc<Mutex<HashMap<String, Invocation>>>;
-
 impl HostBackend {
-    pub(crate) fn new(host: Host, location: Location) -> Arc<Self> {
-        Arc::new(HostBackend {
-            host,
-            location,
-            pending: Pending::default(),
-        })
+    pub(crate) fn new(host: Host, location: Location) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(HostBackend { host, location })
     }
 }
 
@@ -75,24 +70,26 @@ impl Backend for HostBackend {
             .collect()
     }
 
-    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult> {
-        let (location, pending) = (self.location.clone(), self.pending.clone());
+    fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        caller: Option<Caller>,
+    ) -> BoxFuture<'static, CallResult> {
+        let location = self.location.clone();
         Box::pin(async move {
-            let invocation = Invocation::new(name, arguments, Origin::LoopRun);
-            match location.invoke(invocation.clone()).await {
+            let mut invocation = Invocation::new(name, arguments, Origin::LoopRun);
+            invocation.session = caller.map(caller_session);
+            match location.invoke(invocation).await {
                 Ok(InvokeOutcome::NeedsApproval(request)) => {
                     let id = request.id.to_string();
-                    pending
-                        .lock()
-                        .expect("pending lock")
-                        .insert(id.clone(), invocation);
                     CallResult::NeedsApproval {
                         summary: format!(
                             "`{}` needs approval ({})",
                             request.capability_id, request.rule
                         ),
                         how_to_approve: format!(
-                            "run `warden approvals approve {id}` and call the tool again, or answer the approval prompt"
+                            "run `warden approvals approve {id}`, then make the identical call again, or answer the approval prompt"
                         ),
                         approval_id: id,
                     }
@@ -108,19 +105,19 @@ impl Backend for HostBackend {
         approval_id: String,
         answer: ApprovalAnswer,
     ) -> BoxFuture<'static, CallResult> {
-        let (host, location, pending) = (
-            self.host.clone(),
-            self.location.clone(),
-            self.pending.clone(),
-        );
+        let (host, location) = (self.host.clone(), self.location.clone());
         Box::pin(async move {
-            let Some(invocation) = pending.lock().expect("pending lock").remove(&approval_id)
-            else {
-                return CallResult::Protocol(format!(
-                    "no pending call for approval `{approval_id}`"
-                ));
-            };
             let id = ApprovalId(approval_id);
+            // The call to resume is the one the store recorded when it asked.
+            let request = match host.approvals().store().approval(&id) {
+                Ok(Some(request)) => request,
+                Ok(None) => {
+                    return CallResult::Protocol(format!("no pending call for approval `{id}`"));
+                }
+                Err(error) => {
+                    return CallResult::Protocol(format!("reading the approval: {error}"));
+                }
+            };
             let resolution = match answer {
                 ApprovalAnswer::ApproveOnce => Resolution::ApproveOnce,
                 ApprovalAnswer::ApproveAndGrant => {
@@ -132,6 +129,9 @@ impl Backend for HostBackend {
             if let Err(error) = host.approvals().resolve(&id, resolution, now_millis()) {
                 return CallResult::Protocol(format!("resolving the approval: {error}"));
             }
+            let mut invocation =
+                Invocation::new(request.capability_id, request.input, request.origin);
+            invocation.session = request.scope.session;
             // A denial comes back from `resume` as a typed failure the model sees.
             match location.resume(&id, invocation).await {
                 Ok(outcome) => result(outcome),
@@ -143,6 +143,13 @@ impl Backend for HostBackend {
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.location.changes()
     }
+}
+
+/// The session an authenticated caller's calls run in. The session is part
+/// of an approval's fingerprint, so "approve, then call again" claims only the
+/// same caller's approval; grants made by approving stay Location-wide.
+fn caller_session(caller: Caller) -> String {
+    format!("caller:{}", caller.subject)
 }
 
 /// The `_meta` of a tool: its package and the trust the host gave it.

@@ -79,6 +79,12 @@ pub(crate) enum Command {
     /// List and answer approval requests.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Read the audit log (one JSON line per decision and per call).
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// List and revoke the grants made by approving with `--grant`.
+    #[command(subcommand)]
+    Grants(GrantsCommand),
     /// Serve the tools over MCP (stdio by default).
     Serve {
         /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
@@ -95,6 +101,9 @@ pub(crate) enum Command {
         /// `512MiB` or bytes. Default: 8 GiB.
         #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
         memory_budget: Option<u64>,
+        /// How HTTP callers authenticate (required off loopback).
+        #[command(flatten)]
+        auth: ServeAuthArgs,
     },
 }
 
@@ -109,6 +118,43 @@ impl Command {
             _ => None,
         }
     }
+}
+
+/// Authentication of `serve --http`: a static bearer token, or OAuth 2.1
+/// JWT access tokens from an issuer. One of them is required to serve on
+/// anything but a loopback address.
+#[derive(Args, Debug, Default)]
+pub(crate) struct ServeAuthArgs {
+    /// HTTP callers must send `Authorization: Bearer <token>` with the token
+    /// in this file (at least 32 characters).
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "http",
+        conflicts_with = "oauth_issuer"
+    )]
+    pub(crate) auth_token_file: Option<std::path::PathBuf>,
+    /// Accept JWT access tokens from this OAuth issuer (its `iss`).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["http", "oauth_audience", "oauth_jwks_file"]
+    )]
+    pub(crate) oauth_issuer: Option<String>,
+    /// This server's resource URL: tokens must name it in `aud`
+    /// (e.g. `https://warden.example.com/mcp`).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(crate) oauth_audience: Option<String>,
+    /// The issuer's signing keys (a JWKS JSON document).
+    #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
+    pub(crate) oauth_jwks_file: Option<std::path::PathBuf>,
+    /// A scope every token must carry (repeatable); otherwise `403`.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    pub(crate) oauth_scope: Vec<String>,
+    /// Also accept this `Host` header (e.g. the name a load balancer
+    /// forwards); repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub(crate) allowed_host: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -149,6 +195,27 @@ impl From<OriginArg> for warden_core::Origin {
             OriginArg::Automation => warden_core::Origin::Automation,
         }
     }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AuditCommand {
+    /// The last lines of the audit log, oldest first.
+    Tail {
+        /// How many lines.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum GrantsCommand {
+    /// Live grants of the Location: capability, package, origin, session, expiry.
+    List,
+    /// Revoke a grant: calls it covered need approval again.
+    Revoke {
+        /// The grant id (from `warden grants list`).
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -14,6 +14,7 @@ use warden_registry::{
 };
 use warden_runtime::Runtime;
 
+use crate::audit::AuditLog;
 use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::lane::FirstPartyService;
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) bundled_trust: EffectiveTrust,
     /// Native implementations of `first_party` packages, by service name.
     pub(crate) first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
+    /// Where decisions and calls are recorded, if anywhere.
+    pub(crate) audit: Option<AuditLog>,
 }
 
 impl Shared {
@@ -79,6 +82,7 @@ pub struct HostBuilder {
     resolver: Option<Arc<dyn Resolver>>,
     bundled_trust: EffectiveTrust,
     first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
+    audit: Option<AuditLog>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -135,6 +139,13 @@ impl HostBuilder {
         self
     }
 
+    /// Write one JSON line per authorization decision and per call to
+    /// `log` (see [`AuditLog`]); default: no audit log.
+    pub fn audit_log(mut self, log: AuditLog) -> Self {
+        self.audit = Some(log);
+        self
+    }
+
     /// Create the host: the engine, the stores and the egress client.
     pub fn build(self) -> Result<Host, HostError> {
         let HostConfig {
@@ -176,6 +187,7 @@ impl HostBuilder {
             validation,
             bundled_trust: self.bundled_trust,
             first_party: self.first_party,
+            audit: self.audit,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -215,6 +227,7 @@ impl Host {
             resolver: None,
             bundled_trust: EffectiveTrust::FirstParty,
             first_party: BTreeMap::new(),
+            audit: None,
         }
     }
 

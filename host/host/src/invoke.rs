@@ -13,6 +13,7 @@ use warden_registry::{
 };
 use warden_runtime::{Limits, ToolLimits, Unavailable};
 
+use crate::audit::AuditEntry;
 use crate::error::HostError;
 use crate::lane::CallContext;
 use crate::location::{Binding, Location};
@@ -50,17 +51,29 @@ impl Location {
         }
         let call = self.call_of(tool, &invocation);
         let policy = ToolPolicy::from(tool.def());
-        match self
-            .shared
-            .approvals
-            .check(&self.shared.authorizer, &policy, &call, now_millis())
-        {
-            Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
-                .await),
-            Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
-            Err(error) => refused(error),
-        }
+        let outcome =
+            match self
+                .shared
+                .approvals
+                .check(&self.shared.authorizer, &policy, &call, now_millis())
+            {
+                Ok(Gate::Run(rule)) => Ok(self
+                    .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
+                    .await),
+                // The same call was approved earlier and this caller claimed it.
+                Ok(Gate::Approved(dispatch)) => Ok(self
+                    .dispatch(
+                        &binding,
+                        &invocation,
+                        input_json,
+                        AuthorizedBy::Approval(dispatch.approval_id),
+                    )
+                    .await),
+                Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
+                Err(error) => refused(error),
+            };
+        self.audit(&call, &outcome);
+        outcome
     }
 
     /// Run a call a person approved. The input must be exactly what was
@@ -81,7 +94,7 @@ impl Location {
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
         let call = self.call_of(tool, &invocation);
-        match self.shared.approvals.resume(approval, &call, now_millis()) {
+        let outcome = match self.shared.approvals.resume(approval, &call, now_millis()) {
             Ok(dispatch) => Ok(self
                 .dispatch(
                     &binding,
@@ -91,7 +104,58 @@ impl Location {
                 )
                 .await),
             Err(error) => refused(error),
+        };
+        self.audit(&call, &outcome);
+        outcome
+    }
+
+    /// One audit line for a decided (and maybe run) call; never its input.
+    fn audit(&self, call: &Call, outcome: &Result<InvokeOutcome, HostError>) {
+        let (Some(log), Ok(outcome)) = (&self.shared.audit, outcome) else {
+            return;
+        };
+        let mut entry = AuditEntry {
+            time: now_millis(),
+            location: call.scope.location.0.clone(),
+            session: call.scope.session.clone(),
+            origin: call.origin.as_str().to_owned(),
+            capability: call.capability_id.clone(),
+            package_digest: call.package.as_ref().map(|p| p.digest.clone()),
+            fingerprint: call.fingerprint().0,
+            rule: None,
+            approval_id: None,
+            outcome: String::new(),
+            fuel: None,
+            wall_ms: None,
+        };
+        let usage = match outcome {
+            InvokeOutcome::Completed(done) => {
+                entry.outcome = "ok".into();
+                match &done.authorized_by {
+                    AuthorizedBy::Rule(rule) => entry.rule = Some(rule.to_string()),
+                    AuthorizedBy::Approval(id) => entry.approval_id = Some(id.0.clone()),
+                }
+                Some(done.usage)
+            }
+            InvokeOutcome::NeedsApproval(request) => {
+                entry.outcome = "approval_required".into();
+                entry.rule = Some(request.rule.to_string());
+                entry.approval_id = Some(request.id.0.clone());
+                None
+            }
+            InvokeOutcome::Failed(failure) => {
+                entry.outcome = failure.code().to_owned();
+                match failure {
+                    CallFailure::Runtime { usage, .. } => Some(*usage),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(usage) = usage {
+            entry.fuel = Some(usage.fuel_consumed);
+            entry.wall_ms = Some(u64::try_from(usage.wall_time.as_millis()).unwrap_or(u64::MAX));
         }
+        log.record(&entry);
     }
 
     fn call_of(&self, tool: &RegisteredTool, invocation: &Invocation) -> Call {

@@ -33,6 +33,7 @@
 
 mod accounts;
 mod auth;
+mod audit;
 mod config;
 mod error;
 mod host;
@@ -45,6 +46,7 @@ mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
 pub use auth::{AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect};
+pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};

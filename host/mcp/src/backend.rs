@@ -5,6 +5,8 @@ use std::{future::Future, pin::Pin};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::Caller;
+
 /// A boxed, sendable future, as returned by [`Backend`] methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -19,8 +21,15 @@ pub trait Backend: Send + Sync + 'static {
     /// server caches the converted list until the next tick.
     fn tools(&self) -> Vec<ToolEntry>;
 
-    /// Runs one call that came from an MCP client (origin: MCP).
-    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult>;
+    /// Runs one call that came from an MCP client (origin: MCP), made by
+    /// `caller` when the transport authenticated one (HTTP with
+    /// [`crate::HttpAuth`]); `None` over stdio and unauthenticated loopback.
+    fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        caller: Option<Caller>,
+    ) -> BoxFuture<'static, CallResult>;
 
     /// Resolves a pending approval and, when approved, resumes that same call
     /// exactly once, returning its result.

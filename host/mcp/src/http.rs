@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Backend, Error, WardenServer,
+    auth::{HttpAuth, METADATA_PATH, Rejection},
     guard::{self, MAX_DEPTH, MAX_MESSAGE_BYTES, Refusal},
 };
 
@@ -56,7 +57,34 @@ impl Drop for HttpServer {
     }
 }
 
-/// Serves MCP over streamable HTTP at `http://{addr}/mcp`.
+/// How the HTTP endpoint is exposed.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// How callers authenticate; required unless the address is loopback.
+    pub auth: Option<HttpAuth>,
+    /// `Host` header values accepted besides loopback names and the bound
+    /// address (e.g. the name a load balancer forwards), against DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl HttpConfig {
+    /// Callers must authenticate with `auth`.
+    pub fn with_auth(mut self, auth: HttpAuth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Also accept requests whose `Host` header is `host`.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+}
+
+/// Serves MCP over streamable HTTP at `http://{addr}/mcp`, without
+/// authentication: only a loopback `addr` is accepted (see
+/// [`serve_http_with`]).
 ///
 /// Only loopback `Host` headers (and the bound address itself) are accepted,
 /// against DNS rebinding; bind to `127.0.0.1:0` to pick a free port.
@@ -64,6 +92,24 @@ pub async fn serve_http<B: Backend>(
     backend: Arc<B>,
     addr: SocketAddr,
 ) -> Result<HttpServer, Error> {
+    serve_http_with(backend, addr, HttpConfig::default()).await
+}
+
+/// Serves MCP over streamable HTTP at `http://{addr}/mcp` as `config` says.
+///
+/// On anything but a loopback address, an [`HttpAuth`] is required
+/// ([`Error::Unauthenticated`] otherwise): the endpoint runs tools with the
+/// host's credentials, so it is never open to whoever can reach the port.
+/// Every request is authenticated before MCP sees it; the caller's identity
+/// is attached to the request (see [`crate::Caller`]).
+pub async fn serve_http_with<B: Backend>(
+    backend: Arc<B>,
+    addr: SocketAddr,
+    config: HttpConfig,
+) -> Result<HttpServer, Error> {
+    if config.auth.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::Unauthenticated { addr });
+    }
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Bind { addr, source })?;
@@ -71,16 +117,18 @@ pub async fn serve_http<B: Backend>(
         .local_addr()
         .map_err(|source| Error::Bind { addr, source })?;
     let stop = CancellationToken::new();
-    let mut config = StreamableHttpServerConfig::default()
+    let mut sdk = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
     if !addr.ip().is_loopback() {
-        config.allowed_hosts.push(addr.ip().to_string());
+        sdk.allowed_hosts.push(addr.ip().to_string());
     }
+    sdk.allowed_hosts.extend(config.allowed_hosts);
     let server = WardenServer::new(backend);
     let service: StreamableHttpService<WardenServer<B>, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
-    let task = tokio::spawn(accept(listener, service, stop.clone()));
+        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), sdk);
+    let auth = config.auth.map(Arc::new);
+    let task = tokio::spawn(accept(listener, service, auth, stop.clone()));
     Ok(HttpServer {
         addr,
         stop,
@@ -91,6 +139,7 @@ pub async fn serve_http<B: Backend>(
 async fn accept<B: Backend>(
     listener: TcpListener,
     service: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    auth: Option<Arc<HttpAuth>>,
     stop: CancellationToken,
 ) {
     loop {
@@ -105,12 +154,12 @@ async fn accept<B: Backend>(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
+        let (service, auth) = (service.clone(), auth.clone());
         let stop = stop.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let service = service.clone();
-                async move { Ok::<_, Infallible>(route(&service, request).await) }
+                let (service, auth) = (service.clone(), auth.clone());
+                async move { Ok::<_, Infallible>(route(&service, auth.as_deref(), request).await) }
             });
             let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
             tokio::pin!(connection);
@@ -130,12 +179,34 @@ async fn accept<B: Backend>(
 /// answered with a JSON-RPC error carrying its id ([`guard`]) rather than the
 /// SDK's bare status; such an answer holds nothing but the sender's own id.
 /// Everything else, headers and sessions included, is the SDK's.
+///
+/// With `auth`, a request is authenticated before anything else is read, and
+/// carries its [`crate::Caller`] in its extensions from there on.
 async fn route<B: Backend>(
     service: &StreamableHttpService<WardenServer<B>, LocalSessionManager>,
-    request: Request<Incoming>,
+    auth: Option<&HttpAuth>,
+    mut request: Request<Incoming>,
 ) -> Answer {
+    if let Some(HttpAuth::Jwt(jwt)) = auth
+        && request.method() == Method::GET
+        && [
+            METADATA_PATH.to_owned(),
+            format!("{METADATA_PATH}{MCP_PATH}"),
+        ]
+        .contains(&request.uri().path().to_owned())
+    {
+        return json(StatusCode::OK, jwt.metadata().to_string());
+    }
     if request.uri().path() != MCP_PATH {
         return status(StatusCode::NOT_FOUND);
+    }
+    if let Some(auth) = auth {
+        match auth.authenticate(request.headers(), unix_now()) {
+            Ok(caller) => {
+                request.extensions_mut().insert(caller);
+            }
+            Err(rejection) => return unauthorized(auth, rejection),
+        }
     }
     if request.method() != Method::POST {
         return service.handle(request).await;
@@ -193,6 +264,34 @@ fn refused(body: &[u8], refusal: Refusal, code: StatusCode) -> Answer {
         hyper::header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// `401` (or `403`) with the challenge that says what was wrong.
+fn unauthorized(auth: &HttpAuth, rejection: Rejection) -> Answer {
+    let code = StatusCode::from_u16(rejection.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut response = status(code);
+    if let Ok(challenge) = hyper::header::HeaderValue::from_str(&auth.challenge(rejection)) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+fn json(code: StatusCode, body: String) -> Answer {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn status(code: StatusCode) -> Answer {

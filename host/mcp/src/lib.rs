@@ -9,6 +9,11 @@
 //! [`Backend::resolve`]; otherwise the model gets a tool error carrying the
 //! approval id and how to approve.
 //!
+//! Over HTTP, [`serve_http_with`] authenticates every request ([`HttpAuth`]: a
+//! static bearer token, or OAuth 2.1 JWT access tokens with protected-resource
+//! metadata) and refuses to serve a non-loopback address without it; the
+//! authenticated [`Caller`] is handed to [`Backend::call`].
+//!
 //! The smallest use, serving a backend on stdio until the client hangs up:
 //!
 //! ```no_run
@@ -32,6 +37,7 @@
 //! ```
 
 mod approval;
+mod auth;
 mod backend;
 mod catalog;
 mod guard;
@@ -43,8 +49,12 @@ mod stdio;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
+pub use auth::{
+    AuthConfigError, BearerToken, Caller, HttpAuth, JwtAuth, LEEWAY_SECS, METADATA_PATH,
+    MIN_TOKEN_LEN,
+};
 pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
-pub use http::{HttpServer, MCP_PATH, serve_http};
+pub use http::{HttpConfig, HttpServer, MCP_PATH, serve_http, serve_http_with};
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;
 pub use stdio::{serve_io, serve_stdio};
@@ -65,6 +75,14 @@ pub enum Error {
         /// The socket error.
         #[source]
         source: std::io::Error,
+    },
+    /// HTTP on a non-loopback address was asked for without authentication.
+    #[error(
+        "refusing to serve MCP on {addr} without authentication: it is not a loopback address; configure a bearer token (`--auth-token-file`) or bind 127.0.0.1"
+    )]
+    Unauthenticated {
+        /// The address asked for.
+        addr: SocketAddr,
     },
     /// The client's `initialize` handshake failed or the connection closed
     /// before it completed.

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::{
-    approval,
+    Caller, approval,
     backend::Backend,
     catalog::Catalog,
     result::{self, Answer, PendingApproval},
@@ -93,7 +93,14 @@ impl<B: Backend> WardenServer<B> {
             .catalog
             .has_output_schema(shared.backend.as_ref(), &name);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let pending = match result::answer(shared.backend.call(name, arguments).await, structured) {
+        let caller = caller(&context).cloned();
+        if let Some(caller) = &caller {
+            tracing::info!(tool = %name, caller = %caller.subject, "tools/call");
+        }
+        let pending = match result::answer(
+            shared.backend.call(name, arguments, caller).await,
+            structured,
+        ) {
             Answer::Done(result) => return result,
             Answer::Approval(pending) => pending,
         };
@@ -146,6 +153,15 @@ impl<B: Backend> WardenServer<B> {
             }
         });
     }
+}
+
+/// The authenticated caller of an HTTP request (none over stdio, or on
+/// loopback without authentication).
+fn caller(context: &RequestContext<RoleServer>) -> Option<&Caller> {
+    context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
 }
 
 impl<B: Backend> ServerHandler for WardenServer<B> {

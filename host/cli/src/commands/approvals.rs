@@ -43,7 +43,7 @@ pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
                     &json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }),
                 );
             } else {
-                println!("approved {id}; run the same call with `--resume {id}`");
+                println!("approved {id}; make the identical call again (or add `--resume {id}`)");
             }
         }
         ApprovalsCommand::Deny { id, feedback } => {

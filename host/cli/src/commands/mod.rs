@@ -1,8 +1,10 @@
 //! One module per subcommand; this one opens the host they share.
 
 mod approvals;
+mod audit;
 mod auth;
 mod call;
+mod grants;
 mod inspect;
 mod install;
 mod mcp;
@@ -13,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use warden_host::{Host, HostConfig, Location, PackageSource, Replace};
+use warden_host::{AuditLog, Host, HostConfig, Location, PackageSource, Replace};
 
 use crate::cli::{Cli, Command};
 use crate::settings::{self, Settings};
@@ -90,7 +92,16 @@ impl Context {
         }
         Ok(Host::builder(config)
             .resolver(self.settings.resolver())
+            .audit_log(AuditLog::new(
+                self.audit_path(),
+                warden_host::DEFAULT_AUDIT_MAX_BYTES,
+            ))
             .build()?)
+    }
+
+    /// The audit log: `<data-dir>/audit.jsonl` (and `audit.jsonl.1`).
+    pub(crate) fn audit_path(&self) -> PathBuf {
+        self.data_dir.join("audit.jsonl")
     }
 }
 
@@ -153,6 +164,8 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Secret(command) => secret::run(&cx, command),
         Command::Approvals(command) => approvals::run(&cx, command),
         Command::Auth(command) => auth::run(&cx, command).await,
-        Command::Serve { http, .. } => serve::run(&cx, http).await,
+        Command::Grants(command) => grants::run(&cx, command),
+        Command::Audit(command) => audit::run(&cx, command),
+        Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
     }
 }

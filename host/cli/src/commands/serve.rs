@@ -14,14 +14,30 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+use warden_mcp::{BearerToken, HttpAuth, HttpConfig, JwtAuth};
 
 use super::Context;
+use crate::cli::ServeAuthArgs;
 
 mod live;
 
-/// Serve stdio (default) or streamable HTTP.
-pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCode> {
+/// Serve stdio (default) or streamable HTTP; over HTTP, callers authenticate
+/// as `auth` says (required off loopback).
+pub(crate) async fn run(
+    cx: &Context,
+    http: Option<SocketAddr>,
+    auth: ServeAuthArgs,
+) -> Result<ExitCode> {
+    // Authentication is settled before the host opens: a refused setting
+    // never leaves a half-started server.
+    let config = http_config(auth)?;
+    if let Some(addr) = http
+        && config.auth.is_none()
+        && !addr.ip().is_loopback()
+    {
+        return Err(warden_mcp::Error::Unauthenticated { addr }.into());
+    }
     // Seen before opening, so a change made while the Location opens is
     // applied on the first check.
     let seen = live::signature(&cx.packages_dir());
@@ -41,7 +57,7 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
     match http {
         None => warden_mcp::serve_stdio(backend).await?,
         Some(addr) => {
-            let server = warden_mcp::serve_http(backend, addr).await?;
+            let server = warden_mcp::serve_http_with(backend, addr, config).await?;
             eprintln!(
                 "warden: MCP over streamable HTTP at {} (Ctrl-C stops)",
                 server.url()
@@ -53,6 +69,31 @@ pub(crate) async fn run(cx: &Context, http: Option<SocketAddr>) -> Result<ExitCo
     watcher.abort();
     mcp_watcher.abort();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTTP endpoint's settings from the command line.
+fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
+    let mut config = HttpConfig::default();
+    if let Some(path) = &auth.auth_token_file {
+        let token = BearerToken::from_file(path)
+            .with_context(|| format!("--auth-token-file {}", path.display()))?;
+        config = config.with_auth(HttpAuth::Bearer(token));
+    }
+    if let (Some(issuer), Some(audience), Some(jwks)) = (
+        auth.oauth_issuer,
+        auth.oauth_audience,
+        &auth.oauth_jwks_file,
+    ) {
+        let keys = std::fs::read_to_string(jwks)
+            .with_context(|| format!("--oauth-jwks-file {}", jwks.display()))?;
+        let jwt = JwtAuth::new(issuer, audience, &keys, auth.oauth_scope)
+            .context("the --oauth-* settings")?;
+        config = config.with_auth(HttpAuth::Jwt(jwt));
+    }
+    for host in auth.allowed_host {
+        config = config.allow_host(host);
+    }
+    Ok(config)
 }
 
 /// Parse `--memory-budget`: bytes, or a number with `KiB`, `MiB` or `GiB`;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
 
 /// The approval id the `write` tool asks for.
 pub(crate) const APPROVAL_ID: &str = "appr-7";
@@ -16,6 +16,8 @@ pub(crate) struct Fake {
     extra_tools: Mutex<Vec<String>>,
     /// Every `resolve` call, in order.
     pub(crate) resolved: Mutex<Vec<(String, ApprovalAnswer)>>,
+    /// The authenticated caller of each call, in order.
+    pub(crate) callers: Mutex<Vec<Option<String>>>,
 }
 
 impl Fake {
@@ -24,6 +26,7 @@ impl Fake {
             changes: watch::channel(0).0,
             extra_tools: Mutex::new(Vec::new()),
             resolved: Mutex::new(Vec::new()),
+            callers: Mutex::new(Vec::new()),
         })
     }
 
@@ -82,7 +85,13 @@ impl Backend for Fake {
         tools
     }
 
-    fn call(&self, name: String, arguments: Value) -> BoxFuture<'static, CallResult> {
+    fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        caller: Option<Caller>,
+    ) -> BoxFuture<'static, CallResult> {
+        self.callers.lock().unwrap().push(caller.map(|c| c.subject));
         let result = match name.as_str() {
             "echo" => CallResult::Output {
                 text: arguments.to_string(),

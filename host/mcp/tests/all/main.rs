@@ -1,6 +1,7 @@
 //! The MCP server end to end: rmcp's client against a fake backend, over the
 //! stdio transport (a duplex pipe) and over streamable HTTP on 127.0.0.1.
 
+mod auth;
 mod client;
 mod fake;
 

@@ -7,7 +7,14 @@
 //!           -> approval issues a lease (expires after ApprovalConfig::lease_ttl)
 //! resume()  -> recompute the fingerprint, refuse changed input
 //!           -> claim the lease atomically -> Dispatch (exactly one caller gets it)
+//! check()   of a call identical to an approved one (same fingerprint: tool,
+//!           package, input, origin, scope) -> claims its lease -> Gate::Approved
 //! ```
+//!
+//! Resuming by id and calling again are two ways to claim the same lease, so
+//! an approval dispatches once whichever a client uses. A client that cannot
+//! be asked in-band (no MCP elicitation) is told the approval id, a person
+//! approves it out of band, and the client simply repeats the call.
 
 mod error;
 mod fingerprint;
@@ -107,6 +114,9 @@ pub enum Resolution {
 pub enum Gate {
     /// Run the call now.
     Run(Rule),
+    /// Run the call now: a person approved this very call (same
+    /// fingerprint) earlier, and this caller claimed that approval's lease.
+    Approved(Dispatch),
     /// The call waits for this (already persisted) request.
     Blocked(Box<ApprovalRequest>),
 }
@@ -143,8 +153,9 @@ impl Approvals {
 
     /// Authorizes `invocation` against `policy` with the stored grants (a
     /// grant counts only for the package it was given to):
-    /// allowed calls run, gated ones get a persisted approval request,
-    /// denied ones fail with [`ToolFailure::Denied`].
+    /// allowed calls run, gated ones claim an earlier approval of the same
+    /// call or wait on a persisted approval request, denied ones fail with
+    /// [`ToolFailure::Denied`].
     pub fn check(
         &self,
         authorizer: &Authorizer,
@@ -155,8 +166,16 @@ impl Approvals {
         // Grants can only turn "needs approval" into "allow", so the store is
         // read only when the decision without grants is to ask.
         let scope = &invocation.scope;
+        let fingerprint = invocation.fingerprint();
         let decision = match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
             Decision::NeedsApproval(_) => {
+                // A person's approval of this very call is spent before any
+                // grant is consulted, so an approve-and-grant's own lease is
+                // never left over to run the call again after the grant is
+                // revoked.
+                if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now)? {
+                    return Ok(Gate::Approved(dispatch));
+                }
                 let grants = self
                     .store
                     .grants(&policy.capability_id, &scope.location, now)?;
@@ -166,11 +185,39 @@ impl Approvals {
         };
         match decision {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
-            Decision::NeedsApproval(rule) => Ok(Gate::Blocked(Box::new(
-                self.request(invocation, rule, now)?,
-            ))),
+            Decision::NeedsApproval(rule) => {
+                // An identical call waits on the pending request, if any.
+                let request = match self.store.pending_with(&fingerprint)? {
+                    Some(waiting) => waiting,
+                    None => self.request(invocation, rule, now)?,
+                };
+                Ok(Gate::Blocked(Box::new(request)))
+            }
             Decision::Deny(rule) => Err(ToolFailure::Denied { rule }.into()),
         }
+    }
+
+    /// "Approve, then call again": claims the lease of an approved,
+    /// unexpired, unclaimed request identical to `invocation` (same
+    /// `fingerprint`: tool, package, input, origin, scope).
+    fn claim_identical(
+        &self,
+        invocation: &Invocation,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<Dispatch>, ApprovalError> {
+        let Some(approval_id) = self.store.claim_approved(fingerprint, now)? else {
+            return Ok(None);
+        };
+        let lease = self
+            .store
+            .lease(&approval_id)?
+            .ok_or_else(|| missing_lease(&approval_id))?;
+        Ok(Some(Dispatch {
+            approval_id,
+            lease_id: lease.id,
+            invocation: invocation.clone(),
+        }))
     }
 
     /// Persists a pending request for `invocation` (needing approval because
@@ -202,6 +249,20 @@ impl Approvals {
     /// Pending requests of a Location, oldest first.
     pub fn pending(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         Ok(self.store.pending_approvals(location)?)
+    }
+
+    /// The live grants of a Location, oldest first.
+    pub fn grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, ApprovalError> {
+        Ok(self.store.live_grants(location, now)?)
+    }
+
+    /// Revokes a grant; false when no live grant has that id.
+    pub fn revoke_grant(&self, id: &GrantId) -> Result<bool, ApprovalError> {
+        Ok(self.store.revoke_grant(id)?)
     }
 
     /// Records a person's answer. Approvals issue a lease; approve-and-grant

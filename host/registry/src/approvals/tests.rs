@@ -68,6 +68,125 @@ fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> Appr
     {
         Gate::Blocked(request) => *request,
         Gate::Run(rule) => panic!("expected a block, ran by {rule}"),
+        Gate::Approved(dispatch) => panic!("expected a block, ran by {dispatch:?}"),
+    }
+}
+
+#[test]
+fn calling_again_after_approval_claims_it_once() {
+    let approvals = memory();
+    let policy = gated(GatePolicy::AskAlways);
+    let inv = call(json!({"title": "again"}));
+    let id = blocked(&approvals, &policy, &inv).id;
+    // Calling again before anyone answered waits on the same request.
+    assert_eq!(blocked(&approvals, &policy, &inv).id, id);
+    approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    // Not the same call: another input, origin, session or package.
+    let others = [
+        call(json!({"title": "other"})),
+        Invocation {
+            origin: Origin::Product,
+            ..inv.clone()
+        },
+        Invocation {
+            scope: InvocationScope::location("loc").with_session("s2"),
+            ..inv.clone()
+        },
+        call_of(v2(), json!({"title": "again"})),
+    ];
+    for other in &others {
+        let policy = gated_of(other.package.clone().unwrap(), GatePolicy::AskAlways);
+        let other_policy = ToolPolicy {
+            gate: GateMatrix {
+                loop_run: Some(GatePolicy::AskAlways),
+                product: Some(GatePolicy::AskAlways),
+                ..Default::default()
+            },
+            ..policy
+        };
+        assert_ne!(
+            blocked(&approvals, &other_policy, other).id,
+            id,
+            "{other:?}"
+        );
+    }
+    // The identical call claims the approval and runs.
+    let gate = approvals
+        .check(&Authorizer::default(), &policy, &inv, NOW + 1)
+        .unwrap();
+    let Gate::Approved(dispatch) = gate else {
+        panic!("expected the approved call to run, got {gate:?}")
+    };
+    assert_eq!(dispatch.approval_id, id);
+    assert_eq!(dispatch.invocation, inv);
+    // Exactly once: neither a resume nor another identical call runs it again.
+    assert!(matches!(
+        approvals.resume(&id, &inv, NOW + 2),
+        Err(ApprovalError::AlreadyDispatched(_))
+    ));
+    let next = blocked(&approvals, &policy, &inv);
+    assert_ne!(next.id, id);
+    assert_eq!(next.state, ApprovalState::Pending);
+}
+
+#[test]
+fn calling_again_after_the_lease_expired_asks_again() {
+    let approvals = memory();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let inv = call(json!({"title": "late"}));
+    let id = blocked(&approvals, &policy, &inv).id;
+    let resolved = approvals
+        .resolve(&id, Resolution::ApproveOnce, NOW)
+        .unwrap();
+    let expires_at = resolved.lease.unwrap().expires_at;
+    let gate = approvals
+        .check(&Authorizer::default(), &policy, &inv, expires_at)
+        .unwrap();
+    assert!(matches!(&gate, Gate::Blocked(r) if r.id != id), "{gate:?}");
+}
+
+#[test]
+fn resumes_and_identical_calls_racing_across_connections_dispatch_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    let inv = call(json!({"title": "race again"}));
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let setup = Approvals::new(
+        Arc::new(SqliteStore::open(&path).unwrap()),
+        ApprovalConfig::default(),
+    );
+    for round in 0..5 {
+        let id = blocked(&setup, &policy, &inv).id;
+        setup.resolve(&id, Resolution::ApproveOnce, NOW).unwrap();
+        let barrier = Arc::new(Barrier::new(4));
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                // Each racer has its own connection, as host processes would.
+                let approvals = Approvals::new(
+                    Arc::new(SqliteStore::open(&path).unwrap()),
+                    ApprovalConfig::default(),
+                );
+                let (barrier, id, inv, policy) =
+                    (barrier.clone(), id.clone(), inv.clone(), policy.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    if i % 2 == 0 {
+                        approvals.resume(&id, &inv, NOW + 1).is_ok()
+                    } else {
+                        let gate = approvals.check(&Authorizer::default(), &policy, &inv, NOW + 1);
+                        matches!(gate, Ok(Gate::Approved(_)))
+                    }
+                })
+            })
+            .collect();
+        let dispatched = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|ran| *ran)
+            .count();
+        assert_eq!(dispatched, 1, "round {round}");
     }
 }
 
@@ -427,4 +546,46 @@ fn filtering_is_not_authorization() {
             origin: Origin::LoopRun
         })
     );
+}
+
+#[test]
+fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
+    let approvals = memory();
+    let authorizer = Authorizer::default();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let inv = call(json!({"title": "granted"}));
+    let id = blocked(&approvals, &policy, &inv).id;
+    let grant_id = approvals
+        .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+        .unwrap()
+        .grant
+        .unwrap()
+        .id;
+    // The approved call itself spends its approval; later ones use the grant.
+    let first = approvals.check(&authorizer, &policy, &inv, NOW).unwrap();
+    assert!(
+        matches!(&first, Gate::Approved(d) if d.approval_id == id),
+        "{first:?}"
+    );
+    assert_eq!(
+        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        Gate::Run(Rule::GrantCovers {
+            grant_id: grant_id.clone()
+        })
+    );
+    assert_eq!(
+        approvals
+            .grants(&"loc".into(), NOW)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id.0)
+            .collect::<Vec<_>>(),
+        [grant_id.0.as_str()]
+    );
+    assert!(approvals.revoke_grant(&grant_id).unwrap());
+    assert!(approvals.grants(&"loc".into(), NOW).unwrap().is_empty());
+    assert!(matches!(
+        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        Gate::Blocked(_)
+    ));
 }

@@ -103,6 +103,55 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
         LeaseState::Claimed
     );
 
+    // "Approve, then call again": an identical call claims the oldest
+    // approved, unexpired, unclaimed request with its fingerprint, once;
+    // and waits on a pending one instead of opening another.
+    let same = Fingerprint("fp-same".into());
+    let approve = |id: &str, issued_at: UnixMillis, expires_at: UnixMillis| {
+        let mut r = request(id, "loc", issued_at);
+        r.fingerprint = same.clone();
+        store.insert_approval(&r).unwrap();
+        let lease = Lease {
+            id: LeaseId(format!("lease-{id}")),
+            approval_id: r.id.clone(),
+            fingerprint: same.clone(),
+            issued_at,
+            expires_at,
+            state: LeaseState::Issued,
+            claimed_at: None,
+        };
+        let resolved = Resolved {
+            state: ApprovalState::Approved,
+            lease: Some(lease),
+            grant: None,
+            at: issued_at,
+        };
+        assert!(store.resolve(&r.id, &resolved).unwrap());
+        r.id
+    };
+    let expired = approve("e0", 10, 35);
+    let older = approve("e1", 20, 100);
+    let newer = approve("e2", 30, 100);
+    assert_eq!(store.pending_with(&same).unwrap(), None);
+    let mut waiting = request("e3", "loc", 32);
+    waiting.fingerprint = same.clone();
+    store.insert_approval(&waiting).unwrap();
+    assert_eq!(store.pending_with(&same).unwrap(), Some(waiting));
+    assert_eq!(store.claim_approved(&wrong, 40).unwrap(), None);
+    assert_eq!(
+        store.claim_approved(&same, 40).unwrap(),
+        Some(older.clone())
+    );
+    assert!(!store.claim_lease(&older, &same, 41).unwrap());
+    assert!(store.claim_lease(&newer, &same, 41).unwrap());
+    assert_eq!(store.claim_approved(&same, 42).unwrap(), None);
+    assert_eq!(
+        store.lease(&expired).unwrap().unwrap().state,
+        LeaseState::Issued,
+        "an expired lease is never claimed"
+    );
+    assert_eq!(store.lease(&older).unwrap().unwrap().claimed_at, Some(40));
+
     // Grants: live ones only, revocable once, with the package they cover.
     store.insert_grant(&grant("g2", Some(50))).unwrap();
     let g2 = &store.grants("gh.op", &"loc".into(), 40).unwrap()[1];
@@ -123,13 +172,34 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
     };
     assert_eq!(ids(40), ["g1", "g2"]);
     assert_eq!(ids(50), ["g1"]);
+    let mut other = grant("g4", None);
+    other.capability_id = "gh.other".into();
+    store.insert_grant(&other).unwrap();
+    store
+        .insert_grant(&Grant {
+            location: "elsewhere".into(),
+            ..grant("g5", None)
+        })
+        .unwrap();
+    let live = |now| -> Vec<String> {
+        store
+            .live_grants(&"loc".into(), now)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id.0)
+            .collect()
+    };
+    assert_eq!(live(40), ["g1", "g2", "g4"]);
+    assert_eq!(live(50), ["g1", "g4"]);
+    assert_eq!(store.live_grants(&"loc".into(), 40).unwrap()[2], other);
     assert!(
         store
-            .grants("gh.other", &"loc".into(), 40)
+            .grants("gh.none", &"loc".into(), 40)
             .unwrap()
             .is_empty()
     );
     assert!(store.revoke_grant(&GrantId("g1".into())).unwrap());
     assert!(!store.revoke_grant(&GrantId("g1".into())).unwrap());
     assert!(ids(40) == ["g2"]);
+    assert_eq!(live(40), ["g2", "g4"]);
 }

@@ -109,6 +109,39 @@ impl ApprovalStore for MemoryStore {
         }
     }
 
+    fn claim_approved(
+        &self,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<ApprovalId>, StoreError> {
+        let mut state = self.lock();
+        let oldest = state
+            .leases
+            .values_mut()
+            .filter(|l| {
+                l.state == LeaseState::Issued && &l.fingerprint == fingerprint && now < l.expires_at
+            })
+            .min_by(|a, b| (a.issued_at, &a.id).cmp(&(b.issued_at, &b.id)));
+        Ok(oldest.map(|lease| {
+            lease.state = LeaseState::Claimed;
+            lease.claimed_at = Some(now);
+            lease.approval_id.clone()
+        }))
+    }
+
+    fn pending_with(
+        &self,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        Ok(self
+            .lock()
+            .approvals
+            .values()
+            .filter(|a| a.state == ApprovalState::Pending && &a.fingerprint == fingerprint)
+            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
     fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
         let mut state = self.lock();
         if state.grants.contains_key(&grant.id) {
@@ -140,6 +173,24 @@ impl ApprovalStore for MemoryStore {
             })
             .map(|(g, _)| g.clone())
             .collect())
+    }
+
+    fn live_grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let mut live: Vec<Grant> = self
+            .lock()
+            .grants
+            .values()
+            .filter(|(g, revoked)| {
+                !revoked && &g.location == location && g.expires_at.is_none_or(|t| now < t)
+            })
+            .map(|(g, _)| g.clone())
+            .collect();
+        live.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(live)
     }
 
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {

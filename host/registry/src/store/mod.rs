@@ -202,6 +202,23 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
         now: UnixMillis,
     ) -> Result<bool, StoreError>;
 
+    /// Atomically claims the issued, unexpired lease of the oldest approved
+    /// request whose fingerprint is `fingerprint`, returning that request's
+    /// id: "approve, then call again". Exactly one caller ever gets a given
+    /// approval's id, here or from [`ApprovalStore::claim_lease`].
+    fn claim_approved(
+        &self,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<ApprovalId>, StoreError>;
+
+    /// The oldest still pending request whose fingerprint is `fingerprint`,
+    /// so an identical call waits on it instead of opening another.
+    fn pending_with(
+        &self,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<ApprovalRequest>, StoreError>;
+
     /// Persists a grant.
     fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
 
@@ -214,6 +231,12 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
         location: &LocationId,
         now: UnixMillis,
     ) -> Result<Vec<Grant>, StoreError>;
+
+    /// Every unrevoked, unexpired grant of `location` (any capability),
+    /// oldest first; those stored before package identity was recorded are
+    /// never returned (they cover nothing).
+    fn live_grants(&self, location: &LocationId, now: UnixMillis)
+    -> Result<Vec<Grant>, StoreError>;
 
     /// Revokes a grant; false when there was no live grant with that id.
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;

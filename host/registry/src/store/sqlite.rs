@@ -276,6 +276,46 @@ impl ApprovalStore for SqliteStore {
         Ok(changed == 1)
     }
 
+    fn claim_approved(
+        &self,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<ApprovalId>, StoreError> {
+        // One statement that takes the write lock before it reads: another
+        // connection (or process) claiming the same lease waits, then finds
+        // it claimed.
+        self.conn()
+            .query_row(
+                "UPDATE leases SET state = 'claimed', claimed_at = ?2 \
+                 WHERE state = 'issued' AND id = (SELECT id FROM leases \
+                 WHERE fingerprint = ?1 AND state = 'issued' AND expires_at > ?2 \
+                 ORDER BY issued_at, id LIMIT 1) RETURNING approval_id",
+                params![fingerprint.0, now],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+            .map(|id| id.map(ApprovalId))
+            .map_err(backend)
+    }
+
+    fn pending_with(
+        &self,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals \
+                 WHERE fingerprint = ?1 AND state = 'pending' ORDER BY created_at, id LIMIT 1"
+            ))
+            .map_err(backend)?;
+        let mut rows = stmt.query([&fingerprint.0]).map_err(backend)?;
+        match rows.next().map_err(backend)? {
+            Some(row) => approval_from_row(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
         insert_grant(&self.conn(), grant)
     }
@@ -286,43 +326,15 @@ impl ApprovalStore for SqliteStore {
         location: &LocationId,
         now: UnixMillis,
     ) -> Result<Vec<Grant>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, session, origin, created_at, expires_at, package_digest FROM grants \
-                 WHERE capability_id = ?1 AND location = ?2 AND revoked = 0 \
-                 AND package_bound = 1 \
-                 AND (expires_at IS NULL OR expires_at > ?3) ORDER BY created_at, id",
-            )
-            .map_err(backend)?;
-        let rows = stmt
-            .query_map(params![capability_id, location.0, now], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
-            })
-            .map_err(backend)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, session, origin, created_at, expires_at, package_digest) =
-                row.map_err(backend)?;
-            out.push(Grant {
-                id: GrantId(id),
-                capability_id: capability_id.to_owned(),
-                package_digest,
-                location: location.clone(),
-                session,
-                origin: origin.parse().map_err(|_| corrupt("grant origin"))?,
-                created_at,
-                expires_at,
-            });
-        }
-        Ok(out)
+        live_grants(&self.conn(), Some(capability_id), location, now)
+    }
+
+    fn live_grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        live_grants(&self.conn(), None, location, now)
     }
 
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
@@ -335,6 +347,52 @@ impl ApprovalStore for SqliteStore {
             .map_err(backend)?;
         Ok(changed == 1)
     }
+}
+
+/// Live, package-bound grants of `location` (of one capability, or all).
+fn live_grants(
+    conn: &Connection,
+    capability_id: Option<&str>,
+    location: &LocationId,
+    now: UnixMillis,
+) -> Result<Vec<Grant>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, capability_id, session, origin, created_at, expires_at, package_digest \
+             FROM grants WHERE (?1 IS NULL OR capability_id = ?1) AND location = ?2 \
+             AND revoked = 0 AND package_bound = 1 \
+             AND (expires_at IS NULL OR expires_at > ?3) ORDER BY created_at, id",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map(params![capability_id, location.0, now], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get::<_, Option<String>>(6)?,
+            ))
+        })
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, capability_id, session, origin, created_at, expires_at, package_digest) =
+            row.map_err(backend)?;
+        out.push(Grant {
+            id: GrantId(id),
+            capability_id,
+            package_digest,
+            location: location.clone(),
+            session,
+            origin: origin.parse().map_err(|_| corrupt("grant origin"))?,
+            created_at,
+            expires_at,
+        });
+    }
+    Ok(out)
 }
 
 fn insert_grant(conn: &Connection, g: &Grant) -> Result<(), StoreError> {

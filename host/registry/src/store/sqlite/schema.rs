@@ -15,6 +15,9 @@ use crate::StoreError;
 /// version 1 keep `package_bound = 0` and are never returned, so a grant
 /// given before identity was recorded covers no package: the user approves
 /// again once (deliberate: we cannot tell which content it was given to).
+///
+/// Version 3 indexes fingerprints: an identical call finds the approved (or
+/// pending) request it repeats ("approve, then call again").
 pub(super) const MIGRATIONS: &[&str] = &[
     r#"
 CREATE TABLE approvals (
@@ -57,6 +60,10 @@ CREATE INDEX grants_lookup ON grants (capability_id, location);
 ALTER TABLE approvals ADD COLUMN package TEXT;
 ALTER TABLE grants ADD COLUMN package_digest TEXT;
 ALTER TABLE grants ADD COLUMN package_bound INTEGER NOT NULL DEFAULT 0;
+"#,
+    r#"
+CREATE INDEX approvals_fingerprint ON approvals (fingerprint, state);
+CREATE INDEX leases_fingerprint ON leases (fingerprint, state);
 "#,
 ];
 

@@ -59,3 +59,45 @@ fn rows_from_before_package_identity_bind_to_nothing() {
     let approval = store.approval(&ApprovalId("apr".into())).unwrap().unwrap();
     assert_eq!(approval.package, None);
 }
+
+/// Many connections to one file (as several `warden` processes would be)
+/// racing to claim the same approved call: exactly one wins.
+#[test]
+fn concurrent_identical_calls_claim_an_approval_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut approved = crate::store::conformance::request("r", "loc", 1);
+    approved.fingerprint = Fingerprint("fp-race".into());
+    store.insert_approval(&approved).unwrap();
+    let lease = Lease {
+        id: LeaseId("lease-r".into()),
+        approval_id: approved.id.clone(),
+        fingerprint: approved.fingerprint.clone(),
+        issued_at: 2,
+        expires_at: 1_000,
+        state: LeaseState::Issued,
+        claimed_at: None,
+    };
+    let resolved = Resolved {
+        state: ApprovalState::Approved,
+        lease: Some(lease),
+        grant: None,
+        at: 2,
+    };
+    assert!(store.resolve(&approved.id, &resolved).unwrap());
+    let winners: usize = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let path = &path;
+                let fingerprint = &approved.fingerprint;
+                s.spawn(move || {
+                    let store = SqliteStore::open(path).unwrap();
+                    store.claim_approved(fingerprint, 3).unwrap().is_some() as usize
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).sum()
+    });
+    assert_eq!(winners, 1);
+}

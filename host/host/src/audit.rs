@@ -1,0 +1,200 @@
+//! The audit log: one JSON line per authorization decision and per call.
+//!
+//! Each line records when, where (Location and session — an authenticated
+//! MCP caller runs in `caller:<subject>`), who (origin), what (capability,
+//! package digest), the invocation's fingerprint, the rule or approval that
+//! decided, and the outcome code with the call's usage. It never holds an
+//! input value, an output or a secret: the fingerprint (sha256 over the
+//! canonical invocation, input included) identifies the call instead.
+//!
+//! The file is bounded: when a line would take it past `max_bytes`, it is
+//! renamed to `<name>.1` (replacing the previous one) and a new file starts,
+//! so at most twice `max_bytes` is kept.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+/// Default bound of one audit file: 16 MiB.
+pub const DEFAULT_AUDIT_MAX_BYTES: u64 = 16 << 20;
+
+/// Why the audit log could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The file could not be read.
+    #[error("cannot read the audit log {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One line of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AuditEntry {
+    /// Unix milliseconds.
+    pub time: i64,
+    /// The Location.
+    pub location: String,
+    /// The session (for an authenticated MCP caller, `caller:<subject>`).
+    pub session: Option<String>,
+    /// Who called: `loop_run`, `product` or `automation`.
+    pub origin: String,
+    /// The capability called.
+    pub capability: String,
+    /// The content digest of the package that provides it.
+    pub package_digest: Option<String>,
+    /// sha256 over the canonical invocation (input included): identifies the
+    /// call without recording its input.
+    pub fingerprint: String,
+    /// The authorization rule that decided, when one did.
+    pub rule: Option<String>,
+    /// The approval that was asked for, or claimed to run the call.
+    pub approval_id: Option<String>,
+    /// `ok`, `approval_required`, or the failure's stable code.
+    pub outcome: String,
+    /// Fuel the guest consumed, when it ran.
+    pub fuel: Option<u64>,
+    /// Wall-clock milliseconds of the run, when it ran.
+    pub wall_ms: Option<u64>,
+}
+
+/// An append-only, size-bounded JSON-lines audit file.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    max_bytes: u64,
+    lock: Mutex<()>,
+}
+
+impl AuditLog {
+    /// A log at `path` rotated at `max_bytes` (at least one line is always kept).
+    pub fn new(path: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        AuditLog {
+            path: path.into(),
+            max_bytes,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `entry`; a failure is logged, never the call's failure.
+    pub(crate) fn record(&self, entry: &AuditEntry) {
+        if let Err(error) = self.append(entry) {
+            tracing::error!(path = %self.path.display(), %error, "could not write the audit log");
+        }
+    }
+
+    fn append(&self, entry: &AuditEntry) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry)?;
+        line.push(b'\n');
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if size > 0 && size + line.len() as u64 > self.max_bytes {
+            std::fs::rename(&self.path, rotated(&self.path))?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        // One write per line: appends from several processes do not interleave.
+        file.write_all(&line)
+    }
+}
+
+/// `<path>.1`.
+fn rotated(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".1");
+    PathBuf::from(name)
+}
+
+/// The last `n` lines of the log at `path` (the rotated file first when the
+/// current one holds fewer), oldest first.
+pub fn audit_tail(path: &Path, n: usize) -> Result<Vec<String>, AuditError> {
+    let mut lines = read_lines(path)?;
+    if lines.len() < n {
+        let mut older = read_lines(&rotated(path))?;
+        older.append(&mut lines);
+        lines = older;
+    }
+    let skip = lines.len().saturating_sub(n);
+    Ok(lines.split_off(skip))
+}
+
+fn read_lines(path: &Path) -> Result<Vec<String>, AuditError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(AuditError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| AuditError::Read {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: i64) -> AuditEntry {
+        AuditEntry {
+            time: i,
+            location: "default".into(),
+            session: None,
+            origin: "loop_run".into(),
+            capability: "echo.echo".into(),
+            package_digest: Some("d".into()),
+            fingerprint: format!("{i:064}"),
+            rule: None,
+            approval_id: None,
+            outcome: "ok".into(),
+            fuel: Some(1),
+            wall_ms: Some(2),
+        }
+    }
+
+    #[test]
+    fn the_log_is_bounded_and_rotated_and_tail_reads_across_the_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let line_len = serde_json::to_vec(&entry(0)).unwrap().len() as u64 + 1;
+        let log = AuditLog::new(&path, line_len * 3);
+        for i in 0..8 {
+            log.record(&entry(i));
+        }
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert!(size(&path) <= line_len * 3);
+        assert!(size(&rotated(&path)) <= line_len * 3);
+        let tail: Vec<AuditEntry> = audit_tail(&path, 4)
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            tail.iter().map(|e| e.time).collect::<Vec<_>>(),
+            [4, 5, 6, 7]
+        );
+        assert!(audit_tail(&dir.path().join("none"), 3).unwrap().is_empty());
+    }
+}

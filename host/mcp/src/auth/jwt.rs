@@ -1,0 +1,258 @@
+//! OAuth 2.1 resource-server mode: JWT access tokens checked against the
+//! configured issuer's signing keys (a JWKS document).
+//!
+//! A token is accepted only when all of these hold: it is a compact JWS
+//! signed with `RS256` or `ES256` (never `none`, never an algorithm the key
+//! was not published for) by a key in the JWKS; `iss` is the issuer; `aud`
+//! names this server (the configured audience); `exp` is in the future and
+//! `nbf`, when present, is not (both with [`LEEWAY_SECS`] of clock skew); and
+//! its `scope` holds every required scope (otherwise `403
+//! insufficient_scope`). Signatures are verified with `ring`.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use serde_json::Value;
+
+use super::{AuthConfigError, Caller, Rejection};
+
+/// Clock skew tolerated on `exp` and `nbf`, in seconds.
+pub const LEEWAY_SECS: i64 = 60;
+
+/// The resource server's settings.
+#[derive(Debug, Clone)]
+pub struct JwtAuth {
+    issuer: String,
+    audience: String,
+    keys: Vec<Key>,
+    required_scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Key {
+    kid: Option<String>,
+    alg: Alg,
+    public: Public,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alg {
+    Rs256,
+    Es256,
+}
+
+#[derive(Debug, Clone)]
+enum Public {
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+    },
+    /// The uncompressed P-256 point (`0x04 || x || y`).
+    P256(Vec<u8>),
+}
+
+impl JwtAuth {
+    /// Tokens from `issuer` for `audience` (this server's resource URL),
+    /// signed by a key in `jwks` (a JWKS JSON document), carrying every
+    /// scope in `required_scopes`.
+    pub fn new(
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+        jwks: &str,
+        required_scopes: Vec<String>,
+    ) -> Result<Self, AuthConfigError> {
+        let audience = audience.into();
+        if metadata_origin(&audience).is_none() {
+            return Err(AuthConfigError::Audience { audience });
+        }
+        let document: Value =
+            serde_json::from_str(jwks).map_err(|_| AuthConfigError::Jwks("is not JSON"))?;
+        let keys = document
+            .get("keys")
+            .and_then(Value::as_array)
+            .ok_or(AuthConfigError::Jwks("has no `keys` array"))?
+            .iter()
+            .filter_map(key)
+            .collect::<Vec<_>>();
+        if keys.is_empty() {
+            return Err(AuthConfigError::Jwks(
+                "has no RS256 or ES256 (P-256) signing key",
+            ));
+        }
+        Ok(JwtAuth {
+            issuer: issuer.into(),
+            audience,
+            keys,
+            required_scopes,
+        })
+    }
+
+    /// The audience: the resource this server is.
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
+    /// The protected-resource metadata document (RFC 9728).
+    pub fn metadata(&self) -> Value {
+        serde_json::json!({
+            "resource": self.audience,
+            "authorization_servers": [self.issuer],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": self.required_scopes,
+        })
+    }
+
+    /// Where the metadata is served, for `WWW-Authenticate`.
+    pub fn metadata_url(&self) -> String {
+        let origin = metadata_origin(&self.audience).unwrap_or_default();
+        format!("{origin}{}", super::METADATA_PATH)
+    }
+
+    /// The caller a token stands for at `now` (Unix seconds), or why not.
+    pub(crate) fn verify(&self, token: &[u8], now: i64) -> Result<Caller, Rejection> {
+        let invalid = Rejection::InvalidToken;
+        let token = std::str::from_utf8(token).map_err(|_| invalid)?;
+        let mut parts = token.split('.');
+        let (Some(header), Some(payload), Some(sig), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(invalid);
+        };
+        let header: Value = decode_json(header).ok_or(invalid)?;
+        let alg = match header.get("alg").and_then(Value::as_str) {
+            Some("RS256") => Alg::Rs256,
+            Some("ES256") => Alg::Es256,
+            _ => return Err(invalid),
+        };
+        // No extension is understood, so none may be critical (RFC 7515 4.1.11).
+        if header.get("crit").is_some() {
+            return Err(invalid);
+        }
+        let kid = header.get("kid").and_then(Value::as_str);
+        let signature = URL_SAFE_NO_PAD.decode(sig).map_err(|_| invalid)?;
+        let signed = &token.as_bytes()[..header_len(token)];
+        let verified = self
+            .keys
+            .iter()
+            .filter(|k| k.alg == alg && (kid.is_none() || k.kid.as_deref() == kid))
+            .any(|k| k.verifies(signed, &signature));
+        if !verified {
+            return Err(invalid);
+        }
+        let claims: Value = decode_json(payload).ok_or(invalid)?;
+        self.check_claims(&claims, now)
+    }
+
+    fn check_claims(&self, claims: &Value, now: i64) -> Result<Caller, Rejection> {
+        let invalid = Rejection::InvalidToken;
+        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+            return Err(invalid);
+        }
+        let for_us = match claims.get("aud") {
+            Some(Value::String(aud)) => aud == &self.audience,
+            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(&self.audience)),
+            _ => false,
+        };
+        if !for_us {
+            return Err(invalid);
+        }
+        let exp = claims.get("exp").and_then(Value::as_i64).ok_or(invalid)?;
+        if exp + LEEWAY_SECS <= now {
+            return Err(invalid);
+        }
+        if let Some(nbf) = claims.get("nbf")
+            && nbf.as_i64().is_none_or(|nbf| nbf - LEEWAY_SECS > now)
+        {
+            return Err(invalid);
+        }
+        let scopes: Vec<&str> = claims
+            .get("scope")
+            .and_then(Value::as_str)
+            .map(|s| s.split(' ').filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default();
+        if !self
+            .required_scopes
+            .iter()
+            .all(|needed| scopes.contains(&needed.as_str()))
+        {
+            return Err(Rejection::InsufficientScope);
+        }
+        let subject = claims.get("sub").and_then(Value::as_str).ok_or(invalid)?;
+        Ok(Caller {
+            subject: subject.to_owned(),
+        })
+    }
+
+    /// The scopes every token must carry (space-separated).
+    pub(crate) fn required_scope(&self) -> String {
+        self.required_scopes.join(" ")
+    }
+}
+
+impl Key {
+    fn verifies(&self, message: &[u8], sig: &[u8]) -> bool {
+        match (&self.public, self.alg) {
+            (Public::Rsa { n, e }, Alg::Rs256) => RsaPublicKeyComponents { n, e }
+                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, message, sig)
+                .is_ok(),
+            (Public::P256(point), Alg::Es256) => {
+                UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
+                    .verify(message, sig)
+                    .is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A usable signing key of a JWKS, or `None` (other types, encryption keys).
+fn key(jwk: &Value) -> Option<Key> {
+    let field = |name: &str| jwk.get(name).and_then(Value::as_str);
+    let bytes = |name: &str| URL_SAFE_NO_PAD.decode(field(name)?).ok();
+    if field("use").is_some_and(|u| u != "sig") {
+        return None;
+    }
+    let (alg, public) = match (field("kty")?, field("alg")) {
+        ("RSA", None | Some("RS256")) => (
+            Alg::Rs256,
+            Public::Rsa {
+                n: bytes("n")?,
+                e: bytes("e")?,
+            },
+        ),
+        ("EC", None | Some("ES256")) if field("crv") == Some("P-256") => {
+            let (x, y) = (bytes("x")?, bytes("y")?);
+            if x.len() != 32 || y.len() != 32 {
+                return None;
+            }
+            (Alg::Es256, Public::P256([&[4u8][..], &x, &y].concat()))
+        }
+        _ => return None,
+    };
+    Some(Key {
+        kid: field("kid").map(str::to_owned),
+        alg,
+        public,
+    })
+}
+
+/// Length of `header.payload`, the signed part of a compact JWS.
+fn header_len(token: &str) -> usize {
+    token.rfind('.').unwrap_or(0)
+}
+
+fn decode_json(part: &str) -> Option<Value> {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).ok()?).ok()
+}
+
+/// `scheme://authority` of an `http(s)` URL.
+fn metadata_origin(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split('/').next()?;
+    (!authority.is_empty()).then(|| &url[..url.len() - rest.len() + authority.len()])
+}
+
+#[cfg(test)]
+mod tests;

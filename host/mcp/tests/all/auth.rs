@@ -1,0 +1,280 @@
+//! Authentication of the streamable HTTP endpoint: refused without it off
+//! loopback; with a bearer token, a request without the right token never
+//! reaches MCP and is answered `401` with a `WWW-Authenticate` challenge.
+
+use std::net::SocketAddr;
+
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use warden_mcp::{BearerToken, Error, HttpAuth, HttpConfig, MCP_PATH};
+
+use crate::{client::TestClient, fake::Fake};
+
+const TOKEN: &str = "tok-7f3a9c1e5b2d4f6a8c0e2b4d6f8a0c2e";
+
+fn with_token() -> HttpConfig {
+    HttpConfig::default().with_auth(HttpAuth::Bearer(BearerToken::new(TOKEN).unwrap()))
+}
+
+/// An MCP `initialize` POSTed by hand with `authorization` (if any): the
+/// status and the `WWW-Authenticate` header of the answer.
+async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Option<String>) {
+    let (status, challenge, _) = exchange(addr, "POST", MCP_PATH, authorization).await;
+    (status, challenge)
+}
+
+/// One request sent by hand: the status, the `WWW-Authenticate` header and
+/// what was read of the body.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> (u16, Option<String>, String) {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string();
+    let auth = authorization
+        .map(|value| format!("Authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let body = if method == "POST" {
+        body
+    } else {
+        String::new()
+    };
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = Vec::new();
+    // The head (and what came with it) is enough; an SSE answer may stay open.
+    let mut buf = [0u8; 4096];
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") || response.ends_with(b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.expect("read");
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&response);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    let challenge = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("www-authenticate")
+            .then(|| value.trim().to_owned())
+    });
+    let body = head
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, challenge, body)
+}
+
+#[tokio::test]
+async fn serving_off_loopback_without_authentication_is_refused() {
+    let refused = warden_mcp::serve_http(Fake::new(), "0.0.0.0:0".parse().unwrap()).await;
+    assert!(
+        matches!(refused, Err(Error::Unauthenticated { .. })),
+        "{refused:?}"
+    );
+    // With a token it serves, and still only to callers that present it.
+    let server =
+        warden_mcp::serve_http_with(Fake::new(), "0.0.0.0:0".parse().unwrap(), with_token())
+            .await
+            .expect("serves with a token");
+    let addr = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
+    assert_eq!(initialize(addr, None).await.0, 401);
+    assert_eq!(
+        initialize(addr, Some(&format!("Bearer {TOKEN}"))).await.0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn only_the_configured_bearer_token_gets_through() {
+    let server =
+        warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), with_token())
+            .await
+            .expect("bind");
+    let addr = server.local_addr();
+
+    let (status, challenge) = initialize(addr, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenge.as_deref(), Some(r#"Bearer realm="warden""#));
+    for wrong in [
+        format!("Bearer {TOKEN}0"),
+        format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]),
+        "Bearer ".to_owned() + &"x".repeat(TOKEN.len()),
+    ] {
+        let (status, challenge) = initialize(addr, Some(&wrong)).await;
+        assert_eq!(status, 401, "{wrong}");
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.contains(r#"error="invalid_token""#)),
+            "{wrong}: {challenge:?}"
+        );
+    }
+    // The token in another scheme is not a bearer token.
+    assert_eq!(
+        initialize(addr, Some(&format!("Basic {TOKEN}"))).await.0,
+        401
+    );
+
+    // A real client with the token lists and calls tools.
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url()).auth_header(TOKEN);
+    let client = TestClient::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("handshake with the token");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    // Without it, the same client cannot even start.
+    let refused = TestClient::default()
+        .serve(StreamableHttpClientTransport::from_uri(server.url()))
+        .await;
+    assert!(refused.is_err(), "no token, no session");
+    client.cancel().await.expect("close");
+}
+
+/// A local OAuth issuer: one ES256 key, tokens signed on demand.
+struct Issuer(ring::signature::EcdsaKeyPair);
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "https://warden.test/mcp";
+
+impl Issuer {
+    fn new() -> Self {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING as ALG, EcdsaKeyPair};
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ALG, &rng).unwrap();
+        Issuer(EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng).unwrap())
+    }
+
+    fn jwks(&self) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+        use ring::signature::KeyPair;
+        let point = self.0.public_key().as_ref();
+        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
+            "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}]})
+        .to_string()
+    }
+
+    /// `Bearer <jwt>` for `sub` with `aud`, `scope`, expiring `exp_in` seconds from now.
+    fn bearer(&self, aud: &str, scope: &str, exp_in: i64) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let claims =
+            json!({"iss": ISSUER, "aud": aud, "sub": "alice", "exp": now + exp_in, "scope": scope});
+        let signed = format!(
+            "{}.{}",
+            B64.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
+            B64.encode(claims.to_string())
+        );
+        let rng = ring::rand::SystemRandom::new();
+        let signature = self.0.sign(&rng, signed.as_bytes()).unwrap();
+        format!("Bearer {signed}.{}", B64.encode(signature.as_ref()))
+    }
+}
+
+#[tokio::test]
+async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
+    let issuer = Issuer::new();
+    let jwt =
+        warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec!["mcp".into()]).unwrap();
+    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let metadata_url = "https://warden.test/.well-known/oauth-protected-resource";
+
+    let (status, _, body) = exchange(addr, "GET", warden_mcp::METADATA_PATH, None).await;
+    assert_eq!(status, 200);
+    let metadata: serde_json::Value = serde_json::from_str(&body).expect("metadata JSON");
+    assert_eq!(metadata["resource"], AUDIENCE);
+    assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+
+    let (status, challenge) = initialize(addr, None).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.contains(&format!(r#"resource_metadata="{metadata_url}""#))),
+        "{challenge:?}"
+    );
+    for (what, token) in [
+        ("expired", issuer.bearer(AUDIENCE, "mcp", -3600)),
+        (
+            "other audience",
+            issuer.bearer("https://other.test/mcp", "mcp", 300),
+        ),
+        (
+            "other issuer's key",
+            Issuer::new().bearer(AUDIENCE, "mcp", 300),
+        ),
+    ] {
+        let (status, challenge) = initialize(addr, Some(&token)).await;
+        assert_eq!(status, 401, "{what}");
+        assert!(
+            challenge
+                .as_deref()
+                .is_some_and(|c| c.contains(r#"error="invalid_token""#)),
+            "{what}: {challenge:?}"
+        );
+    }
+    let (status, challenge) = initialize(addr, Some(&issuer.bearer(AUDIENCE, "openid", 300))).await;
+    assert_eq!(status, 403);
+    assert!(
+        challenge
+            .as_deref()
+            .is_some_and(|c| c.contains(r#"error="insufficient_scope", scope="mcp""#)),
+        "{challenge:?}"
+    );
+    let good = issuer.bearer(AUDIENCE, "openid mcp", 300);
+    assert_eq!(initialize(addr, Some(&good)).await.0, 200);
+}
+
+#[tokio::test]
+async fn the_token_subject_reaches_the_backend_as_the_caller() {
+    let issuer = Issuer::new();
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
+    let fake = Fake::new();
+    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
+    let server = warden_mcp::serve_http_with(fake.clone(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let token = issuer.bearer(AUDIENCE, "", 300);
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url())
+        .auth_header(token.trim_start_matches("Bearer "));
+    let client = TestClient::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("handshake with a JWT");
+    let Value::Object(arguments) = json!({"text": "hi"}) else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.structured_content, Some(json!({"text": "hi"})));
+    assert_eq!(*fake.callers.lock().unwrap(), [Some("alice".to_owned())]);
+    client.cancel().await.expect("close");
+}

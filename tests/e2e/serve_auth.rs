@@ -1,0 +1,183 @@
+//! `warden serve --http` off loopback: refused without authentication, and
+//! with a bearer token file it serves only callers that present the token.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+
+const TOKEN: &str = "e2e-token-5d41402abc4b2a76b9719d911017c592";
+
+/// A running `warden serve`, stopped when dropped.
+struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `warden serve --http 0.0.0.0:0 <args>`; the server and the port it
+/// reports listening on.
+fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Serving, u16) {
+    let child = warden
+        .command()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("warden serve starts");
+    let mut serving = Serving(child);
+    let mut lines = BufReader::new(serving.0.stderr.take().expect("piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert_ne!(
+            lines.read_line(&mut line).expect("stderr"),
+            0,
+            "serve exited"
+        );
+        if let Some(url) = line.split("streamable HTTP at ").nth(1) {
+            let port = url
+                .trim()
+                .trim_end_matches(" (Ctrl-C stops)")
+                .trim_end_matches("/mcp")
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("no port in {line:?}"));
+            return (serving, port);
+        }
+    }
+}
+
+/// The status of an MCP `initialize` sent with `authorization`.
+fn initialize(port: u16, authorization: Option<&str>) -> u16 {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    send(port, "POST", "/mcp", authorization, body)
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status code")
+}
+
+/// What the server answered to one request, until it closed or sent its head.
+fn send(port: u16, method: &str, path: &str, authorization: Option<&str>, body: &str) -> String {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let auth = authorization
+        .map(|value| format!("Authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Enough to see the head (an SSE answer may stay open).
+    while !String::from_utf8_lossy(&answer).contains("\r\n\r\n{") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+        if answer.windows(4).any(|w| w == b"\r\n\r\n") && method == "POST" {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn serve_off_loopback_needs_a_token_and_serves_only_its_holder() {
+    let warden = crate::warden();
+    let refused = warden.run(&["serve", "--http", "0.0.0.0:0"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(
+        refused.stderr.contains("without authentication"),
+        "{refused:?}"
+    );
+
+    let token_file = warden.data_dir().join("token");
+    std::fs::write(&token_file, "short\n").unwrap();
+    let token_arg = token_file.to_str().unwrap();
+    let weak = warden.run(&[
+        "serve",
+        "--http",
+        "0.0.0.0:0",
+        "--auth-token-file",
+        token_arg,
+    ]);
+    assert_ne!(weak.code, 0, "{weak:?}");
+    assert!(weak.stderr.contains("too short"), "{weak:?}");
+
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let (serving, port) = serve(&warden, &["--auth-token-file", token_arg]);
+    let statuses = (
+        initialize(port, None),
+        initialize(port, Some("Bearer not-the-token")),
+        initialize(port, Some(&format!("Bearer {TOKEN}"))),
+    );
+    drop(serving);
+    assert_eq!(statuses, (401, 401, 200));
+}
+
+#[test]
+fn serve_as_an_oauth_resource_server_publishes_its_metadata_and_wants_a_token() {
+    let warden = crate::warden();
+    let jwks = warden.data_dir().join("jwks.json");
+    std::fs::write(&jwks, r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#).unwrap();
+    let jwks_arg = jwks.to_str().unwrap();
+    let oauth = [
+        "--oauth-issuer",
+        "https://issuer.test",
+        "--oauth-audience",
+        "https://warden.test/mcp",
+        "--oauth-jwks-file",
+        jwks_arg,
+        "--oauth-scope",
+        "mcp",
+    ];
+    let mut args = vec!["serve", "--http", "0.0.0.0:0"];
+    args.extend(oauth);
+    let refused = warden.run(&args);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("signing key"), "{refused:?}");
+
+    let point = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    std::fs::write(
+        &jwks,
+        format!(r#"{{"keys": [{{"kty": "EC", "crv": "P-256", "x": "{point}", "y": "{point}"}}]}}"#),
+    )
+    .unwrap();
+    let (serving, port) = serve(&warden, &oauth);
+    let metadata = send(
+        port,
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        None,
+        "",
+    );
+    let unauthenticated = send(port, "POST", "/mcp", None, "{}");
+    drop(serving);
+    assert!(metadata.starts_with("HTTP/1.1 200"), "{metadata}");
+    assert!(
+        metadata.contains(r#""resource":"https://warden.test/mcp""#),
+        "{metadata}"
+    );
+    assert!(
+        unauthenticated.starts_with("HTTP/1.1 401"),
+        "{unauthenticated}"
+    );
+    assert!(
+        unauthenticated.contains(
+            r#"resource_metadata="https://warden.test/.well-known/oauth-protected-resource""#
+        ),
+        "{unauthenticated}"
+    );
+}
