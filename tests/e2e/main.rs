@@ -7,6 +7,7 @@ mod github;
 mod identity;
 mod install;
 mod mcp;
+mod tape;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
 fn warden() -> warden_tests::Warden {

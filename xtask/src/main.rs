@@ -8,6 +8,7 @@
 //! - `test [-- <cargo test args>]`: bundle what is stale, then run the whole suite.
 //! - `demo`: bundle, build `warden`, and call a tool through the host.
 //! - `bench-mcp`: the MCP round-trip benchmark of `warden serve`.
+//! - `new <name> [--http <host>]`: scaffold a tool (guest crate and package).
 
 mod bench_mcp;
 mod bundle;
@@ -16,6 +17,7 @@ mod component;
 mod demo;
 mod digest;
 mod guests;
+mod new;
 mod test;
 mod workspace;
 
@@ -43,6 +45,8 @@ enum Command {
     Demo,
     /// Benchmark the MCP round trip of `warden serve` over stdio.
     BenchMcp(bench_mcp::Args),
+    /// Scaffold a new tool: a guest crate and its package.
+    New(new::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,6 +57,7 @@ fn main() -> std::process::ExitCode {
         Command::Test(args) => test::run(&args),
         Command::BenchMcp(args) => bench_mcp::run(&args),
         Command::Demo => demo::run(),
+        Command::New(args) => new::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use warden_core::net::{CallNetwork, DenyAll};
+use warden_egress::tape::{Recording, Replaying};
 use warden_registry::{
     ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
     ToolPolicy, name, now_millis,
@@ -12,7 +13,7 @@ use warden_runtime::{CallRequest, Unavailable};
 
 use crate::error::HostError;
 use crate::location::{Binding, Location};
-use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode};
 
 impl Location {
     /// Invoke a tool from a fresh snapshot.
@@ -119,6 +120,9 @@ impl Location {
         // reach nothing: skip staging and policy building on its hot path.
         let network: Arc<dyn CallNetwork> = if !binding.declares_network() {
             Arc::new(DenyAll)
+        } else if let Some(TapeMode::Replay(replay)) = &invocation.tape {
+            // Answered from the tape: nothing is staged, nothing is sent.
+            Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
             match self.shared.egress.session(
                 &capability.id,
@@ -132,7 +136,14 @@ impl Location {
                     Some(needed) => {
                         return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
                     }
-                    None => Arc::new(session),
+                    None => match &invocation.tape {
+                        Some(TapeMode::Record(recorder)) => Arc::new(Recording::new(
+                            Arc::new(session),
+                            &capability.credentials,
+                            recorder.clone(),
+                        )),
+                        _ => Arc::new(session),
+                    },
                 },
                 Err(error) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");

@@ -39,7 +39,9 @@ pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use location::{InstalledPackage, Location, Replace};
-pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+pub use outcome::{
+    AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode,
+};
 pub use source::{
     LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
     load as load_package,

@@ -19,6 +19,9 @@ use crate::settings::{self, Settings};
 /// Exit code of a call that waits for an approval.
 pub(crate) const EXIT_PENDING: u8 = 2;
 
+/// Exit code of a `call --replay` whose requests differ from the tape.
+pub(crate) const EXIT_REPLAY_MISMATCH: u8 = 4;
+
 /// Global options every command gets.
 pub(crate) struct Context {
     pub(crate) data_dir: PathBuf,
