@@ -2,9 +2,9 @@
 //! be bundled (`cargo xtask test` bundles before it runs them).
 
 mod accounts;
-mod auth;
 mod approve_again;
 mod audit;
+mod auth;
 mod cli;
 mod github;
 mod hosted;
@@ -13,6 +13,7 @@ mod install;
 mod live_catalog;
 mod mcp;
 mod serve_auth;
+mod tape;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
 fn warden() -> warden_tests::Warden {

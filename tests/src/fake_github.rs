@@ -80,6 +80,8 @@ fn respond(request: &RecordedRequest) -> TestResponse {
     let path = request.target.split('?').next().unwrap_or_default();
     match (request.method.as_str(), path) {
         ("GET", "/repos/octo/hello") => TestResponse::json(&repo()),
+        // A provider that echoes the token back in three encodings.
+        ("GET", "/repos/octo/leaky") => TestResponse::json(&leaky_repo()),
         ("POST", "/repos/octo/hello/issues") => {
             let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
             json_status(201, &issue(7, body["title"].as_str().unwrap_or_default()))
@@ -87,6 +89,20 @@ fn respond(request: &RecordedRequest) -> TestResponse {
         ("GET", "/repos/octo/hello/issues/7") => TestResponse::json(&issue(7, "Found a bug")),
         _ => json_status(404, &json!({ "message": "Not Found" })),
     }
+}
+
+fn leaky_repo() -> serde_json::Value {
+    use base64::Engine as _;
+    let mut repo = repo();
+    repo["name"] = "leaky".into();
+    repo["full_name"] = "octo/leaky".into();
+    repo["description"] = format!(
+        "raw {TOKEN} base64 {} percent {}",
+        base64::engine::general_purpose::STANDARD.encode(TOKEN),
+        TOKEN.replace('_', "%5F")
+    )
+    .into();
+    repo
 }
 
 fn json_status(status: u16, body: &serde_json::Value) -> TestResponse {

@@ -10,6 +10,7 @@
 //! - `bench-mcp`: the MCP round-trip benchmark of `warden serve`.
 //! - `conformance`: the MCP conformance suite's client scenarios with
 //!   `warden` as the client (Node 22 and the suite via npm).
+//! - `new <name> [--http <host>]`: scaffold a tool (guest crate and package).
 
 mod bench_mcp;
 mod bundle;
@@ -19,6 +20,7 @@ mod conformance;
 mod demo;
 mod digest;
 mod guests;
+mod new;
 mod test;
 mod workspace;
 
@@ -48,6 +50,8 @@ enum Command {
     BenchMcp(bench_mcp::Args),
     /// Run the MCP conformance suite's client scenarios with `warden` as the client.
     Conformance,
+    /// Scaffold a new tool: a guest crate and its package.
+    New(new::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Command::BenchMcp(args) => bench_mcp::run(&args),
         Command::Demo => demo::run(),
         Command::Conformance => conformance::run(),
+        Command::New(args) => new::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

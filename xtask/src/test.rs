@@ -57,13 +57,15 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 
 fn step(what: &str, args: &[&str]) -> Result<()> {
     println!("xtask test: {what}");
+    let started = std::time::Instant::now();
     let status = workspace::cargo()
         .args(args)
         .current_dir(workspace::root())
         .status()
         .with_context(|| format!("starting {what}"))?;
     if !status.success() {
-        bail!("{what} failed");
+        bail!("{what} failed after {:.1?}", started.elapsed());
     }
+    println!("xtask test: {what} passed in {:.1?}", started.elapsed());
     Ok(())
 }

@@ -174,6 +174,15 @@ pub(crate) struct CallArgs {
     /// Run a call approved earlier with `warden approvals approve <ID>` (same input).
     #[arg(long, value_name = "APPROVAL_ID")]
     pub(crate) resume: Option<String>,
+    /// Write every HTTP exchange the tool made through the host to FILE
+    /// (redacted: credentials appear as placeholders).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub(crate) record: Option<std::path::PathBuf>,
+    /// Answer the tool's HTTP from a FILE written by `--record`, without
+    /// network or account; a request the file does not hold fails the call
+    /// with a diff (exit code 4).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) replay: Option<std::path::PathBuf>,
 }
 
 /// Invocation origins.

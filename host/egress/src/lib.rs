@@ -31,6 +31,7 @@ pub mod resolve;
 pub mod secrets;
 mod session;
 mod staging;
+pub mod tape;
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use warden_core::net::{CallNetwork, DenyAll};
+use warden_egress::tape::{Recording, Replaying};
 use warden_registry::{
     ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
     ToolPolicy, name, now_millis,
@@ -17,7 +18,7 @@ use crate::audit::AuditEntry;
 use crate::error::HostError;
 use crate::lane::CallContext;
 use crate::location::{Binding, Location};
-use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode};
 
 impl Location {
     /// Invoke a tool from a fresh snapshot.
@@ -183,7 +184,8 @@ impl Location {
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
-        if let Some(needed) = self.refresh_before_call(binding).await {
+        let replaying = matches!(invocation.tape, Some(TapeMode::Replay(_)));
+        if !replaying && let Some(needed) = self.refresh_before_call(binding).await {
             return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
         }
         let mut session_of_call = None;
@@ -191,6 +193,9 @@ impl Location {
         // reach nothing: skip staging and policy building on its hot path.
         let network: Arc<dyn CallNetwork> = if !binding.declares_network() {
             Arc::new(DenyAll)
+        } else if let Some(TapeMode::Replay(replay)) = &invocation.tape {
+            // Answered from the tape: nothing is staged, nothing is sent.
+            Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
             match self.shared.egress.session(
                 &capability.id,
@@ -207,7 +212,15 @@ impl Location {
                     None => {
                         let session = Arc::new(session);
                         session_of_call = Some(Arc::clone(&session));
-                        session
+                        match &invocation.tape {
+                            Some(TapeMode::Record(recorder)) => Arc::new(Recording::new(
+                                session,
+                                &capability.credentials,
+                                recorder.clone(),
+                            ))
+                                as Arc<dyn CallNetwork>,
+                            _ => session,
+                        }
                     }
                 },
                 Err(error) => {

@@ -32,8 +32,8 @@
 //! ```
 
 mod accounts;
-mod auth;
 mod audit;
+mod auth;
 mod config;
 mod error;
 mod host;
@@ -45,8 +45,8 @@ mod source;
 mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
-pub use auth::{AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect};
 pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
+pub use auth::{AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
@@ -55,7 +55,9 @@ pub use lane::{
     LaneError, LaneOutcome,
 };
 pub use location::{InstalledPackage, Location, Replace};
-pub use outcome::{AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome};
+pub use outcome::{
+    AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode,
+};
 pub use source::{
     LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
     load as load_package,

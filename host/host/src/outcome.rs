@@ -1,9 +1,12 @@
 //! What an invocation asks for and what it ends with.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use warden_core::Origin;
 use warden_egress::AuthRequired;
 use warden_egress::secrets::AuthReason;
+use warden_egress::tape::{Recorder, Replay};
 use warden_registry::{ApprovalError, ApprovalId, ApprovalRequest, Rule, ToolFailure, Truncation};
 use warden_runtime::{LogEntry, RuntimeError, Usage};
 
@@ -22,6 +25,19 @@ pub struct Invocation {
     pub session: Option<String>,
     /// The caller's id for this call (a fresh one is made when `None`).
     pub call_id: Option<String>,
+    /// Record the call's host-mediated HTTP, or answer it from a tape.
+    pub tape: Option<TapeMode>,
+}
+
+/// What to do with a call's host-mediated HTTP besides sending it
+/// ([`warden_egress::tape`]).
+#[derive(Debug, Clone)]
+pub enum TapeMode {
+    /// Send through egress as usual and write every exchange down (redacted).
+    Record(Arc<Recorder>),
+    /// Send nothing: answer from the tape; no account is needed. Check
+    /// [`Replay::finish`] after the call.
+    Replay(Arc<Replay>),
 }
 
 impl Invocation {
@@ -33,7 +49,20 @@ impl Invocation {
             origin,
             session: None,
             call_id: None,
+            tape: None,
         }
+    }
+
+    /// This call with its HTTP recorded into `recorder`.
+    pub fn recording(mut self, recorder: Arc<Recorder>) -> Self {
+        self.tape = Some(TapeMode::Record(recorder));
+        self
+    }
+
+    /// This call answered from `replay` instead of the network.
+    pub fn replaying(mut self, replay: Arc<Replay>) -> Self {
+        self.tape = Some(TapeMode::Replay(replay));
+        self
     }
 }
 

@@ -1,28 +1,36 @@
 //! `warden call`: one invocation through authorization.
 
 use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
+use warden_egress::tape::{self, Recorder, Replay};
 use warden_host::{
     ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution,
 };
 use warden_registry::{GrantTerms, now_millis};
 
-use super::{Context, EXIT_AUTH_REQUIRED, EXIT_PENDING};
+use super::{Context, EXIT_AUTH_REQUIRED, EXIT_PENDING, EXIT_REPLAY_MISMATCH};
 use crate::cli::CallArgs;
 use crate::render;
 
 /// Run `warden call`.
 pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let input = read_input(&args.input)?;
+    let tape = Tape::open(&args)?;
     let (host, location) = cx.open()?;
     // Only the server that provides this tool is asked for its tools.
     for error in location.refresh_hosted_for(&args.tool).await {
         eprintln!("warning: {error}");
     }
-    let invocation = Invocation::new(args.tool.clone(), input, args.origin.into());
+    let invocation = tape.apply(Invocation::new(
+        args.tool.clone(),
+        input,
+        args.origin.into(),
+    ));
     let outcome = match &args.resume {
         Some(id) => {
             location
@@ -38,11 +46,76 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
                     .resolve(&request.id, resolution, now_millis())?;
                 location.resume(&request.id, invocation).await?
             }
-            None => return Ok(pending(cx, &request)),
+            None => {
+                tape.finish(&args.tool)?;
+                return Ok(pending(cx, &request));
+            }
         },
         other => other,
     };
-    Ok(report(cx, outcome))
+    let code = report(cx, outcome);
+    Ok(tape.finish(&args.tool)?.unwrap_or(code))
+}
+
+/// `--record` / `--replay`.
+enum Tape {
+    Off,
+    Record(PathBuf, Arc<Recorder>),
+    Replay(Arc<Replay>),
+}
+
+impl Tape {
+    fn open(args: &CallArgs) -> Result<Self> {
+        if let Some(path) = &args.replay {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("reading the tape {}", path.display()))?;
+            let tape = tape::Tape::from_json(&bytes)
+                .with_context(|| format!("{} is not a usable tape", path.display()))?;
+            if same_tool(&tape.capability, &args.tool) {
+                return Ok(Tape::Replay(Replay::new(tape)));
+            }
+            anyhow::bail!(
+                "{} was recorded for `{}`, not `{}`",
+                path.display(),
+                tape.capability,
+                args.tool
+            );
+        }
+        Ok(match &args.record {
+            Some(path) => Tape::Record(path.clone(), Recorder::new()),
+            None => Tape::Off,
+        })
+    }
+
+    fn apply(&self, invocation: Invocation) -> Invocation {
+        match self {
+            Tape::Off => invocation,
+            Tape::Record(_, recorder) => invocation.recording(recorder.clone()),
+            Tape::Replay(replay) => invocation.replaying(replay.clone()),
+        }
+    }
+
+    /// Write the recording, or check the replay: `Some(code)` overrides the
+    /// call's exit code when the replay did not match.
+    fn finish(&self, tool: &str) -> Result<Option<ExitCode>> {
+        match self {
+            Tape::Off => Ok(None),
+            Tape::Record(path, recorder) => {
+                std::fs::write(path, recorder.tape(tool).to_json())
+                    .with_context(|| format!("writing the tape {}", path.display()))?;
+                Ok(None)
+            }
+            Tape::Replay(replay) => Ok(replay.finish().err().map(|mismatch| {
+                eprintln!("error[replay_mismatch]: {mismatch}");
+                ExitCode::from(EXIT_REPLAY_MISMATCH)
+            })),
+        }
+    }
+}
+
+/// `github.get_repo` and `github_get_repo` name the same tool.
+fn same_tool(a: &str, b: &str) -> bool {
+    a.replace('.', "_") == b.replace('.', "_")
 }
 
 /// The input text: JSON, `@file` or `@-` (stdin).

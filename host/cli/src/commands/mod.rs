@@ -26,6 +26,9 @@ pub(crate) const EXIT_PENDING: u8 = 2;
 /// (`auth_required`; `--json` prints its fields).
 pub(crate) const EXIT_AUTH_REQUIRED: u8 = 3;
 
+/// Exit code of a `call --replay` whose requests differ from the tape.
+pub(crate) const EXIT_REPLAY_MISMATCH: u8 = 4;
+
 /// Global options every command gets.
 pub(crate) struct Context {
     pub(crate) data_dir: PathBuf,
