@@ -146,6 +146,16 @@ fn bundled_components_import_only_contract_interfaces() {
             .map(|(_, p)| p)
             .filter(|p| p.ends_with(".wasm"))
             .collect();
+        let manifest = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
+        if manifest.lines().any(|l| l.trim() == "[mcp]") {
+            // A hosted MCP server: no module at all.
+            assert!(
+                wasm.is_empty(),
+                "{}: an [mcp] package has no module",
+                dir.display()
+            );
+            continue;
+        }
         assert_eq!(wasm.len(), 1, "{}: one module per package", dir.display());
         let bytes = std::fs::read(dir.join(wasm[0])).unwrap();
         for import in component_imports(&bytes) {
