@@ -63,12 +63,17 @@ pub(crate) fn check_schema(
     });
     let schema = called.map_err(|e| {
         let error = crate::classify::trap(&e, store.data(), &limits);
-        refuse(format!("calling it failed: {error}"))
+        refuse(format!("failed: {error}"))
     })?;
-    match serde_json::from_str::<serde_json::Value>(&schema) {
+    object_schema(&schema).map_err(refuse)
+}
+
+/// `Ok` when `schema` is a JSON object; otherwise what it is instead.
+fn object_schema(schema: &str) -> Result<(), String> {
+    match serde_json::from_str::<serde_json::Value>(schema) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
-        Ok(_) => Err(refuse("it is JSON but not an object".to_owned())),
-        Err(e) => Err(refuse(format!("it is not JSON: {e}"))),
+        Ok(_) => Err("returned JSON that is not an object".to_owned()),
+        Err(e) => Err(format!("returned text that is not JSON ({e})")),
     }
 }
 
@@ -91,5 +96,18 @@ fn block_on<F: Future>(future: F) -> F::Output {
             Poll::Ready(output) => return output,
             Poll::Pending => std::thread::park(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_json_object_is_a_schema() {
+        assert!(object_schema(r#"{"type":"object"}"#).is_ok());
+        assert!(object_schema("[]").unwrap_err().contains("not an object"));
+        assert!(object_schema("true").unwrap_err().contains("not an object"));
+        assert!(object_schema("{oops").unwrap_err().contains("not JSON"));
     }
 }

@@ -2,6 +2,7 @@
 //! (`packages/echo`, the hostile and the wasm32-wasip2 `wasi-tool` fixtures). Run `cargo xtask bundle` first.
 
 mod cache;
+mod compat;
 mod concurrency;
 mod echo;
 mod hostile;
