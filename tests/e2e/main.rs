@@ -3,6 +3,7 @@
 
 mod accounts;
 mod cli;
+mod compat;
 mod github;
 mod identity;
 mod install;

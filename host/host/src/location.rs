@@ -9,7 +9,9 @@ use warden_registry::{
     Executor, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
     ToolDef, ToolPolicy,
 };
-use warden_runtime::{CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
+use warden_runtime::{
+    CapabilitySpec, ComponentSpec, ComponentWorld, InstalledComponent, ToolLimits,
+};
 
 use crate::error::HostError;
 use crate::host::Shared;
@@ -45,6 +47,10 @@ pub struct InstalledPackage {
     pub provenance: Provenance,
     /// The effective trust, decided by the host (see [`effective_trust`]).
     pub trust: EffectiveTrust,
+    /// The WIT world of the package's component, read from the component
+    /// (Warden's own or the `near:agent@0.4.1` compatibility world); `None`
+    /// for a package no component implements.
+    pub world: Option<ComponentWorld>,
 }
 
 /// What to do when the id of a package being installed is already taken.
@@ -230,6 +236,7 @@ impl Location {
                 digest,
                 provenance,
                 trust,
+                world: Some(component.world()),
             },
             _registration: registration,
         });

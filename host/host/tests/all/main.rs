@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod compat;
 mod exfil;
 mod identity;
 mod install;
