@@ -243,3 +243,35 @@ async fn auth_required_when_no_account_is_connected_or_the_provider_refuses() {
     );
     assert_eq!(failure.code(), "auth_required");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_follow_the_manifest_resource_profile() {
+    let (location, _server) = host(false).await;
+    let failure = |outcome: InvokeOutcome| match outcome {
+        InvokeOutcome::Failed(CallFailure::Runtime { error, .. }) => error,
+        other => panic!("fails in the runtime: {other:?}"),
+    };
+    // `hard_ceiling.max_wall_clock_ms = 100` (well before the default fuel runs out)
+    let error = failure(invoke(&location, "spin", json!({})).await);
+    assert_eq!(
+        error,
+        RuntimeError::Timeout {
+            limit: std::time::Duration::from_millis(100)
+        }
+    );
+    // `hard_ceiling.sandbox.memory_bytes = 16777216`
+    let error = failure(invoke(&location, "hog", json!({"mib": 32})).await);
+    assert_eq!(
+        error,
+        RuntimeError::MemoryLimit {
+            limit_bytes: 16 << 20
+        }
+    );
+    assert!(output(&location, "hog", json!({"mib": 4})).await["allocated_mib"] == 4);
+    // `hard_ceiling.max_output_bytes = 65536`
+    let error = failure(invoke(&location, "emit", json!({"bytes": 70000})).await);
+    assert!(
+        matches!(error, RuntimeError::OutputTooLarge { limit: 65536, .. }),
+        "{error:?}"
+    );
+}
