@@ -37,7 +37,13 @@ async fn no_account_or_two_matches_is_an_auth_error() {
     let other = CredentialSpec::bearer("gh_other", "github", &["repo"], "api.github.com");
     let unconfigured = fx
         .egress
-        .session("github.search", "github", &[other.clone()], &[], 1 << 20)
+        .session(
+            "github.search",
+            "github",
+            std::slice::from_ref(&other),
+            &[],
+            1 << 20,
+        )
         .unwrap();
     assert!(matches!(
         unconfigured.credential_for_url("https://api.github.com/x"),
