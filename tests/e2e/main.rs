@@ -6,6 +6,7 @@ mod approve_again;
 mod audit;
 mod auth;
 mod cli;
+mod compat;
 mod github;
 mod hosted;
 mod identity;

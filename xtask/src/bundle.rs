@@ -53,7 +53,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if args.check {
         return check_fresh(&selected);
     }
-    let contract = Contract::load()?;
+    // Warden's own world first: a component is checked against the world it exports.
+    let contracts = [Contract::load()?, Contract::load_compat()?];
     // The same check the host runs: an invalid manifest is refused before any build.
     crate::check::packages(
         &selected
@@ -77,7 +78,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             ensure_target(&guest.target)?;
             targets.push(&guest.target);
         }
-        build_guest(&contract, guest)?;
+        build_guest(&contracts, guest)?;
         write_package(guest)?;
         built += 1;
     }
@@ -135,7 +136,7 @@ fn check_fresh(selected: &[Guest]) -> Result<()> {
     Ok(())
 }
 
-fn build_guest(contract: &Contract, guest: &Guest) -> Result<()> {
+fn build_guest(contracts: &[Contract], guest: &Guest) -> Result<()> {
     println!(
         "bundle: building {} -> {}",
         guest.name,
@@ -174,7 +175,7 @@ fn build_guest(contract: &Contract, guest: &Guest) -> Result<()> {
     } else {
         component::componentize(&guest.name, &built)?
     };
-    contract.check(&guest.name, &component, guest.wasi())?;
+    Contract::select(contracts, &component)?.check(&guest.name, &component, guest.wasi())?;
     let wasm = guest.wasm_path();
     std::fs::create_dir_all(wasm.parent().expect("wasm/ dir"))?;
     std::fs::write(&wasm, &component).with_context(|| format!("writing {}", wasm.display()))?;

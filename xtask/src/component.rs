@@ -11,26 +11,63 @@ use crate::workspace;
 /// The world every Warden-built component must fit.
 pub(crate) const CONTRACT_WORLD: &str = "sandboxed-tool";
 
-/// The interfaces a component may import, as `ns:pkg/iface@version`.
+/// The compatibility world's directory under `wit/` (same world name).
+pub(crate) const COMPAT_WIT_DIR: &str = "near-agent-0.4.1";
+
+/// The interfaces a component may import, as `ns:pkg/iface@version`, and
+/// those it exports (which pick the contract a component is checked against).
 #[derive(Debug)]
 pub(crate) struct Contract {
     world: String,
     imports: BTreeSet<String>,
+    exports: BTreeSet<String>,
 }
 
 impl Contract {
-    /// Load the contract world from `wit/`.
+    /// Load Warden's own contract world from `wit/`.
     pub(crate) fn load() -> Result<Self> {
+        Self::load_dir(&workspace::wit_dir())
+    }
+
+    /// Load the `near:agent@0.4.1` compatibility world from `wit/near-agent-0.4.1/`.
+    pub(crate) fn load_compat() -> Result<Self> {
+        Self::load_dir(&workspace::wit_dir().join(COMPAT_WIT_DIR))
+    }
+
+    /// The contract of `component`: the one whose exports it has (Warden's
+    /// own, the first, otherwise), as the runtime detects it at install.
+    pub(crate) fn select<'a>(contracts: &'a [Contract], component: &[u8]) -> Result<&'a Contract> {
+        let decoded = wit_component::decode(component).context("decoding the component")?;
+        let DecodedWasm::Component(resolve, world_id) = decoded else {
+            bail!("not a component");
+        };
+        let exports: BTreeSet<String> = resolve.worlds[world_id]
+            .exports
+            .keys()
+            .map(|key| resolve.name_world_key(key))
+            .collect();
+        Ok(contracts
+            .iter()
+            .find(|c| !c.exports.is_empty() && c.exports.is_subset(&exports))
+            .unwrap_or(&contracts[0]))
+    }
+
+    fn load_dir(dir: &std::path::Path) -> Result<Self> {
         let mut resolve = Resolve::default();
         let (package, _) = resolve
-            .push_dir(workspace::wit_dir())
-            .context("parsing wit/")?;
+            .push_dir(dir)
+            .with_context(|| format!("parsing {}", dir.display()))?;
         let world_id = resolve
             .select_world(&[package], Some(CONTRACT_WORLD))
             .context("selecting the contract world")?;
         let world = &resolve.worlds[world_id];
         let imports = world
             .imports
+            .keys()
+            .map(|key| resolve.name_world_key(key))
+            .collect();
+        let exports = world
+            .exports
             .keys()
             .map(|key| resolve.name_world_key(key))
             .collect();
@@ -41,7 +78,11 @@ impl Contract {
             .map(|v| format!("@{v}"))
             .unwrap_or_default();
         let world = format!("{}:{}/{}{version}", name.namespace, name.name, world.name);
-        Ok(Contract { world, imports })
+        Ok(Contract {
+            world,
+            imports,
+            exports,
+        })
     }
 
     /// Check that `component` imports only contract interfaces (and, with

@@ -11,7 +11,10 @@
 //! ```
 //!
 //! A `wasm32-wasip2` guest comes out of rustc as a component that may import
-//! the locked-down WASI 0.2 the runtime links ([`warden_core::wasi`]).
+//! the locked-down WASI 0.2 the runtime links ([`warden_core::wasi`]). A
+//! guest that exports `near:agent/tool@0.4.1` (the compatibility world of
+//! `wit/near-agent-0.4.1/`, e.g. `guests/fixtures/near-probe`) is checked
+//! against that world instead of Warden's own.
 //!
 //! Guests under `guests/fixtures/` are test fixtures: their packages live in
 //! `tests/fixtures/packages/` and are never embedded in the binary.

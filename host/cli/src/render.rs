@@ -65,6 +65,14 @@ pub(crate) fn description(tool: &Value) {
         str_of(&package["provenance"]),
         str_of(&package["trust"]),
     );
+    if let Some(world) = tool["world"].as_str() {
+        let lane = if world.starts_with("warden:") {
+            "Warden's own world"
+        } else {
+            "compatibility world"
+        };
+        println!("  world       {} ({lane})", escape(world));
+    }
     println!("  description {}", text("description"));
     println!("  effects     {}", list(&tool["effects"]));
     println!("  permission  {}", text("default_permission"));

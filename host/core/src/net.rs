@@ -72,6 +72,19 @@ pub enum CredentialError {
     /// Declared, but no secret is configured.
     #[error("credential for vendor `{}` is not configured", .0.vendor)]
     NotConfigured(AuthNeeded),
+    /// More than one declared credential matches one request's audience
+    /// (worlds whose guests name no credential); carries the handle names.
+    #[error("credentials `{}` all match the request's audience", .0.join("`, `"))]
+    Ambiguous(Vec<String>),
+}
+
+/// The declared credential a request's URL selects (see [`CallNetwork::credential_for_url`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialMatch {
+    /// Declared handle name, to pass to [`CallNetwork::send`].
+    pub handle: String,
+    /// Vendor and scopes, for an auth-required outcome.
+    pub needed: AuthNeeded,
 }
 
 /// What a user must connect for a call to proceed.
@@ -103,6 +116,18 @@ pub trait CallNetwork: Send + Sync {
         credential: Option<&'a str>,
         remaining: Duration,
     ) -> BoxFuture<'a, Result<GuestResponse, HttpError>>;
+
+    /// The declared credential whose audience equals the scheme (`https`
+    /// only), host and port of `url`, for worlds whose guests name no
+    /// credential (`near:agent`). `Ok(None)` when none matches (or the URL
+    /// does not parse: sending it fails later); `NotConfigured` when the
+    /// match has no staged value; `Ambiguous` when several match.
+    ///
+    /// The default matches nothing.
+    fn credential_for_url(&self, url: &str) -> Result<Option<CredentialMatch>, CredentialError> {
+        let _ = url;
+        Ok(None)
+    }
 
     /// Replace every staged secret in `text` by `[REDACTED]`. The runtime
     /// calls it on guest logs and failure messages.

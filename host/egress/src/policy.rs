@@ -305,7 +305,7 @@ impl NetworkPolicy {
 }
 
 /// Whether `endpoint` equals the audience of `spec` (credentials go over https only).
-fn audience_matches(spec: &CredentialSpec, endpoint: &Endpoint) -> bool {
+pub(crate) fn audience_matches(spec: &CredentialSpec, endpoint: &Endpoint) -> bool {
     let audience = &spec.audience;
     audience.scheme == "https"
         && endpoint.scheme == Scheme::Https

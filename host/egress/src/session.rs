@@ -1,6 +1,7 @@
 //! [`Egress`], built once per host, and [`CallSession`], the per-call
 //! [`CallNetwork`] the runtime calls.
 
+mod by_url;
 mod inject;
 mod send;
 
@@ -9,7 +10,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use warden_core::net::{
-    AuthNeeded, BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+    AuthNeeded, BoxFuture, CallNetwork, CredentialError, CredentialMatch, GuestRequest,
+    GuestResponse, HttpError,
 };
 use warden_core::spec::{CredentialSpec, NetworkTarget};
 
@@ -391,6 +393,10 @@ impl CallNetwork for CallSession {
                 .await
                 .map_err(|e| e.to_http_error(&self.redactor))
         })
+    }
+
+    fn credential_for_url(&self, url: &str) -> Result<Option<CredentialMatch>, CredentialError> {
+        by_url::credential_for_url(self, url)
     }
 
     fn redact(&self, text: &str) -> String {

@@ -49,6 +49,11 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
 
     /// Run an authorized call.
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
+
+    /// The WIT world of the lane's component, for a WASM lane.
+    fn world(&self) -> Option<warden_runtime::ComponentWorld> {
+        None
+    }
 }
 
 /// What the host tells a lane about one authorized call.

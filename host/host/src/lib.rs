@@ -70,3 +70,4 @@ pub use warden_manifest::Trust;
 pub use warden_registry::{
     AllowlistEntry, ApprovalId, ApprovalRequest, Catalog, PackageIdentity, Resolution, Snapshot,
 };
+pub use warden_runtime::ComponentWorld;

@@ -12,6 +12,7 @@ use warden_registry::{
     Executor, LaneId, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
     ToolDef, ToolPolicy,
 };
+use warden_runtime::ComponentWorld;
 
 use crate::error::HostError;
 use crate::host::Shared;
@@ -52,6 +53,10 @@ pub struct InstalledPackage {
     pub provenance: Provenance,
     /// The effective trust, decided by the host (see [`effective_trust`]).
     pub trust: EffectiveTrust,
+    /// The WIT world of the package's component, read from the component
+    /// (Warden's own or the `near:agent@0.4.1` compatibility world); `None`
+    /// for a package no component implements.
+    pub world: Option<ComponentWorld>,
 }
 
 /// What to do when the id of a package being installed is already taken.
@@ -262,6 +267,7 @@ impl Location {
                 digest: taken.info.digest.clone(),
             });
         }
+        let world = bindings.first().and_then(|b| b.lane.world());
         let bindings: Vec<(LaneId, Arc<Binding>)> = bindings
             .into_iter()
             .map(|binding| (next_lane_id(), Arc::new(binding)))
@@ -298,6 +304,7 @@ impl Location {
                 digest,
                 provenance,
                 trust,
+                world,
             },
             _registration: registration,
             lanes: lane_ids,

@@ -10,7 +10,8 @@ use wasmtime::{Store, UpdateDeadline};
 use crate::admission;
 use crate::bindings::exports::warden::tool::tool as wit;
 use crate::classify;
-use crate::component::InstalledComponent;
+use crate::compat;
+use crate::component::{InstalledComponent, Prepared};
 use crate::config::ToolLimits;
 use crate::error::RuntimeError;
 use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
@@ -19,6 +20,12 @@ use crate::state::CallState;
 /// Extra time past the deadline before the host-side backstop fires (the
 /// epoch interrupt normally stops the guest first).
 const BACKSTOP: Duration = Duration::from_millis(100);
+
+/// A structured failure `execute` returned, in the world of the component.
+enum Failed {
+    Warden(wit::Failure),
+    NearAgent(compat::bindings::exports::near::agent::tool::GuestFailure),
+}
 
 /// One invocation, as the host (not the model) describes it.
 #[derive(Clone)]
@@ -200,13 +207,22 @@ impl InstalledComponent {
 
         let ran = {
             let run = async {
-                let tool = match inner.pre.instantiate_async(&mut store).await {
+                let pre = match &inner.pre {
+                    Prepared::Warden(pre) => pre,
+                    Prepared::NearAgent(pre) => {
+                        let (id, input) = (&wit_request.capability_id, &wit_request.input);
+                        let executed = compat::call::execute(pre, &mut store, id, input).await;
+                        return executed.map(|r| r.map_err(Failed::NearAgent));
+                    }
+                };
+                let tool = match pre.instantiate_async(&mut store).await {
                     Ok(tool) => tool,
                     Err(e) => return Err((true, e)),
                 };
                 tool.warden_tool_tool()
                     .call_execute(&mut store, &wit_request)
                     .await
+                    .map(|r| r.map_err(Failed::Warden))
                     .map_err(|e| (false, e))
             };
             tokio::time::timeout(limits.timeout + BACKSTOP, run).await
@@ -240,7 +256,10 @@ impl InstalledComponent {
             Ok(Ok(Ok(text))) => {
                 classify::output(&text, capability, &limits, state.network.as_ref())
             }
-            Ok(Ok(Err(failure))) => Err(classify::failure(failure, &state)),
+            Ok(Ok(Err(Failed::Warden(failure)))) => Err(classify::failure(failure, &state)),
+            Ok(Ok(Err(Failed::NearAgent(failure)))) => {
+                Err(compat::classify::failure(failure, &state))
+            }
         };
         let usage = Usage {
             fuel_consumed: limits.fuel.saturating_sub(fuel_left),

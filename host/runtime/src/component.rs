@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::bindings::SandboxedToolPre;
+use crate::compat::ComponentWorld;
 use crate::config::{Limits, RuntimeConfig, ToolLimits};
 use crate::error::RuntimeError;
 use crate::runtime::Shared;
@@ -156,10 +157,27 @@ pub struct InstalledComponent {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// A linked component of either world, ready to instantiate.
+pub(crate) enum Prepared {
+    /// Warden's own world.
+    Warden(SandboxedToolPre<CallState>),
+    /// The `near:agent@0.4.1` compatibility world.
+    NearAgent(crate::compat::call::Pre),
+}
+
+impl Prepared {
+    pub(crate) fn world(&self) -> ComponentWorld {
+        match self {
+            Prepared::Warden(_) => ComponentWorld::Warden,
+            Prepared::NearAgent(_) => ComponentWorld::NearAgent,
+        }
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) name: String,
-    pub(crate) pre: SandboxedToolPre<CallState>,
+    pub(crate) pre: Prepared,
     pub(crate) capabilities: HashMap<String, Capability>,
     pub(crate) report: InstallReport,
 }
@@ -168,6 +186,7 @@ impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InstalledComponent")
             .field("name", &self.name)
+            .field("world", &self.pre.world())
             .field("capabilities", &self.capabilities.keys())
             .field("report", &self.report)
             .finish_non_exhaustive()
@@ -178,7 +197,7 @@ impl InstalledComponent {
     pub(crate) fn new(
         shared: Arc<Shared>,
         name: String,
-        pre: SandboxedToolPre<CallState>,
+        pre: Prepared,
         capabilities: HashMap<String, Capability>,
         report: InstallReport,
     ) -> Self {
@@ -196,6 +215,11 @@ impl InstalledComponent {
     /// The component's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The world the component was built against, read from its exports.
+    pub fn world(&self) -> ComponentWorld {
+        self.inner.pre.world()
     }
 
     /// How the install went (cache hit or compile).

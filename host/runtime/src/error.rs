@@ -46,6 +46,14 @@ pub enum RuntimeError {
         /// What is missing.
         reason: String,
     },
+    /// A `near:agent` component's `schema()` failed or did not return a JSON object.
+    #[error("component `{component}` is unusable: its `schema()` {reason}")]
+    ToolSchema {
+        /// Component name.
+        component: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A declared input or output schema is not a valid JSON schema.
     #[error("capability `{capability_id}` has an invalid {which} schema: {reason}")]
     InvalidSchema {
@@ -176,6 +184,7 @@ impl RuntimeError {
             RuntimeError::ImportNotAllowed { .. } => "import_not_allowed",
             RuntimeError::ExportMissing { .. } => "export_missing",
             RuntimeError::InvalidSchema { .. } => "invalid_schema",
+            RuntimeError::ToolSchema { .. } => "invalid_tool_schema",
             RuntimeError::UnknownCapability { .. } => "unknown_capability",
             RuntimeError::InvalidInput { .. } => "invalid_input",
             RuntimeError::FuelExhausted { .. } => "fuel_exhausted",

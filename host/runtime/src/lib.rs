@@ -28,6 +28,7 @@ mod bindings;
 mod cache;
 mod call;
 mod classify;
+mod compat;
 mod component;
 mod config;
 mod engine;
@@ -42,6 +43,7 @@ mod wasi;
 
 pub use admission::MemoryUse;
 pub use call::CallRequest;
+pub use compat::ComponentWorld;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };

@@ -11,7 +11,10 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use crate::admission::{MemoryBudget, MemoryUse};
 use crate::bindings::{SandboxedTool, SandboxedToolPre};
 use crate::cache::{ArtifactCache, Lookup, sha256_hex};
-use crate::component::{CacheStatus, Capability, ComponentSpec, InstallReport, InstalledComponent};
+use crate::compat::ComponentWorld;
+use crate::component::{
+    CacheStatus, Capability, ComponentSpec, InstallReport, InstalledComponent, Prepared,
+};
 use crate::config::RuntimeConfig;
 use crate::engine::{self, ActiveAllocator};
 use crate::error::RuntimeError;
@@ -82,6 +85,13 @@ impl Runtime {
                 reason: format!("linking the contract: {e}"),
             },
         )?;
+        crate::compat::bindings::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Internal {
+            reason: format!("linking the near:agent compatibility world: {e}"),
+        })?;
         // Imports resolve per component at install: a contract-only component's
         // `InstancePre` holds no WASI definition and its calls create no context.
         crate::wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Internal {
@@ -148,7 +158,8 @@ impl Runtime {
     pub fn install(&self, spec: ComponentSpec<'_>) -> Result<InstalledComponent, RuntimeError> {
         let start = Instant::now();
         let (component, cache) = self.load_component(&spec)?;
-        check_imports(&self.shared.engine, &spec.name, &component)?;
+        let world = crate::compat::detect(&self.shared.engine, &spec.name, &component)?;
+        check_imports(&self.shared.engine, &spec.name, &component, world)?;
         let pre = self
             .shared
             .linker
@@ -156,10 +167,26 @@ impl Runtime {
             .map_err(|e| RuntimeError::Internal {
                 reason: format!("preparing `{}`: {e:#}", spec.name),
             })?;
-        let pre = SandboxedToolPre::new(pre).map_err(|e| RuntimeError::ExportMissing {
+        let missing = |e: wasmtime::Error| RuntimeError::ExportMissing {
             component: spec.name.clone(),
             reason: format!("{e:#}"),
-        })?;
+        };
+        let pre = match world {
+            ComponentWorld::Warden => {
+                Prepared::Warden(SandboxedToolPre::new(pre).map_err(missing)?)
+            }
+            ComponentWorld::NearAgent => {
+                let pre = crate::compat::call::Pre::new(pre).map_err(missing)?;
+                let shared = &self.shared;
+                crate::compat::probe::check_schema(
+                    &shared.engine,
+                    &shared.config,
+                    &spec.name,
+                    &pre,
+                )?;
+                Prepared::NearAgent(pre)
+            }
+        };
         let capabilities = spec
             .capabilities
             .iter()
@@ -230,11 +257,16 @@ impl Runtime {
     }
 }
 
-/// Refuse a component importing anything outside the contract and the
-/// allowed WASI 0.2 interfaces ([`warden_core::wasi::WASI_ALLOWED`]), naming it.
-fn check_imports(engine: &Engine, name: &str, component: &Component) -> Result<(), RuntimeError> {
+/// Refuse a component importing anything outside its world's contract and
+/// the allowed WASI 0.2 interfaces ([`warden_core::wasi::WASI_ALLOWED`]), naming it.
+fn check_imports(
+    engine: &Engine,
+    name: &str,
+    component: &Component,
+    world: ComponentWorld,
+) -> Result<(), RuntimeError> {
     for (import, _) in component.component_type().imports(engine) {
-        if !CONTRACT_IMPORTS.contains(&import) && !warden_core::wasi::is_allowed_import(import) {
+        if !world.imports().contains(&import) && !warden_core::wasi::is_allowed_import(import) {
             return Err(RuntimeError::ImportNotAllowed {
                 component: name.to_owned(),
                 import: import.to_owned(),

@@ -113,6 +113,7 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         "name": model_name(&package.id, capability),
         "capability_id": capability.id,
         "package": package_identity(installed),
+        "world": installed.world.map(|w| w.as_str()),
         "description": capability.description,
         "effects": capability.effects,
         "default_permission": capability.default_permission,

@@ -1,6 +1,7 @@
 //! Integration tests of warden-egress against local HTTPS servers.
 
 mod auth;
+mod by_url;
 mod codings;
 mod egress;
 mod leaks;

@@ -41,6 +41,10 @@ impl Lane for WasmLane {
             }
         })
     }
+
+    fn world(&self) -> Option<warden_runtime::ComponentWorld> {
+        Some(self.component.world())
+    }
 }
 
 /// Compile and link the package's component once; every capability shares

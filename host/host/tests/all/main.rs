@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod compat;
 mod connect;
 mod exfil;
 mod first_party;

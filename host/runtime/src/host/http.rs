@@ -96,12 +96,12 @@ impl CallState {
     }
 }
 
-fn request_bytes(request: &GuestRequest) -> u64 {
+pub(crate) fn request_bytes(request: &GuestRequest) -> u64 {
     let headers: usize = request.headers.iter().map(|(n, v)| n.len() + v.len()).sum();
     (request.url.len() + headers + request.body.as_ref().map_or(0, Vec::len)) as u64
 }
 
-fn response_bytes(response: &GuestResponse) -> u64 {
+pub(crate) fn response_bytes(response: &GuestResponse) -> u64 {
     let headers: usize = response
         .headers
         .iter()

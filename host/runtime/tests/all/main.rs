@@ -1,7 +1,9 @@
 //! Integration tests of the runtime against real, built components
-//! (`packages/echo`, the hostile and the wasm32-wasip2 `wasi-tool` fixtures). Run `cargo xtask bundle` first.
+//! (`packages/echo`, the hostile and the wasm32-wasip2 `wasi-tool` fixtures, and
+//! `near-probe` of the `near:agent@0.4.1` world). Run `cargo xtask bundle` first.
 
 mod cache;
+mod compat;
 mod concurrency;
 mod echo;
 mod hostile;
