@@ -54,10 +54,13 @@ async fn host(connected: bool) -> (Location, TestServer) {
         );
     }
     let origins: Vec<(&str, u16)> = HOSTS.iter().map(|h| (*h, 443)).collect();
-    let config = HostConfig {
+    let mut config = HostConfig {
         egress: testing::config(&ca, &origins),
         ..HostConfig::default()
     };
+    // Fuel at the maximum, so the manifest's 100 ms wall clock is what stops
+    // the busy loop even when a loaded machine slows the epoch ticker.
+    config.runtime.defaults.fuel = config.runtime.maxima.fuel;
     let host = Host::builder(config)
         .secret_store(Arc::new(secrets))
         .resolver(Arc::new(server.resolver(&HOSTS)))
