@@ -303,8 +303,11 @@ async fn fuel_and_time_limits_stop_the_guest() {
         outcome.result.unwrap_err(),
         RuntimeError::FuelExhausted { limit: 5_000_000 }
     );
+    // Fuel as high as the maxima allow: a tight loop burns the default in
+    // about the time of this deadline, and the deadline is what is tested.
     let outcome = run(ToolLimits {
         timeout_ms: Some(300),
+        fuel: Some(u64::MAX),
         ..ToolLimits::default()
     })
     .await;
