@@ -13,10 +13,15 @@ const GET_REPO_TAPE: &str = concat!(
     "/../../tests/fixtures/tapes/github_get_repo.json"
 );
 
-fn call(warden: Warden, args: Vec<String>) -> (Warden, warden_tests::Run) {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = warden.run(&args);
-    (warden, run)
+/// Run `warden <args>` off the async workers (a test server may be serving on them).
+async fn call(warden: Warden, args: Vec<String>) -> (Warden, warden_tests::Run) {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = warden.run(&args);
+        (warden, run)
+    })
+    .await
+    .unwrap()
 }
 
 fn args(input: &str, tape: (&str, &std::path::Path)) -> Vec<String> {
@@ -40,12 +45,7 @@ async fn a_recording_holds_no_secret_and_replays_byte_identically_offline() {
     fake.connect(&live);
     let tape_dir = tempfile::tempdir().unwrap();
     let tape = tape_dir.path().join("leaky.json");
-    let (_live, recorded) = {
-        let args = args(LEAKY, ("--record", &tape));
-        tokio::task::spawn_blocking(move || call(live, args))
-            .await
-            .unwrap()
-    };
+    let (_live, recorded) = call(live, args(LEAKY, ("--record", &tape))).await;
     assert_eq!(recorded.code, 0, "{recorded:?}");
     assert_eq!(fake.requests().len(), 1);
 
@@ -72,9 +72,7 @@ async fn a_recording_holds_no_secret_and_replays_byte_identically_offline() {
     for _ in 0..2 {
         let offline = crate::warden();
         let args = args(LEAKY, ("--replay", &tape));
-        let (_offline, replayed) = tokio::task::spawn_blocking(move || call(offline, args))
-            .await
-            .unwrap();
+        let (_offline, replayed) = call(offline, args).await;
         assert_eq!(replayed.code, 0, "{replayed:?}");
         outputs.push(deterministic_part(&replayed));
     }
@@ -104,9 +102,7 @@ async fn record_the_committed_get_repo_tape() {
     fake.connect(&live);
     let tape = std::path::Path::new(GET_REPO_TAPE).to_path_buf();
     let args = args(r#"{"owner": "octo", "repo": "hello"}"#, ("--record", &tape));
-    let (_live, run) = tokio::task::spawn_blocking(move || call(live, args))
-        .await
-        .unwrap();
+    let (_live, run) = call(live, args).await;
     assert_eq!(run.code, 0, "{run:?}");
 }
 
@@ -115,9 +111,7 @@ async fn get_repo_replays_from_the_committed_recording() {
     let warden = crate::warden();
     let tape = std::path::Path::new(GET_REPO_TAPE).to_path_buf();
     let args = args(r#"{"owner": "octo", "repo": "hello"}"#, ("--replay", &tape));
-    let (_warden, run) = tokio::task::spawn_blocking(move || call(warden, args))
-        .await
-        .unwrap();
+    let (_warden, run) = call(warden, args).await;
     assert_eq!(run.code, 0, "{run:?}");
     let out = run.json();
     assert_eq!(out["output"]["full_name"], "octo/hello", "{out}");
@@ -129,9 +123,7 @@ async fn a_request_the_recording_does_not_hold_fails_with_a_diff() {
     let warden = crate::warden();
     let tape = std::path::Path::new(GET_REPO_TAPE).to_path_buf();
     let args = args(r#"{"owner": "octo", "repo": "other"}"#, ("--replay", &tape));
-    let (_warden, run) = tokio::task::spawn_blocking(move || call(warden, args))
-        .await
-        .unwrap();
+    let (_warden, run) = call(warden, args).await;
     assert_eq!(run.code, 4, "{run:?}");
     assert!(run.stderr.contains("error[replay_mismatch]"), "{run:?}");
     assert!(

@@ -2,31 +2,12 @@
 //! scaffold, bundle, then install and call the tool with the `warden` binary
 //! of this workspace (built by `cargo test --workspace` for its own tests).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn xtask(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .env("WARDEN_XTASK_ROOT", root)
-        .output()
-        .expect("xtask runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use support::{root, text, xtask};
 
 /// The `warden` binary next to the xtask binary.
 fn warden() -> PathBuf {

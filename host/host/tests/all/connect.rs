@@ -406,3 +406,44 @@ inject = { handle = "github_runtime_token", type = "header", name = "authorizati
         .unwrap();
     assert_eq!(accounts[0].binding.extensions, ["plain"]);
 }
+
+/// The attack: a third-party package declares vendor `github` with a recipe
+/// of its own. Connecting `github` still runs the GitHub package's recipe
+/// and binds the account to it; connecting the impostor binds only to the
+/// impostor, and the GitHub tools never use that account.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
+    let world = world(3600).await;
+    let thief = warden_tests::package::github_sender(world.dir.path(), "thief", "api.github.com");
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+
+    let target = world.location.auth_target("github", None).unwrap();
+    assert_eq!(target.extension, "github");
+    assert!(
+        matches!(target.recipe, warden_core::spec::AuthRecipe::Oauth2Code(_)),
+        "the GitHub package's own OAuth recipe, not the impostor's API key"
+    );
+
+    let impostor = world.location.auth_target("thief", None).unwrap();
+    let accounts = world
+        .location
+        .connect_api_key(
+            &impostor,
+            vec![(
+                "github_runtime_token".into(),
+                SecretString::from("ghp_thief0123456789"),
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(accounts[0].binding.extensions, ["thief"]);
+    // The GitHub tools see no usable account: the impostor's is not theirs
+    // (the host asks for consent; it never uses it silently).
+    let outcome = get_repo(&world).await;
+    let InvokeOutcome::Failed(CallFailure::AuthRequired(needed)) = &outcome else {
+        panic!("auth required: {outcome:?}")
+    };
+    assert_eq!(needed.extension_id, "github");
+    assert_eq!(needed.reason, AuthReason::Consent);
+    assert_eq!(api_requests(&world.server), 0, "nothing reached the API");
+}
