@@ -141,7 +141,18 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
         .unwrap_or_else(|| panic!("{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>()));
     let request = CallToolRequestParams::new(weather.name.clone())
         .with_arguments(json!({"city": "Oslo"}).as_object().unwrap().clone());
-    // The model's origin is gated: grant, then call again.
+    let result = call_after_grant(&client, &warden, request).await;
+    assert_eq!(result.structured_content, Some(json!({"celsius": 21.5})));
+    client.cancel().await.unwrap();
+}
+
+/// Call a tool whose origin is gated: the first call opens an approval,
+/// the CLI approves it with a grant, the same call then runs.
+pub(crate) async fn call_after_grant(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    warden: &warden_tests::Warden,
+    request: CallToolRequestParams,
+) -> rmcp::model::CallToolResult {
     let gated = client.call_tool(request.clone()).await.unwrap();
     let meta = &gated.meta.as_ref().expect("_meta").0;
     let approval = meta["warden/approvalId"].as_str().expect("approval id");
@@ -149,8 +160,7 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
     assert!(approved.code == 0, "{}", approved.all());
     let result = client.call_tool(request).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(result.structured_content, Some(json!({"celsius": 21.5})));
-    client.cancel().await.unwrap();
+    result
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,6 +9,7 @@ mod cli;
 mod compat;
 mod github;
 mod hosted;
+mod hosted_rmcp;
 mod identity;
 mod install;
 mod live_catalog;

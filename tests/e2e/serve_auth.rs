@@ -181,3 +181,71 @@ fn serve_as_an_oauth_resource_server_publishes_its_metadata_and_wants_a_token() 
         "{unauthenticated}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_https_with_an_operator_certificate() {
+    let warden = crate::warden();
+    let dir = warden.data_dir();
+    let ca = warden_egress::testing::TestCa::new();
+    let (cert, key) = warden_tests::tls::server_pem(&ca, &["localhost"]);
+    let (cert_file, key_file, token_file) =
+        (dir.join("cert.pem"), dir.join("key.pem"), dir.join("token"));
+    std::fs::write(&cert_file, cert).unwrap();
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    // A key file without a key is refused by name, before anything listens.
+    std::fs::write(&key_file, "not a key").unwrap();
+    let args = [
+        "--auth-token-file".to_owned(),
+        path(&token_file),
+        "--tls-cert".to_owned(),
+        path(&cert_file),
+        "--tls-key".to_owned(),
+        path(&key_file),
+    ];
+    let mut refused = vec!["serve", "--http", "0.0.0.0:0"];
+    refused.extend(args.iter().map(String::as_str));
+    let refused = warden.run(&refused);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("no PEM private key"), "{refused:?}");
+
+    std::fs::write(&key_file, key).unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (serving, port) = serve(&warden, &args);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let request = move |auth: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let authorized = request(&format!("Authorization: Bearer {TOKEN}\r\n"));
+    let served = warden_tests::tls::exchange(&ca, addr, "localhost", &authorized)
+        .await
+        .unwrap();
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert!(served.contains("\"protocolVersion\""), "{served}");
+    let unauthenticated = warden_tests::tls::exchange(&ca, addr, "localhost", &request(""))
+        .await
+        .unwrap();
+    assert!(
+        unauthenticated.starts_with("HTTP/1.1 401"),
+        "{unauthenticated}"
+    );
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let plain = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        // The server may close before all of it is written.
+        let _ = stream.write_all(request(&format!("Authorization: Bearer {TOKEN}\r\n")).as_bytes());
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(!plain.contains("HTTP/1.1 200"), "{plain}");
+    drop(serving);
+}

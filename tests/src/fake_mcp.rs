@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing::{RecordedRequest, TestCa, TestResponse, TestServer};
 
 use crate::Warden;
@@ -59,6 +60,21 @@ pub fn write_package(dir: &Path, url: &str) {
         r#"{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}"#,
     )
     .unwrap();
+}
+
+/// A secret store holding [`MCP_TOKEN`] as account `example/mcp_token`,
+/// bound to `extension` and the audience `https://mcp.example.com`.
+pub fn token_store(extension: &str) -> MemoryStore {
+    let audience = AccountAudience {
+        scheme: "https".into(),
+        host: MCP_HOST.into(),
+        port: 443,
+    };
+    MemoryStore::new().with(
+        AccountKey::new("example", "mcp_token", Vec::<String>::new()),
+        AccountBinding::new(extension, [audience]),
+        MCP_TOKEN,
+    )
 }
 
 /// What the fake does; tests change it between calls.

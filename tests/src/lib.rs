@@ -1,5 +1,6 @@
 //! Support for the end-to-end tests: the `warden` binary, a data directory
-//! wired to local fake providers, and a fake GitHub over HTTPS.
+//! wired to local fake providers, a fake GitHub over HTTPS, and a real rmcp
+//! MCP server ([`rmcp_mcp`]).
 //!
 //! The fake GitHub runs on 127.0.0.1 with a certificate from a generated CA.
 //! The manifest keeps its real audience (`api.github.com`): the data dir's
@@ -8,9 +9,12 @@
 //! to resolve to a private address. No security check is relaxed beyond that.
 
 pub mod archive;
+pub mod direct_mcp;
 mod fake_github;
 pub mod fake_mcp;
 pub mod package;
+pub mod rmcp_mcp;
+pub mod tls;
 mod warden;
 
 pub use fake_github::{FakeGitHub, TOKEN};

@@ -3,7 +3,9 @@
 //!
 //! Reports p50/p99 latency and calls/s for N sequential `echo` calls and N
 //! calls with K in flight, server CPU per call (from `/proc/<pid>/stat`),
-//! spawn-to-`tools/list` time with a warm cache, and peak RSS (`VmHWM`).
+//! spawn-to-`tools/list` time with a warm cache, peak RSS (`VmHWM`), and
+//! what the server costs while idle (CPU and thread wake-ups per second,
+//! summed over its threads, after the calls).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -26,6 +28,9 @@ pub(crate) struct Args {
     /// Calls in flight in the concurrent phase.
     #[arg(long, default_value_t = 8)]
     inflight: usize,
+    /// Seconds the idle server is watched after the calls (0: skip).
+    #[arg(long, default_value_t = 5)]
+    idle_secs: u64,
     /// Use this warden binary instead of building `target/release/warden`.
     #[arg(long)]
     binary: Option<PathBuf>,
@@ -126,6 +131,26 @@ impl Server {
         Ok(Duration::from_secs_f64(ticks as f64 / 100.0))
     }
 
+    /// Context switches of all the server's threads so far: each is a
+    /// thread going to sleep or being woken.
+    fn switches(&self) -> Result<u64> {
+        let mut total = 0;
+        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.id()))? {
+            let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+                continue; // the thread ended meanwhile
+            };
+            for line in status.lines() {
+                if let Some(count) = line
+                    .strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+                {
+                    total += count.trim().parse::<u64>()?;
+                }
+            }
+        }
+        Ok(total)
+    }
+
     fn peak_rss_kib(&self) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let line = status
@@ -223,6 +248,23 @@ fn concurrent(server: &mut Server, calls: usize, inflight: usize) -> Result<Phas
     })
 }
 
+/// Watch the server with nothing to do for `period`.
+fn idle(server: &Server, period: Duration) -> Result<()> {
+    // Let the last call's tail (output, logging) settle first.
+    std::thread::sleep(Duration::from_millis(500));
+    let (cpu, switches) = (server.cpu()?, server.switches()?);
+    std::thread::sleep(period);
+    let cpu = server.cpu()? - cpu;
+    let switches = server.switches()? - switches;
+    let secs = period.as_secs_f64();
+    println!(
+        "idle over {secs:.0} s: {:.2} ms CPU/s, {:.1} wake-ups/s (context switches of all threads)",
+        cpu.as_secs_f64() * 1e3 / secs,
+        switches as f64 / secs,
+    );
+    Ok(())
+}
+
 fn check_echo(answer: &Value) -> Result<()> {
     if answer["result"]["isError"] == json!(true)
         || answer["result"]["structuredContent"]["text"]
@@ -280,6 +322,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         "peak RSS: {:.1} MiB",
         server.peak_rss_kib()? as f64 / 1024.0
     );
+    if args.idle_secs > 0 {
+        idle(&server, Duration::from_secs(args.idle_secs))?;
+    }
     drop(server);
     let _ = std::fs::remove_dir_all(&data_dir);
     Ok(())

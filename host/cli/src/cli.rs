@@ -155,6 +155,13 @@ pub(crate) struct ServeAuthArgs {
     /// forwards); repeatable.
     #[arg(long, value_name = "HOST", requires = "http")]
     pub(crate) allowed_host: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first), for
+    /// direct exposure without a TLS-terminating proxy.
+    #[arg(long, value_name = "PATH", requires_all = ["http", "tls_key"])]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -270,6 +277,13 @@ pub(crate) enum McpCommand {
     Remove {
         /// Its name (with or without `mcp-`).
         name: String,
+    },
+    /// List the tools of hosted MCP servers now (every installed `[mcp]`
+    /// package, or one) and keep the catalog, so `warden list` and
+    /// `describe` show them.
+    Refresh {
+        /// A package id (`notion`, `mcp-<name>`); all of them when omitted.
+        package: Option<String>,
     },
     /// Connect to an MCP server through egress, list its tools and
     /// optionally call one (used by the MCP conformance suite).

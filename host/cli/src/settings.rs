@@ -12,6 +12,9 @@
 //! [resolve]                                      # DNS overrides (host -> addresses)
 //! "api.github.com" = ["127.0.0.1:8443"]
 //!
+//! [mcp]                                          # hosted MCP servers
+//! refresh_interval_secs = 600                    # list a server's tools again after this long
+//!
 //! [auth.github]                                  # the OAuth client `warden auth connect` uses
 //! client_id = "Iv1.0123456789abcdef"
 //! client_secret_env = "WARDEN_GITHUB_CLIENT_SECRET" # optional: confidential clients
@@ -37,6 +40,18 @@ pub(crate) struct Settings {
     resolve: BTreeMap<String, Vec<SocketAddr>>,
     #[serde(default)]
     auth: BTreeMap<String, AuthClientSettings>,
+    #[serde(default)]
+    mcp: McpSettings,
+}
+
+/// `[mcp]`: the hosted-MCP lane.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpSettings {
+    /// Seconds after which a server's catalog is listed again (servers that
+    /// announce `tools/list_changed` are listed again at once).
+    #[serde(default)]
+    refresh_interval_secs: Option<u64>,
 }
 
 /// `[auth.<vendor>]`: the operator's OAuth client for a vendor.
@@ -106,6 +121,18 @@ impl Settings {
             config = config.allow_plain_http(host, port);
         }
         Ok(config)
+    }
+
+    /// The hosted-MCP lane's limits these settings describe.
+    pub(crate) fn hosted(&self) -> Result<warden_host::LaneLimits> {
+        let mut limits = warden_host::LaneLimits::default();
+        if let Some(secs) = self.mcp.refresh_interval_secs {
+            if secs == 0 {
+                bail!("[mcp] refresh_interval_secs must be at least 1");
+            }
+            limits.refresh_interval = std::time::Duration::from_secs(secs);
+        }
+        Ok(limits)
     }
 
     /// The system resolver, with the `[resolve]` overrides in front of it.

@@ -82,6 +82,15 @@ impl TestCa {
 
     /// A rustls server config for `hostnames`, offering h2 and http/1.1.
     pub fn server_config(&self, hostnames: &[&str]) -> Arc<rustls::ServerConfig> {
+        self.server_config_alpn(hostnames, &[b"h2", b"http/1.1"])
+    }
+
+    /// A rustls server config for `hostnames`, offering the `alpn` protocols.
+    pub fn server_config_alpn(
+        &self,
+        hostnames: &[&str],
+        alpn: &[&[u8]],
+    ) -> Arc<rustls::ServerConfig> {
         let (chain, key) = self.server_cert(hostnames);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -90,7 +99,7 @@ impl TestCa {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .expect("server cert");
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Arc::new(config)
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use warden_egress::EgressConfig;
+use warden_hosted::LaneLimits;
 use warden_registry::{AllowlistEntry, BoundConfig};
 use warden_runtime::RuntimeConfig;
 
@@ -30,6 +31,9 @@ pub struct HostConfig {
     pub bound: BoundConfig,
     /// How long an approval's lease may wait to be used.
     pub lease_ttl: Duration,
+    /// Limits of the hosted-MCP lane: call timeout, response and result
+    /// bounds, and how often a server's catalog is listed again.
+    pub hosted: LaneLimits,
 }
 
 impl Default for HostConfig {
@@ -44,6 +48,7 @@ impl Default for HostConfig {
                 .collect(),
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),
+            hosted: LaneLimits::default(),
         }
     }
 }

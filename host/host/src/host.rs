@@ -35,6 +35,10 @@ pub(crate) struct Shared {
     pub(crate) first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
     /// Where decisions and calls are recorded, if anywhere.
     pub(crate) audit: Option<AuditLog>,
+    /// Limits of the hosted-MCP lane.
+    pub(crate) hosted: warden_hosted::LaneLimits,
+    /// Where the host keeps its data (`None`: in memory only).
+    pub(crate) data_dir: Option<std::path::PathBuf>,
 }
 
 impl Shared {
@@ -155,6 +159,7 @@ impl HostBuilder {
             ungated_allowlist,
             mut bound,
             lease_ttl,
+            hosted,
         } = self.config;
         if let Some(dir) = &data_dir {
             std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
@@ -188,6 +193,8 @@ impl HostBuilder {
             bundled_trust: self.bundled_trust,
             first_party: self.first_party,
             audit: self.audit,
+            hosted,
+            data_dir,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -286,7 +293,7 @@ impl Host {
         let hosted = warden_hosted::HostedServer::new(
             self.shared.egress.clone(),
             &spec,
-            warden_hosted::LaneLimits::default(),
+            self.shared.hosted,
         )?;
         let result = async {
             let tools = hosted.catalog().await?.as_ref().clone();

@@ -108,6 +108,24 @@ pub struct RemoteTool {
     pub destructive: bool,
 }
 
+impl RemoteTool {
+    /// The tool as an MCP `Tool` object (what [`check`] accepts back).
+    pub fn to_json(&self) -> Value {
+        let mut tool = serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        });
+        if let Some(schema) = &self.output_schema {
+            tool["outputSchema"] = schema.clone();
+        }
+        if self.destructive {
+            tool["annotations"] = serde_json::json!({ "destructiveHint": true });
+        }
+        tool
+    }
+}
+
 /// Check every tool of a catalog against `bounds`. `bytes` is the size of
 /// the results received.
 pub fn check(

@@ -38,6 +38,10 @@ pub enum HostedError {
     /// previous catalog stays.
     #[error("tools/list refused: {0}")]
     Discovery(#[from] crate::discovery::BoundError),
+    /// A saved catalog could not be restored (it is ignored; the server is
+    /// listed on first use).
+    #[error("the saved catalog is not usable: {0}")]
+    SavedCatalog(String),
     /// A call did not finish in time.
     #[error("the MCP call timed out after {0} ms")]
     Timeout(u64),
@@ -67,7 +71,7 @@ impl HostedError {
             HostedError::Unauthorized => "auth_required",
             HostedError::Connect(_) => "connection_failed",
             HostedError::Protocol(_) => "protocol_unsupported",
-            HostedError::Discovery(_) => "discovery_refused",
+            HostedError::Discovery(_) | HostedError::SavedCatalog(_) => "discovery_refused",
             HostedError::Timeout(_) => "timeout",
             HostedError::ResultTooLarge { .. } => "output_too_large",
             HostedError::OutputSchema(_) => "invalid_output",

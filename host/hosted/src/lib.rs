@@ -40,5 +40,5 @@ pub use discovery::{BoundError, Bounds, RemoteTool};
 pub use endpoint::Endpoint;
 pub use error::HostedError;
 pub use schema::InputCheck;
-pub use server::{CallOutput, HostedServer, LaneLimits, ServerSpec};
+pub use server::{CallOutput, DEFAULT_REFRESH_INTERVAL, HostedServer, LaneLimits, ServerSpec};
 pub use transport::EgressHttp;

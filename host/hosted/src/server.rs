@@ -6,11 +6,14 @@
 //! re-initializes it once and retries the request; when the connection is
 //! gone the next use opens a new one. A `notifications/tools/list_changed`
 //! from the server ticks [`HostedServer::changes`] and marks the catalog
-//! stale; [`HostedServer::catalog`] then lists again.
+//! stale; [`HostedServer::catalog`] then lists again. So does a catalog
+//! older than [`LaneLimits::refresh_interval`]: servers that announce
+//! changes only on the standalone GET stream (which the lane does not open,
+//! see [`crate::EgressHttp`]) are still picked up.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
@@ -34,6 +37,9 @@ use crate::transport::EgressHttp;
 const OLDEST: &str = "2025-06-18";
 /// Newest protocol version the lane accepts.
 const NEWEST: &str = "2026-07-28";
+
+/// How often a catalog is listed again when the server announces nothing.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(600);
 
 /// What the lane needs to reach one hosted server.
 #[derive(Debug, Clone)]
@@ -60,6 +66,8 @@ pub struct LaneLimits {
     pub max_response_bytes: u64,
     /// Bytes of one call's result.
     pub max_result_bytes: usize,
+    /// Age after which an accepted catalog is listed again on next use.
+    pub refresh_interval: Duration,
 }
 
 impl Default for LaneLimits {
@@ -68,6 +76,7 @@ impl Default for LaneLimits {
             call_timeout: Duration::from_secs(60),
             max_response_bytes: 4 << 20,
             max_result_bytes: 1 << 20,
+            refresh_interval: DEFAULT_REFRESH_INTERVAL,
         }
     }
 }
@@ -106,6 +115,10 @@ impl ClientHandler for Listener {
 
 type Running = RunningService<RoleClient, Listener>;
 
+/// An accepted catalog and when this process listed it (`None`: restored
+/// from a saved catalog, not listed yet).
+type Accepted = (Arc<Vec<RemoteTool>>, Option<Instant>);
+
 /// One hosted MCP server, reached through egress.
 #[derive(Debug)]
 pub struct HostedServer {
@@ -114,7 +127,8 @@ pub struct HostedServer {
     limits: LaneLimits,
     listener: Listener,
     running: tokio::sync::Mutex<Option<Running>>,
-    catalog: Mutex<Option<Arc<Vec<RemoteTool>>>>,
+    /// The accepted catalog and when it was listed.
+    catalog: Mutex<Option<Accepted>>,
 }
 
 impl HostedServer {
@@ -208,7 +222,7 @@ impl HostedServer {
     /// after `tools/list_changed`). A refused listing keeps the previous one
     /// and returns the error.
     pub async fn catalog(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        if !self.listener.stale.load(Ordering::SeqCst)
+        if !self.is_stale()
             && let Some(catalog) = self.current()
         {
             return Ok(catalog);
@@ -216,12 +230,73 @@ impl HostedServer {
         self.refresh().await
     }
 
+    /// Whether the next [`HostedServer::catalog`] lists again: never listed,
+    /// `tools/list_changed` received, the last listing failed, or the
+    /// catalog is older than [`LaneLimits::refresh_interval`].
+    pub fn is_stale(&self) -> bool {
+        if self.listener.stale.load(Ordering::SeqCst) {
+            return true;
+        }
+        let catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        catalog.as_ref().is_none_or(|(_, listed)| {
+            listed.is_none_or(|at| at.elapsed() >= self.limits.refresh_interval)
+        })
+    }
+
     /// The last accepted catalog, without asking the server.
     pub fn current(&self) -> Option<Arc<Vec<RemoteTool>>> {
         self.catalog
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .as_ref()
+            .map(|(catalog, _)| catalog.clone())
+    }
+
+    /// The accepted catalog as JSON a later process can [`restore`], with
+    /// the endpoint it came from; `None` before any catalog was accepted.
+    ///
+    /// [`restore`]: HostedServer::restore
+    pub fn saved(&self) -> Option<Vec<u8>> {
+        let catalog = self.current()?;
+        let tools: Vec<Value> = catalog.iter().map(RemoteTool::to_json).collect();
+        let saved = serde_json::json!({ "server": self.endpoint().url(), "tools": tools });
+        serde_json::to_vec_pretty(&saved).ok()
+    }
+
+    /// Start from a catalog [`saved`] by an earlier process: it is checked
+    /// against the same bounds as a listing and must come from this
+    /// endpoint. It is published as the current catalog but is stale: the
+    /// first use lists again. A catalog this process accepted is kept.
+    ///
+    /// [`saved`]: HostedServer::saved
+    pub fn restore(&self, saved: &[u8]) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
+        #[derive(serde::Deserialize)]
+        struct Saved {
+            server: String,
+            tools: Vec<rmcp::model::Tool>,
+        }
+        let saved: Saved = serde_json::from_slice(saved)
+            .map_err(|e| HostedError::SavedCatalog(sanitize(&e.to_string())))?;
+        if saved.server != self.endpoint().url() {
+            return Err(HostedError::SavedCatalog(
+                "it was listed from another endpoint".into(),
+            ));
+        }
+        let bytes = serde_json::to_vec(&saved.tools).map_or(usize::MAX, |b| b.len());
+        let tools = Arc::new(discovery::check(saved.tools, bytes, &self.bounds)?);
+        let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        match catalog.as_ref() {
+            Some((current, _)) => Ok(current.clone()),
+            None => {
+                *catalog = Some((tools.clone(), None));
+                Ok(tools)
+            }
+        }
+    }
+
+    /// The lane's limits.
+    pub fn limits(&self) -> &LaneLimits {
+        &self.limits
     }
 
     /// List every page, check the bounds, and replace the catalog only when
@@ -236,7 +311,8 @@ impl HostedServer {
         match result {
             Ok(tools) => {
                 let tools = Arc::new(tools);
-                *self.catalog.lock().unwrap_or_else(|e| e.into_inner()) = Some(tools.clone());
+                *self.catalog.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((tools.clone(), Some(Instant::now())));
                 Ok(tools)
             }
             Err(error) => {

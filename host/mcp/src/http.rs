@@ -10,6 +10,7 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use tokio::{net::TcpListener, task::JoinHandle};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -25,6 +26,8 @@ pub const MCP_PATH: &str = "/mcp";
 #[derive(Debug)]
 pub struct HttpServer {
     addr: SocketAddr,
+    /// `https` with TLS, else `http`.
+    scheme: &'static str,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -36,9 +39,10 @@ impl HttpServer {
         self.addr
     }
 
-    /// The MCP endpoint URL, e.g. `http://127.0.0.1:8765/mcp`.
+    /// The MCP endpoint URL, e.g. `http://127.0.0.1:8765/mcp` (`https`
+    /// with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}{MCP_PATH}", self.addr)
+        format!("{}://{}{MCP_PATH}", self.scheme, self.addr)
     }
 
     /// Stops accepting connections, ends every session, and waits for the
@@ -66,12 +70,20 @@ pub struct HttpConfig {
     /// `Host` header values accepted besides loopback names and the bound
     /// address (e.g. the name a load balancer forwards), against DNS rebinding.
     pub allowed_hosts: Vec<String>,
+    /// Serve HTTPS with this configuration (see [`crate::tls::server_config`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl HttpConfig {
     /// Callers must authenticate with `auth`.
     pub fn with_auth(mut self, auth: HttpAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Serve HTTPS with `tls` instead of plain HTTP.
+    pub fn with_tls(mut self, tls: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -128,18 +140,29 @@ pub async fn serve_http_with<B: Backend>(
     let service: StreamableHttpService<WardenServer<B>, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Default::default(), sdk);
     let auth = config.auth.map(Arc::new);
-    let task = tokio::spawn(accept(listener, service, auth, stop.clone()));
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let tls = config.tls.map(TlsAcceptor::from);
+    let task = tokio::spawn(accept(listener, service, auth, tls, stop.clone()));
     Ok(HttpServer {
         addr,
+        scheme,
         stop,
         task: Some(task),
     })
 }
 
+/// How long a client has to complete its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn accept<B: Backend>(
     listener: TcpListener,
     service: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
     auth: Option<Arc<HttpAuth>>,
+    tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) {
     loop {
@@ -155,22 +178,42 @@ async fn accept<B: Backend>(
         };
         let _ = stream.set_nodelay(true);
         let (service, auth) = (service.clone(), auth.clone());
-        let stop = stop.clone();
+        let (stop, tls) = (stop.clone(), tls.clone());
         tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (service, auth) = (service.clone(), auth.clone());
-                async move { Ok::<_, Infallible>(route(&service, auth.as_deref(), request).await) }
-            });
-            let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                () = stop.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
-                }
+            let Some(tls) = tls else {
+                return serve_connection(TokioIo::new(stream), service, auth, stop).await;
+            };
+            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+                Ok(Ok(stream)) => serve_connection(TokioIo::new(stream), service, auth, stop).await,
+                Ok(Err(error)) => tracing::debug!(%error, "TLS handshake refused"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         });
+    }
+}
+
+/// Serve HTTP/1.1 on one connection until it closes or the server stops.
+async fn serve_connection<B, I>(
+    io: I,
+    service: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    auth: Option<Arc<HttpAuth>>,
+    stop: CancellationToken,
+) where
+    B: Backend,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (service, auth) = (service.clone(), auth.clone());
+        async move { Ok::<_, Infallible>(route(&service, auth.as_deref(), request).await) }
+    });
+    let connection = http1::Builder::new().serve_connection(io, handler);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
     }
 }
 

@@ -46,6 +46,7 @@ mod lines;
 mod result;
 mod server;
 mod stdio;
+pub mod tls;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 

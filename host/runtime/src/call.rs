@@ -188,6 +188,8 @@ impl InstalledComponent {
             };
             return CallOutcome::refused(error, Usage::default());
         }
+        // The epoch advances while this guard lives (an idle host's ticker sleeps).
+        let _busy = shared.ticker.busy();
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline {

@@ -1,5 +1,6 @@
 //! The one engine of a runtime: component model, fuel, epochs, allocator; and its ticker.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::{
@@ -112,21 +113,96 @@ fn with(
     })
 }
 
-/// Start the thread that advances the engine's epoch every `tick`. It holds
-/// only a weak reference and ends once every clone of the engine is dropped.
+/// The epoch ticker's switch: it advances the engine's epoch only while a
+/// guest may be running (a [`Busy`] guard is held), and otherwise sleeps on
+/// a condition variable, so an idle host wakes up for nothing.
+///
+/// Epoch deadlines are relative (`set_epoch_deadline(1)` means "at the next
+/// tick"), so a parked ticker changes no guest's time budget: every store
+/// that runs guest code holds a guard from before its deadline is set until
+/// the guest returns.
+#[derive(Debug, Default)]
+pub(crate) struct Ticker {
+    state: std::sync::Mutex<TickerState>,
+    wake: std::sync::Condvar,
+    /// Epochs advanced so far (tests observe the parking through it).
+    ticks: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct TickerState {
+    busy: usize,
+    closed: bool,
+}
+
+/// Keeps the ticker running while held.
+#[derive(Debug)]
+pub(crate) struct Busy(Arc<Ticker>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.busy -= 1;
+    }
+}
+
+impl Ticker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TickerState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run the ticker until the guard is dropped.
+    pub(crate) fn busy(self: &Arc<Self>) -> Busy {
+        let mut state = self.lock();
+        state.busy += 1;
+        if state.busy == 1 {
+            self.wake.notify_one();
+        }
+        Busy(self.clone())
+    }
+
+    /// Stop the ticker thread for good.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_one();
+    }
+
+    /// Epochs advanced so far.
+    #[cfg(test)]
+    pub(crate) fn ticks(&self) -> u64 {
+        self.ticks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Block while nothing runs; `false` once closed.
+    fn wait_for_work(&self) -> bool {
+        let mut state = self.lock();
+        while state.busy == 0 && !state.closed {
+            state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        !state.closed
+    }
+}
+
+/// Start the thread that advances the engine's epoch every `tick` while
+/// `ticker` says a guest may run. It holds only a weak reference to the
+/// engine and ends once the ticker is closed or the engine is dropped.
 pub(crate) fn spawn_ticker(
     engine: EngineWeak,
     tick: Duration,
+    ticker: Arc<Ticker>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("warden-epoch".into())
         .spawn(move || {
-            loop {
+            while ticker.wait_for_work() {
                 std::thread::sleep(tick);
                 match engine.upgrade() {
                     Some(engine) => engine.increment_epoch(),
                     None => break,
                 }
+                ticker
+                    .ticks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         })
 }
@@ -136,13 +212,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ticker_ends_when_the_engine_is_dropped() {
+    fn ticker_ends_when_the_engine_is_dropped_or_it_is_closed() {
         let engine = Engine::default();
-        let ticker = spawn_ticker(engine.weak(), Duration::from_millis(1)).unwrap();
+        let ticker = Arc::new(Ticker::default());
+        let thread = spawn_ticker(engine.weak(), Duration::from_millis(1), ticker.clone()).unwrap();
+        let busy = ticker.busy();
         std::thread::sleep(Duration::from_millis(5));
-        assert!(!ticker.is_finished());
+        assert!(!thread.is_finished());
         drop(engine);
-        ticker.join().expect("ticker exits cleanly");
+        thread.join().expect("ticker exits cleanly");
+        drop(busy);
+        // Parked (nothing runs), it ends when closed.
+        let engine = Engine::default();
+        let ticker = Arc::new(Ticker::default());
+        let thread = spawn_ticker(engine.weak(), Duration::from_millis(1), ticker.clone()).unwrap();
+        ticker.close();
+        thread.join().expect("a closed ticker exits");
+    }
+
+    #[test]
+    fn ticker_advances_only_while_a_guest_may_run() {
+        let engine = Engine::default();
+        let ticker = Arc::new(Ticker::default());
+        let _thread =
+            spawn_ticker(engine.weak(), Duration::from_millis(1), ticker.clone()).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(ticker.ticks(), 0, "no tick without a running guest");
+        let busy = ticker.busy();
+        while ticker.ticks() < 3 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(busy);
+        // At most the tick already under way lands after the guard is gone.
+        let parked = ticker.ticks();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(
+            ticker.ticks() <= parked + 1,
+            "{} > {parked} + 1",
+            ticker.ticks()
+        );
+        ticker.close();
     }
 
     #[test]

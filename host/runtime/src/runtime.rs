@@ -43,7 +43,15 @@ pub(crate) struct Shared {
     pub(crate) cache: Option<ArtifactCache>,
     pub(crate) slots: Semaphore,
     pub(crate) memory: MemoryBudget,
+    /// Runs the epoch ticker while a guest may run.
+    pub(crate) ticker: Arc<engine::Ticker>,
     stats: Counters,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.ticker.close();
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -97,7 +105,8 @@ impl Runtime {
         crate::wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Internal {
             reason: format!("linking WASI: {e}"),
         })?;
-        engine::spawn_ticker(engine.weak(), config.epoch_tick).map_err(|e| {
+        let ticker = Arc::new(engine::Ticker::default());
+        engine::spawn_ticker(engine.weak(), config.epoch_tick, ticker.clone()).map_err(|e| {
             RuntimeError::Engine {
                 reason: format!("starting the epoch ticker: {e}"),
             }
@@ -117,6 +126,7 @@ impl Runtime {
                 cache,
                 slots,
                 memory,
+                ticker,
                 stats: Counters::default(),
             }),
         })
@@ -178,6 +188,7 @@ impl Runtime {
             ComponentWorld::NearAgent => {
                 let pre = crate::compat::call::Pre::new(pre).map_err(missing)?;
                 let shared = &self.shared;
+                let _busy = shared.ticker.busy();
                 crate::compat::probe::check_schema(
                     &shared.engine,
                     &shared.config,

@@ -1,8 +1,10 @@
 //! `warden mcp add|list|remove`: register a user's remote MCP server as a
 //! package `mcp-<name>` (a v3 manifest generated into
 //! `<data-dir>/mcp/mcp-<name>/`, loaded as user-registered), list and
-//! remove them. `warden mcp probe <url>` connects once and lists the
-//! server's tools (the conformance suite runs it).
+//! remove them. `warden mcp refresh [package]` lists the tools of installed
+//! `[mcp]` packages now (the host keeps each accepted catalog for the next
+//! process). `warden mcp probe <url>` connects once and lists the server's
+//! tools (the conformance suite runs it).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,6 +39,7 @@ pub(crate) async fn run(cx: &Context, command: McpCommand) -> Result<ExitCode> {
         } => add(cx, &name, &url, auth, read_only).await,
         McpCommand::List => list(cx),
         McpCommand::Remove { name } => remove(cx, &name),
+        McpCommand::Refresh { package } => refresh(cx, package.as_deref()).await,
         McpCommand::Probe {
             url,
             call,
@@ -193,6 +196,61 @@ fn list(cx: &Context) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn refresh(cx: &Context, package: Option<&str>) -> Result<ExitCode> {
+    let (_host, location) = cx.open()?;
+    let hosted = location.hosted_packages();
+    let wanted: Vec<String> = match package {
+        Some(id) if hosted.iter().any(|h| h == id) => vec![id.to_owned()],
+        Some(id) => bail!(
+            "`{id}` is not an installed [mcp] package (installed: {})",
+            if hosted.is_empty() {
+                "none".to_owned()
+            } else {
+                hosted.join(", ")
+            }
+        ),
+        None => hosted,
+    };
+    let mut failed = false;
+    let mut rows = Vec::new();
+    for id in &wanted {
+        let errors = location.refresh_hosted_package(id).await;
+        let prefix = format!("{id}.");
+        let tools: Vec<String> = location
+            .snapshot()
+            .tools()
+            .map(|t| t.def().capability_id().to_owned())
+            .filter(|c| c.starts_with(&prefix))
+            .collect();
+        let error = errors.first().map(ToString::to_string);
+        failed |= error.is_some();
+        rows.push(serde_json::json!({"package": id, "tools": tools, "error": error}));
+    }
+    if cx.json {
+        render::json(&rows);
+    } else if rows.is_empty() {
+        println!("no [mcp] packages installed");
+    }
+    if !cx.json {
+        for row in &rows {
+            let id = row["package"].as_str().unwrap_or_default();
+            let count = row["tools"].as_array().map_or(0, Vec::len);
+            match row["error"].as_str() {
+                Some(error) => println!(
+                    "{id}: not refreshed ({}); {count} tools stay published",
+                    render::escape(error)
+                ),
+                None => println!("{id}: {count} tools"),
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn remove(cx: &Context, name: &str) -> Result<ExitCode> {

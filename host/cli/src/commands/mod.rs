@@ -88,6 +88,7 @@ impl Context {
         let mut config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
             egress: adjust(self.settings.egress()?),
+            hosted: self.settings.hosted()?,
             ..HostConfig::default()
         };
         if let Some(budget) = self.memory_budget {

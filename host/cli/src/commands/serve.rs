@@ -93,6 +93,21 @@ fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
     for host in auth.allowed_host {
         config = config.allow_host(host);
     }
+    if let (Some(cert), Some(key)) = (&auth.tls_cert, &auth.tls_key) {
+        let read = |path: &std::path::Path, flag: &str| {
+            std::fs::read(path).with_context(|| format!("{flag} {}", path.display()))
+        };
+        let tls =
+            warden_mcp::tls::server_config(&read(cert, "--tls-cert")?, &read(key, "--tls-key")?)
+                .with_context(|| {
+                    format!(
+                        "--tls-cert {} / --tls-key {}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?;
+        config = config.with_tls(tls);
+    }
     Ok(config)
 }
 

@@ -12,11 +12,17 @@
 //! from the remote hint still applies). Warden discovers for every `[mcp]`
 //! package it runs (the format limits discovery to bundled and
 //! user-registered packages; the issue asks installed ones to list too).
+//!
+//! With a data dir, the last accepted catalog of each package is kept in
+//! `<data_dir>/mcp-catalogs/<id>.json` and published at install by the next
+//! process (checked against the same bounds, only for the same endpoint),
+//! so `warden list` and `describe` show discovered tools; it is stale there,
+//! and the first use lists the server again.
 
 use std::sync::Arc;
 
 use warden_core::{Effect, Permission, Visibility};
-use warden_hosted::{HostedServer, InputCheck, LaneLimits, RemoteTool, ServerSpec};
+use warden_hosted::{HostedServer, InputCheck, RemoteTool, ServerSpec};
 use warden_manifest::{AssetRefs, Capability, McpServer, Package, ToolLimits};
 use warden_registry::PackageIdentity;
 
@@ -50,14 +56,62 @@ impl Location {
             max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
             loopback_http: false,
         };
-        let server = HostedServer::new(self.shared.egress.clone(), &spec, LaneLimits::default())
+        let server = HostedServer::new(self.shared.egress.clone(), &spec, self.shared.hosted)
             .map_err(|source| HostError::Hosted {
                 package: package.id.clone(),
                 source,
             })?;
         let server = Arc::new(server);
         let bindings = bindings(&package, mcp, &server, None)?;
-        self.publish(package, published, replace, bindings, Some(server))
+        let id = package.id.clone();
+        let package = self.publish(package, published, replace, bindings, Some(server.clone()))?;
+        // The catalog an earlier process listed is published at once (so
+        // `warden list` shows discovered tools); the first use lists again.
+        if let Some(catalog) = self.restore_catalog(&id, &server)
+            && let Err(error) = self.republish(&id, &server, catalog)
+        {
+            tracing::warn!(package = %id, %error, "saved MCP catalog not published");
+        }
+        Ok(package)
+    }
+
+    /// Where the last accepted catalog of `[mcp]` package `id` is kept:
+    /// `<data_dir>/mcp-catalogs/<id>.json` (nowhere without a data dir).
+    fn catalog_path(&self, id: &str) -> Option<std::path::PathBuf> {
+        let dir = self.shared.data_dir.as_ref()?;
+        Some(dir.join("mcp-catalogs").join(format!("{id}.json")))
+    }
+
+    /// The saved catalog of `id`, checked like a listing; a missing one is
+    /// `None`, an unusable one is logged and ignored.
+    fn restore_catalog(&self, id: &str, server: &HostedServer) -> Option<Arc<Vec<RemoteTool>>> {
+        let path = self.catalog_path(id)?;
+        let saved = std::fs::read(&path).ok()?;
+        match server.restore(&saved) {
+            Ok(catalog) => Some(catalog),
+            Err(error) => {
+                tracing::warn!(package = %id, path = %path.display(), %error, "saved MCP catalog ignored");
+                None
+            }
+        }
+    }
+
+    /// Keep the catalog `server` accepted for the next process (written
+    /// whole, then renamed into place). Failing to save is logged only.
+    fn save_catalog(&self, id: &str, server: &HostedServer) {
+        let (Some(path), Some(saved)) = (self.catalog_path(id), server.saved()) else {
+            return;
+        };
+        let write = || -> std::io::Result<()> {
+            let dir = path.parent().expect("a file in mcp-catalogs");
+            std::fs::create_dir_all(dir)?;
+            let staging = dir.join(format!(".{id}.json.tmp"));
+            std::fs::write(&staging, &saved)?;
+            std::fs::rename(&staging, &path)
+        };
+        if let Err(error) = write() {
+            tracing::warn!(package = %id, path = %path.display(), %error, "MCP catalog not saved");
+        }
     }
 
     /// List the tools of every installed `[mcp]` package whose catalog is
@@ -98,6 +152,23 @@ impl Location {
         .await
     }
 
+    /// [`Location::refresh_hosted`] for `[mcp]` package `id` only.
+    pub async fn refresh_hosted_package(&self, id: &str) -> Vec<HostError> {
+        self.refresh_hosted_where(|installed| installed == id).await
+    }
+
+    /// The ids of the installed `[mcp]` packages, sorted.
+    pub fn hosted_packages(&self) -> Vec<String> {
+        let installed = self.installed.lock().expect("installed lock");
+        let mut ids: Vec<String> = installed
+            .iter()
+            .filter(|(_, stack)| stack.last().is_some_and(|top| top.hosted.is_some()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     async fn refresh_hosted_where(&self, wanted: impl Fn(&str) -> bool) -> Vec<HostError> {
         let servers: Vec<(String, Arc<HostedServer>)> = {
             let installed = self.installed.lock().expect("installed lock");
@@ -113,7 +184,11 @@ impl Location {
         let mut errors = Vec::new();
         for (id, server) in servers {
             let result = match server.catalog().await {
-                Ok(catalog) => self.republish(&id, &server, catalog),
+                Ok(catalog) => self.republish(&id, &server, catalog).map(|changed| {
+                    if changed {
+                        self.save_catalog(&id, &server);
+                    }
+                }),
                 Err(source) => Err(HostError::Hosted {
                     package: id.clone(),
                     source,
@@ -138,16 +213,20 @@ impl Location {
     }
 
     /// Refresh whenever one of this Location's servers announces
-    /// `tools/list_changed`, and whenever the Location's packages change (a
-    /// server installed or registered meanwhile is listed then). Runs until
-    /// the Location is dropped. Every republish ticks
-    /// [`Location::changes`], which `warden serve` announces to its clients.
+    /// `tools/list_changed`, whenever the Location's packages change (a
+    /// server installed or registered meanwhile is listed then), and every
+    /// [`crate::LaneLimits::refresh_interval`] while any `[mcp]` package is
+    /// installed (a server whose announcements the lane cannot hear is
+    /// still followed; with none installed, nothing wakes). Runs until the
+    /// Location is dropped. Every republish ticks [`Location::changes`],
+    /// which `warden serve` announces to its clients.
     pub async fn follow_hosted(&self) {
         let mut packages = self.changes();
         loop {
             let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(8);
-            let forwarders: Vec<_> = self
-                .hosted_changes()
+            let changes = self.hosted_changes();
+            let interval = (!changes.is_empty()).then_some(self.shared.hosted.refresh_interval);
+            let forwarders: Vec<_> = changes
                 .into_iter()
                 .map(|mut changes| {
                     let tx = tx.clone();
@@ -168,6 +247,7 @@ impl Location {
                     }
                 }
                 Some(()) = servers.recv() => {}
+                () = sleep_or_never(interval) => {}
             }
             for forwarder in forwarders {
                 forwarder.abort();
@@ -178,18 +258,20 @@ impl Location {
         }
     }
 
+    /// Publish `catalog` as the tools of `[mcp]` package `id` when `server`
+    /// is still its server; `Ok(true)` when something was published.
     fn republish(
         &self,
         id: &str,
         server: &Arc<HostedServer>,
         catalog: Arc<Vec<RemoteTool>>,
-    ) -> Result<(), HostError> {
+    ) -> Result<bool, HostError> {
         let mut installed = self.installed.lock().expect("installed lock");
         let Some(top) = installed.get_mut(id).and_then(|stack| stack.last_mut()) else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(hosted) = top.hosted.as_mut() else {
-            return Ok(());
+            return Ok(false);
         };
         // Replaced or already published meanwhile: nothing to do.
         if !Arc::ptr_eq(&hosted.server, server)
@@ -198,11 +280,11 @@ impl Location {
                 .as_ref()
                 .is_some_and(|c| Arc::ptr_eq(c, &catalog))
         {
-            return Ok(());
+            return Ok(false);
         }
         let package = top.info.package.clone();
         let warden_manifest::Implementation::Mcp(mcp) = &package.implementation else {
-            return Ok(());
+            return Ok(false);
         };
         let bindings = bindings(&package, mcp, server, Some(&catalog))?;
         let capabilities: Vec<Capability> = bindings.iter().map(|b| b.capability.clone()).collect();
@@ -240,7 +322,15 @@ impl Location {
         drop(installed);
         self.forget_lanes(&old);
         self.changes.send_modify(|generation| *generation += 1);
-        Ok(())
+        Ok(true)
+    }
+}
+
+/// Sleep for `interval`, or forever without one.
+async fn sleep_or_never(interval: Option<std::time::Duration>) {
+    match interval {
+        Some(interval) => tokio::time::sleep(interval).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -2,42 +2,60 @@
 //! policy, calls with injection by egress, and list_changed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 use warden_core::{Effect, Origin, Permission};
-use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing;
-use warden_host::{Host, HostConfig, Invocation, InvokeOutcome, Location, PackageSource};
-use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, write_package};
+use warden_host::{
+    Host, HostConfig, Invocation, InvokeOutcome, LaneLimits, Location, PackageSource,
+};
+use warden_tests::fake_mcp::{
+    FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, token_store, write_package,
+};
+use warden_tests::rmcp_mcp::{self, RmcpServer};
+
+fn secrets() -> warden_egress::secrets::MemoryStore {
+    token_store("fake-mcp")
+}
+
+/// Install package `fake-mcp` for `url` into a Location of `host`.
+fn install(host: &Host, url: &str) -> (Location, tempfile::TempDir) {
+    let location = host.open_location("p");
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), url);
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    (location, dir)
+}
 
 async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
     let fake = FakeMcp::start(script).await;
-    let audience = AccountAudience {
-        scheme: "https".into(),
-        host: MCP_HOST.into(),
-        port: 443,
-    };
-    let secrets = MemoryStore::new().with(
-        AccountKey::new("example", "mcp_token", Vec::<String>::new()),
-        AccountBinding::new("fake-mcp", [audience]),
-        MCP_TOKEN,
-    );
     let config = HostConfig {
         egress: testing::config(fake.ca(), &[(MCP_HOST, 443)]),
         ..HostConfig::default()
     };
     let host = Host::builder(config)
-        .secret_store(Arc::new(secrets))
+        .secret_store(Arc::new(secrets()))
         .resolver(Arc::new(fake.server().resolver(&[MCP_HOST])))
         .build()
         .unwrap();
-    let location = host.open_location("p");
-    let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path(), MCP_URL);
-    location
-        .install(&PackageSource::Dir(dir.path().into()))
-        .unwrap();
+    let (location, dir) = install(&host, MCP_URL);
     (fake, location, dir)
+}
+
+/// Invoke `tool` and return what it completed with.
+async fn completed(
+    location: &Location,
+    tool: &str,
+    input: serde_json::Value,
+) -> warden_host::Completed {
+    let outcome = location.invoke(call(tool, input)).await.unwrap();
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("{outcome:?}")
+    };
+    done
 }
 
 fn call(tool: &str, input: serde_json::Value) -> Invocation {
@@ -86,21 +104,9 @@ async fn a_call_runs_with_the_credential_injected_only_at_the_endpoint() {
     })
     .await;
     assert!(location.refresh_hosted().await.is_empty());
-    let outcome = location
-        .invoke(call("fake-mcp.weather", json!({"city": "Oslo"})))
-        .await
-        .unwrap();
-    let InvokeOutcome::Completed(done) = outcome else {
-        panic!("{outcome:?}")
-    };
+    let done = completed(&location, "fake-mcp.weather", json!({"city": "Oslo"})).await;
     assert_eq!(done.output, json!({"celsius": 21.5}));
-    let outcome = location
-        .invoke(call("fake-mcp.echo", json!({"text": "hi"})))
-        .await
-        .unwrap();
-    let InvokeOutcome::Completed(done) = outcome else {
-        panic!("{outcome:?}")
-    };
+    let done = completed(&location, "fake-mcp.echo", json!({"text": "hi"})).await;
     assert!(!done.text.contains(MCP_TOKEN), "{}", done.text);
     for request in fake.requests() {
         assert_eq!(request.target, "/mcp");
@@ -186,4 +192,106 @@ async fn list_changed_republishes_and_ticks_the_location() {
         errors[0]
     );
     assert!(tool_ids(&location).contains(&"fake-mcp.later".to_owned()));
+}
+
+/// Wait (bounded) until `id` is published in `location`.
+async fn published(location: &Location, id: &str) {
+    let mut changes = location.changes();
+    let wait = async {
+        while !tool_ids(location).contains(&id.to_owned()) {
+            changes.changed().await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{id} was never published: {:?}", tool_ids(location)));
+}
+
+#[tokio::test]
+async fn a_real_mcp_server_is_followed_on_the_refresh_interval_and_called() {
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    let config = HostConfig {
+        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
+        hosted: LaneLimits {
+            refresh_interval: Duration::from_millis(200),
+            ..LaneLimits::default()
+        },
+        ..HostConfig::default()
+    };
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(rmcp.resolver()))
+        .build()
+        .unwrap();
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    let follower = tokio::spawn({
+        let location = location.clone();
+        async move { location.follow_hosted().await }
+    });
+    published(&location, "fake-mcp.weather").await;
+    let done = completed(&location, "fake-mcp.weather", json!({"city": "Oslo"})).await;
+    assert_eq!(done.output, json!({"city": "Oslo", "celsius": 21}));
+    // The SDK server announces nothing the lane hears: the interval finds it.
+    rmcp.catalog(|c| {
+        c.tools
+            .push(json!({"name": "added", "inputSchema": {"type": "object"}}))
+    });
+    published(&location, "fake-mcp.added").await;
+    follower.abort();
+}
+
+#[tokio::test]
+async fn the_accepted_catalog_is_kept_for_the_next_host_and_checked_again() {
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    let data = tempfile::tempdir().unwrap();
+    let host = || {
+        let config = HostConfig {
+            data_dir: Some(data.path().to_owned()),
+            egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
+            ..HostConfig::default()
+        };
+        Host::builder(config)
+            .secret_store(Arc::new(secrets()))
+            .resolver(Arc::new(rmcp.resolver()))
+            .build()
+            .unwrap()
+    };
+    let first = host();
+    let (location, package) = install(&first, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+    let saved = data.path().join("mcp-catalogs/fake-mcp.json");
+    assert!(saved.is_file());
+    drop((location, first));
+
+    // The next host publishes the kept catalog at install, sending nothing.
+    let sent = rmcp.received().len();
+    let location = host().open_location("p");
+    location
+        .install(&PackageSource::Dir(package.path().into()))
+        .unwrap();
+    assert_eq!(tool_ids(&location), ["fake-mcp.echo", "fake-mcp.weather"]);
+    assert_eq!(rmcp.received().len(), sent);
+
+    // A kept catalog is checked like a listing: over max_tools it is ignored.
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["tools"] = (0..9)
+        .map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+        .collect();
+    std::fs::write(&saved, value.to_string()).unwrap();
+    let location = host().open_location("p");
+    location
+        .install(&PackageSource::Dir(package.path().into()))
+        .unwrap();
+    assert_eq!(tool_ids(&location), ["fake-mcp.echo"]);
+
+    // And only for the endpoint it was listed from.
+    value["tools"] = json!([{"name": "other", "inputSchema": {"type": "object"}}]);
+    value["server"] = json!("https://elsewhere.example.com/mcp");
+    std::fs::write(&saved, value.to_string()).unwrap();
+    let location = host().open_location("p");
+    location
+        .install(&PackageSource::Dir(package.path().into()))
+        .unwrap();
+    assert_eq!(tool_ids(&location), ["fake-mcp.echo"]);
 }

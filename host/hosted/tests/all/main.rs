@@ -3,4 +3,5 @@
 
 mod discovery;
 mod lane;
+mod rmcp;
 mod support;

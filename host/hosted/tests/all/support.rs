@@ -4,30 +4,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use warden_core::spec::CredentialSpec;
-use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
+use warden_egress::resolve::OverrideResolver;
+use warden_egress::testing::TestCa;
 use warden_egress::{Egress, testing};
 use warden_hosted::{HostedServer, LaneLimits, ServerSpec};
-use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script};
+use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_URL, Script, token_store};
 
 /// The extension id the lane runs as.
 pub(crate) const EXT: &str = "fake";
 
 pub(crate) fn egress(fake: &FakeMcp, hosts: &[&str]) -> Egress {
-    let audience = AccountAudience {
-        scheme: "https".into(),
-        host: MCP_HOST.into(),
-        port: 443,
-    };
-    let secrets = MemoryStore::new().with(
-        AccountKey::new("example", "mcp_token", Vec::<String>::new()),
-        AccountBinding::new(EXT, [audience]),
-        MCP_TOKEN,
-    );
+    egress_with(fake.ca(), fake.server().resolver(hosts), hosts)
+}
+
+/// Egress trusting `ca`, resolving with `resolver`, `hosts` allowed to be
+/// local, and the token stored for extension [`EXT`] at `mcp.example.com`.
+pub(crate) fn egress_with(ca: &TestCa, resolver: OverrideResolver, hosts: &[&str]) -> Egress {
+    let secrets = token_store(EXT);
     let origins: Vec<(&str, u16)> = hosts.iter().map(|h| (*h, 443)).collect();
     Egress::new(
-        testing::config(fake.ca(), &origins),
+        testing::config(ca, &origins),
         Arc::new(secrets),
-        Arc::new(fake.server().resolver(hosts)),
+        Arc::new(resolver),
     )
     .unwrap()
 }

@@ -1,0 +1,97 @@
+//! The hosted-MCP lane's overhead: one `tools/call` to a real rmcp server
+//! over local HTTPS, made through a Warden Location (authorization, input
+//! check, an egress session per request with policy, address checks and
+//! credential injection, redaction, output bounding) versus the same call
+//! made directly by rmcp's client on a kept plain-hyper connection.
+//!
+//! Both keep one MCP session and one connection; the server is the same.
+
+use std::sync::{Arc, LazyLock};
+
+use serde_json::json;
+use warden_core::Origin;
+use warden_egress::testing;
+use warden_host::{Host, HostConfig, Invocation, InvokeOutcome, Location, PackageSource};
+use warden_tests::direct_mcp;
+use warden_tests::fake_mcp::{token_store, write_package};
+use warden_tests::rmcp_mcp::{Catalog, HOST, RmcpServer, URL};
+
+fn main() {
+    divan::main();
+}
+
+struct World {
+    rt: tokio::runtime::Runtime,
+    _server: RmcpServer,
+    _dir: tempfile::TempDir,
+    location: Location,
+    direct: direct_mcp::Session,
+}
+
+static WORLD: LazyLock<World> = LazyLock::new(|| {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(RmcpServer::start(Catalog::default()));
+    let secrets = token_store("fake-mcp");
+    let config = HostConfig {
+        egress: testing::config(server.ca(), &[(HOST, 443)]),
+        ..HostConfig::default()
+    };
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets))
+        .resolver(Arc::new(server.resolver()))
+        .build()
+        .unwrap();
+    let location = host.open_location("bench");
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), URL);
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    let direct = rt.block_on(async {
+        assert!(location.refresh_hosted().await.is_empty());
+        direct_mcp::connect(&server).await
+    });
+    let world = World {
+        rt,
+        _server: server,
+        _dir: dir,
+        location,
+        direct,
+    };
+    // Both paths answer before they are timed.
+    through_warden_once(&world);
+    direct_once(&world);
+    world
+});
+
+fn through_warden_once(world: &World) {
+    let call = Invocation::new("fake-mcp.echo", json!({"text": "hi"}), Origin::Product);
+    let outcome = world.rt.block_on(world.location.invoke(call)).unwrap();
+    assert!(
+        matches!(outcome, InvokeOutcome::Completed(_)),
+        "{outcome:?}"
+    );
+}
+
+fn direct_once(world: &World) {
+    let result = world.rt.block_on(direct_mcp::call(
+        &world.direct,
+        "echo",
+        json!({"text": "hi"}),
+    ));
+    assert!(result["content"][0]["text"].is_string(), "{result}");
+}
+
+#[divan::bench(sample_count = 400)]
+fn direct_rmcp_client() {
+    direct_once(&WORLD);
+}
+
+#[divan::bench(sample_count = 400)]
+fn through_warden_hosted_lane() {
+    through_warden_once(&WORLD);
+}

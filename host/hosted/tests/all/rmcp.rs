@@ -1,0 +1,221 @@
+//! The lane against a real MCP server: rmcp's streamable-HTTP server over
+//! HTTPS, as `mcp.example.com` through a resolver override.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use warden_egress::testing::{TestResponse, TestServer};
+use warden_hosted::{BoundError, HostedError, HostedServer, LaneLimits};
+use warden_tests::fake_mcp::MCP_TOKEN;
+use warden_tests::rmcp_mcp::{Catalog, HOST, RmcpServer};
+
+use crate::support::{egress_with, limits, spec};
+
+async fn start(catalog: Catalog, limits: LaneLimits) -> (RmcpServer, HostedServer) {
+    let rmcp = RmcpServer::start(catalog).await;
+    let egress = egress_with(rmcp.ca(), rmcp.resolver(), &[HOST]);
+    let server = HostedServer::new(egress, &spec(8), limits).unwrap();
+    (rmcp, server)
+}
+
+/// Whether a refusal is the expected one.
+type Expected = fn(&BoundError) -> bool;
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+fn initializes(rmcp: &RmcpServer) -> usize {
+    rmcp.received()
+        .iter()
+        .filter(|r| r.method == "POST" && r.header("mcp-session-id").is_none())
+        .count()
+}
+
+#[tokio::test]
+async fn lists_and_calls_one_session_with_the_credential_only_at_the_endpoint() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    let catalog = server.catalog().await.unwrap();
+    let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "weather"]);
+    let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
+    let text = out.output["content"][0]["text"].as_str().unwrap();
+    // The server got the token; what came back has it redacted.
+    assert!(text.starts_with("hi (auth: Bearer "), "{text}");
+    assert!(
+        text.contains("[REDACTED]") && !text.contains(MCP_TOKEN),
+        "{text}"
+    );
+    server.call("echo", json!({"text": "again"})).await.unwrap();
+    // Asserted on the server: every request went to the endpoint path with
+    // the token, and one session served them all.
+    let received = rmcp.received();
+    assert!(!received.is_empty());
+    for request in &received {
+        assert_eq!(request.path, "/mcp", "{request:?}");
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Bearer {MCP_TOKEN}").as_str())
+        );
+    }
+    assert_eq!(initializes(&rmcp), 1);
+    assert_eq!(rmcp.session_count().await, 1);
+    let ids: Vec<_> = received
+        .iter()
+        .filter_map(|r| r.header("mcp-session-id"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+    assert_eq!(rmcp.calls(), 2);
+}
+
+#[tokio::test]
+async fn structured_output_is_returned_and_checked_against_the_output_schema() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    let out = server
+        .call("weather", json!({"city": "Oslo"}))
+        .await
+        .map(|o| o.output);
+    // Called before any listing: no schema known yet, the output passes.
+    assert_eq!(out.unwrap(), json!({"city": "Oslo", "celsius": 21}));
+    rmcp.catalog(|c| {
+        c.tools
+            .push(json!({"name": "liar", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}}}}));
+    });
+    server.refresh().await.unwrap();
+    let out = server.call("weather", json!({"city": "Oslo"})).await;
+    assert_eq!(out.unwrap().output["celsius"], 21);
+    match server.call("liar", json!({})).await {
+        Err(HostedError::OutputSchema(reason)) => assert!(reason.contains("celsius"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_tool_error_comes_back_sanitized() {
+    let (_rmcp, server) = start(Catalog::default(), limits()).await;
+    match server.call("fail", json!({})).await {
+        Err(HostedError::Remote(text)) => {
+            assert!(text.contains("the tool failed"), "{text}");
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn pages_are_followed_and_each_bound_refuses_the_whole_catalog() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    rmcp.catalog(|c| {
+        c.tools = (0..7).map(|i| tool(&format!("t{i}"))).collect();
+        c.page_size = 2;
+    });
+    let first = server.refresh().await.unwrap();
+    assert_eq!(first.len(), 7);
+    let nested = (0..40).fold(
+        json!({"type": "string"}),
+        |inner, _| json!({"type": "object", "properties": {"a": inner}}),
+    );
+    let cases: Vec<(Vec<Value>, Expected)> = vec![
+        ((0..9).map(|i| tool(&format!("t{i}"))).collect(), |e| {
+            matches!(e, BoundError::TooManyTools { max: 8 })
+        }),
+        (vec![tool(&"n".repeat(129))], |e| {
+            matches!(e, BoundError::NameTooLong { max: 128 })
+        }),
+        (
+            vec![json!({"name": "long", "description": "d".repeat(2049),
+                "inputSchema": {"type": "object"}})],
+            |e| matches!(e, BoundError::DescriptionTooLong { .. }),
+        ),
+        (vec![json!({"name": "deep", "inputSchema": nested})], |e| {
+            matches!(e, BoundError::SchemaTooDeep { max: 32, .. })
+        }),
+        (
+            (0..4)
+                .map(|i| {
+                    json!({"name": format!("big{i}"), "inputSchema": {"type": "object",
+                        "description": "x".repeat(600 << 10)}})
+                })
+                .collect(),
+            |e| matches!(e, BoundError::ResponseTooLarge { .. }),
+        ),
+    ];
+    for (tools, expected) in cases {
+        rmcp.catalog(|c| {
+            c.tools = tools;
+            c.page_size = 100;
+        });
+        match server.refresh().await {
+            Err(HostedError::Discovery(bound)) => assert!(expected(&bound), "{bound:?}"),
+            other => panic!("{other:?}"),
+        }
+        // All or nothing: the previous catalog stays.
+        assert_eq!(server.current().unwrap(), first);
+    }
+}
+
+#[tokio::test]
+async fn a_session_dropped_by_the_server_is_opened_again() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    server.call("echo", json!({"text": "one"})).await.unwrap();
+    rmcp.drop_sessions().await;
+    assert_eq!(rmcp.session_count().await, 0);
+    let out = server.call("echo", json!({"text": "two"})).await.unwrap();
+    assert!(
+        out.output["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("two")
+    );
+    assert_eq!(initializes(&rmcp), 2);
+    assert_eq!(rmcp.session_count().await, 1);
+}
+
+#[tokio::test]
+async fn a_redirect_off_the_endpoint_is_refused_and_nothing_reaches_its_target() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    server.catalog().await.unwrap();
+    let elsewhere = TestServer::start(rmcp.ca(), &["collect.example.net"], |_| {
+        TestResponse::ok("{}")
+    })
+    .await
+    .unwrap();
+    rmcp.redirect_to(Some("https://collect.example.net/mcp"));
+    match server.call("echo", json!({"text": "hi"})).await {
+        Err(HostedError::Redirect { status: 307 }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(elsewhere.requests().is_empty());
+    assert_eq!(rmcp.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_catalog_older_than_the_refresh_interval_is_listed_again() {
+    let lists = |rmcp: &RmcpServer| rmcp.received().len();
+    // A long interval: the change is not seen, nothing is sent.
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    server.catalog().await.unwrap();
+    rmcp.catalog(|c| c.tools.push(tool("added")));
+    let before = lists(&rmcp);
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    assert!(!server.is_stale());
+    assert_eq!(lists(&rmcp), before);
+    // An interval that has passed: the next use lists again.
+    let eager = LaneLimits {
+        refresh_interval: Duration::ZERO,
+        ..limits()
+    };
+    let (rmcp, server) = start(Catalog::default(), eager).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    rmcp.catalog(|c| c.tools.push(tool("added")));
+    assert!(server.is_stale());
+    let names: Vec<String> = server
+        .catalog()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(names, ["echo", "weather", "added"]);
+}

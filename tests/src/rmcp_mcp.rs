@@ -1,0 +1,367 @@
+//! A real MCP server for the tests: rmcp's own streamable-HTTP server (the
+//! SDK's session manager, SSE answers and protocol checks), served over
+//! HTTPS with a certificate from a [`TestCa`] for `mcp.example.com`.
+//!
+//! What it serves is a [`Catalog`] the test can change between calls.
+//! In front of the SDK sits a small recorder that keeps every HTTP request
+//! it received (method, path, headers: credentials are asserted on the
+//! server's side), and that can answer every POST with a redirect or drop
+//! every session the SDK holds.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use warden_egress::resolve::OverrideResolver;
+use warden_egress::testing::TestCa;
+
+/// The host the server answers as.
+pub const HOST: &str = "mcp.example.com";
+/// Its endpoint.
+pub const URL: &str = "https://mcp.example.com/mcp";
+
+/// What `tools/list` and `tools/call` serve.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// The tools, as the server lists them (`tools/list` pages of `page_size`).
+    pub tools: Vec<Value>,
+    /// Tools per page.
+    pub page_size: usize,
+}
+
+impl Default for Catalog {
+    /// `echo` (text: what it got, and the `authorization` it was sent) and
+    /// `weather` (structured output with an `outputSchema`).
+    fn default() -> Self {
+        Self {
+            tools: vec![
+                json!({"name": "echo", "description": "Echo the text.",
+                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                        "required": ["text"]}}),
+                json!({"name": "weather", "description": "The weather of a city.",
+                    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                    "outputSchema": {"type": "object", "properties": {
+                        "city": {"type": "string"}, "celsius": {"type": "number"}},
+                        "required": ["city", "celsius"]}}),
+            ],
+            page_size: 100,
+        }
+    }
+}
+
+/// One HTTP request the server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// `POST`, `GET`, `DELETE`.
+    pub method: String,
+    /// The request target.
+    pub path: String,
+    /// Every header, names lowercase.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Received {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    catalog: Catalog,
+    received: Vec<Received>,
+    redirect_to: Option<String>,
+    /// Tool calls the SDK handled.
+    calls: u32,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The rmcp handler.
+#[derive(Clone)]
+struct Handler {
+    state: Shared,
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("warden-test-rmcp", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let catalog = lock(&self.state).catalog.clone();
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .map(|c| c.parse().unwrap_or(usize::MAX))
+            .unwrap_or(0);
+        let page_size = catalog.page_size.max(1);
+        let tools: Vec<Tool> = catalog
+            .tools
+            .iter()
+            .skip(start)
+            .take(page_size)
+            .map(|t| serde_json::from_value(t.clone()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ErrorData::internal_error(format!("bad test tool: {e}"), None))?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        let next = start + page_size;
+        if next < catalog.tools.len() {
+            result.next_cursor = Some(next.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        lock(&self.state).calls += 1;
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let result = match request.name.as_ref() {
+            "echo" => {
+                let auth = context
+                    .extensions
+                    .get::<hyper::http::request::Parts>()
+                    .and_then(|p| p.headers.get("authorization"))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("none")
+                    .to_owned();
+                let text = arguments["text"].as_str().unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(format!("{text} (auth: {auth})"))])
+            }
+            "weather" => {
+                let city = arguments["city"].as_str().unwrap_or("nowhere");
+                let mut result = CallToolResult::success(vec![ContentBlock::text("21 °C")]);
+                result.structured_content = Some(json!({"city": city, "celsius": 21}));
+                result
+            }
+            // Structured output that breaks the `outputSchema` it lists.
+            "liar" => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text("hot")]);
+                result.structured_content = Some(json!({"celsius": "hot"}));
+                result
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("the tool failed\u{7}")]),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool `{other}`"),
+                    None,
+                ));
+            }
+        };
+        Ok(CallToolResponse::from(result))
+    }
+}
+
+type Sdk = StreamableHttpService<Handler, LocalSessionManager>;
+
+/// A running rmcp server on `127.0.0.1`; stops when dropped.
+pub struct RmcpServer {
+    ca: TestCa,
+    addr: SocketAddr,
+    state: Shared,
+    sessions: Arc<LocalSessionManager>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RmcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmcpServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RmcpServer {
+    /// Serve `catalog` as `mcp.example.com` with a fresh CA.
+    pub async fn start(catalog: Catalog) -> Self {
+        let ca = TestCa::new();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let state: Shared = Arc::new(Mutex::new(State {
+            catalog,
+            ..State::default()
+        }));
+        let sessions = Arc::new(LocalSessionManager::default());
+        let handler = Handler {
+            state: state.clone(),
+        };
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts([HOST.to_owned(), format!("{HOST}:443")]);
+        let sdk: Sdk =
+            StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
+        // HTTP/1.1 only: the SDK service is served by hyper's http1 connection.
+        let acceptor = TlsAcceptor::from(ca.server_config_alpn(&[HOST], &[b"http/1.1"]));
+        let task = tokio::spawn(accept(listener, acceptor, sdk, state.clone()));
+        Self {
+            ca,
+            addr,
+            state,
+            sessions,
+            task,
+        }
+    }
+
+    /// The CA its certificate is from.
+    pub fn ca(&self) -> &TestCa {
+        &self.ca
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A resolver sending `mcp.example.com` here.
+    pub fn resolver(&self) -> OverrideResolver {
+        OverrideResolver::new().with_socket(HOST, [self.addr])
+    }
+
+    /// Point `warden` at this server: trust its CA, resolve [`HOST`] to it,
+    /// and allow exactly that origin to be a loopback address.
+    pub fn configure(&self, warden: &crate::Warden) {
+        let ca = warden.data_dir().join("rmcp-test-ca.pem");
+        std::fs::write(&ca, self.ca.cert_pem()).expect("write CA");
+        warden.configure(&format!(
+            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"{HOST}:443\"]\n\n[resolve]\n\"{HOST}\" = [\"{}\"]\n",
+            self.addr
+        ));
+    }
+
+    /// Serve `change`d tools from now on (the server announces nothing).
+    pub fn catalog(&self, change: impl FnOnce(&mut Catalog)) {
+        change(&mut lock(&self.state).catalog);
+    }
+
+    /// Answer every POST from now on with a 307 to `location`.
+    pub fn redirect_to(&self, location: Option<&str>) {
+        lock(&self.state).redirect_to = location.map(str::to_owned);
+    }
+
+    /// Every HTTP request so far.
+    pub fn received(&self) -> Vec<Received> {
+        lock(&self.state).received.clone()
+    }
+
+    /// Tool calls the SDK handled.
+    pub fn calls(&self) -> u32 {
+        lock(&self.state).calls
+    }
+
+    /// Close every session the SDK holds (the next request with one of their
+    /// ids gets a 404, as from a restarted server).
+    pub async fn drop_sessions(&self) {
+        let ids: Vec<_> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            let _ = self.sessions.close_session(&id).await;
+        }
+    }
+
+    /// How many sessions the SDK holds.
+    pub async fn session_count(&self) -> usize {
+        self.sessions.sessions.read().await.len()
+    }
+}
+
+impl Drop for RmcpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept(listener: TcpListener, acceptor: TlsAcceptor, sdk: Sdk, state: Shared) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (acceptor, sdk, state) = (acceptor.clone(), sdk.clone(), state.clone());
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let (sdk, state) = (sdk.clone(), state.clone());
+                async move { Ok::<_, Infallible>(route(&sdk, &state, request).await) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
+        });
+    }
+}
+
+async fn route(
+    sdk: &Sdk,
+    state: &Shared,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let received = Received {
+        method: request.method().to_string(),
+        path: request.uri().to_string(),
+        headers: request
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+    };
+    let redirect = {
+        let mut state = lock(state);
+        state.received.push(received);
+        state.redirect_to.clone()
+    };
+    if let Some(location) = redirect
+        && request.method() == hyper::Method::POST
+    {
+        return Response::builder()
+            .status(307)
+            .header("location", location)
+            .body(Empty::new().boxed())
+            .expect("redirect response");
+    }
+    sdk.handle(request).await
+}
