@@ -88,9 +88,21 @@ fn get_repo(warden: &Warden) -> warden_tests::Run {
 /// Run `warden auth connect github` as a user: read the printed URL, sign
 /// in at the fake server, follow the redirect to the loopback listener.
 async fn connect(warden: &Warden, auth: &FakeAuthServer) -> serde_json::Value {
+    let (connected, url) = connect_as(warden, auth, "github").await;
+    assert!(url.contains("client_id=warden-e2e-client"), "{url}");
+    connected
+}
+
+/// Run `warden auth connect <name>` as a user; what it printed (JSON) and
+/// the authorize URL the user opened.
+pub(crate) async fn connect_as(
+    warden: &Warden,
+    auth: &FakeAuthServer,
+    name: &str,
+) -> (serde_json::Value, String) {
     let mut child = warden
         .command()
-        .args(["--json", "auth", "connect", "github", "--timeout", "20"])
+        .args(["--json", "auth", "connect", name, "--timeout", "20"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -115,7 +127,6 @@ async fn connect(warden: &Warden, auth: &FakeAuthServer) -> serde_json::Value {
         all
     });
     let url = url.await.expect("the authorize URL is printed");
-    assert!(url.contains("client_id=warden-e2e-client"), "{url}");
     let location = auth.visit(&url).unwrap();
     assert_eq!(follow_redirect(&location).await.unwrap(), 200);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output())
@@ -124,7 +135,7 @@ async fn connect(warden: &Warden, auth: &FakeAuthServer) -> serde_json::Value {
         .unwrap();
     let stderr = drain.join().unwrap();
     assert!(output.status.success(), "{output:?}\n{stderr}");
-    serde_json::from_slice(&output.stdout).unwrap()
+    (serde_json::from_slice(&output.stdout).unwrap(), url)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,9 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
-use warden_tests::fake_mcp::{FakeMcp, MCP_TOKEN, MCP_URL, Script, write_package};
+use warden_tests::fake_mcp::{
+    AUTH_HOST, FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, write_package,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mcp_add_probes_lists_calls_and_removes() {
@@ -207,4 +209,95 @@ async fn a_running_serve_picks_up_mcp_add_from_another_process() {
     }
     assert!(gone, "a removed server's tools are unpublished");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
+    let auth = warden_egress::testing::FakeAuthServer::new(AUTH_HOST, 3600);
+    let fake = FakeMcp::start(Script {
+        oauth: Some(auth.clone()),
+        ..Script::default()
+    })
+    .await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    // The 401 names the resource metadata: OAuth, discovered, not guessed.
+    let added = warden.run(&["mcp", "add", "fake", MCP_URL]);
+    assert!(added.code == 0, "{}", added.all());
+    assert!(
+        added.all().contains("warden auth connect mcp-fake"),
+        "{}",
+        added.all()
+    );
+    let manifest =
+        std::fs::read_to_string(warden.data_dir().join("mcp/mcp-fake/manifest.toml")).unwrap();
+    assert!(manifest.contains("method = \"oauth2_code\""), "{manifest}");
+    assert!(
+        manifest.contains("authorization_endpoint = \"https://auth.example.com/authorize\""),
+        "{manifest}"
+    );
+    let listed = warden.run(&["--json", "mcp", "list"]);
+    assert_eq!(listed.json()[0]["auth"], "oauth", "{}", listed.all());
+    // Before connecting, the call is auth_required and nothing is called.
+    let refused = warden.run(&["--json", "call", "mcp-fake.weather", "--input", "{}"]);
+    assert_eq!(refused.code, 3, "{}", refused.all());
+    assert_eq!(refused.json()["reason"], "missing");
+    assert_eq!(refused.json()["vendor"], "mcp-fake");
+    assert_eq!(refused.json()["connect"], "warden auth connect mcp-fake");
+
+    // PKCE with a dynamically registered client and the RFC 8707 resource.
+    let (_, url) = crate::auth::connect_as(&warden, &auth, "mcp-fake").await;
+    let resource = "resource=https%3A%2F%2Fmcp.example.com%2Fmcp";
+    assert!(url.contains(resource), "{url}");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    let token_request = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.server_name.as_deref() == Some(AUTH_HOST) && r.target == "/token")
+        .expect("a token request");
+    let body = String::from_utf8_lossy(&token_request.body).into_owned();
+    assert!(body.contains(resource), "{body}");
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.server_name.as_deref() == Some(AUTH_HOST) && r.target == "/register"),
+        "the client was registered dynamically"
+    );
+
+    let called = warden.run(&[
+        "--json",
+        "call",
+        "mcp-fake.weather",
+        "--input",
+        r#"{"city": "Oslo"}"#,
+        "--approve-once",
+    ]);
+    assert!(called.code == 0, "{}", called.all());
+    assert_eq!(called.json()["output"], json!({"celsius": 21.5}));
+    // The issued token went to the MCP endpoint and never came back.
+    let calls: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.target == "/mcp" && r.server_name.as_deref() == Some(MCP_HOST))
+        .collect();
+    assert!(
+        calls.iter().any(|r| auth.authorized(r)),
+        "the token was sent"
+    );
+    assert!(!called.all().contains("Bearer "), "{}", called.all());
+
+    // A scope step-up: the server asks for more, the answer says how to ask.
+    fake.script(|s| s.insufficient_scope = Some("admin".into()));
+    let stepped = warden.run(&[
+        "--json",
+        "call",
+        "mcp-fake.weather",
+        "--input",
+        "{}",
+        "--approve-once",
+    ]);
+    assert_eq!(stepped.code, 3, "{}", stepped.all());
+    assert_eq!(stepped.json()["reason"], "insufficient_scope");
+    let connect = stepped.json()["connect"].as_str().unwrap().to_owned();
+    assert!(connect.ends_with("--scope admin"), "{connect}");
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
-use warden_egress::testing::{RecordedRequest, TestCa, TestResponse, TestServer};
+use warden_egress::testing::{FakeAuthServer, RecordedRequest, TestCa, TestResponse, TestServer};
 
 use crate::Warden;
 
@@ -15,6 +15,11 @@ use crate::Warden;
 pub const MCP_HOST: &str = "mcp.example.com";
 /// The endpoint URL.
 pub const MCP_URL: &str = "https://mcp.example.com/mcp";
+/// The host of the authorization server of [`Script::oauth`].
+pub const AUTH_HOST: &str = "auth.example.com";
+/// Where the fake's protected-resource metadata is (RFC 9728).
+pub const RESOURCE_METADATA: &str =
+    "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
 /// A token the tests store for the server; the fake echoes what it gets.
 pub const MCP_TOKEN: &str = "mcp_tok_0123456789abcdefABCDEF";
 
@@ -91,6 +96,13 @@ pub struct Script {
     pub notify_list_changed: bool,
     /// Require `authorization: Bearer <MCP_TOKEN>` (401 otherwise).
     pub require_token: bool,
+    /// Protect the server with OAuth as the MCP authorization spec says:
+    /// this authorization server (at [`AUTH_HOST`]) issues the tokens, a
+    /// request without one of them gets a 401 naming the protected-resource
+    /// metadata, which the fake serves.
+    pub oauth: Option<FakeAuthServer>,
+    /// Answer `tools/call` with a `403 insufficient_scope` naming this scope.
+    pub insufficient_scope: Option<String>,
     /// Protocol version `initialize` answers.
     pub protocol_version: String,
 }
@@ -103,6 +115,8 @@ impl Default for Script {
             redirect_to: None,
             notify_list_changed: false,
             require_token: false,
+            oauth: None,
+            insufficient_scope: None,
             protocol_version: "2025-06-18".into(),
         }
     }
@@ -152,7 +166,7 @@ impl FakeMcp {
             ..State::default()
         }));
         let handler_state = Arc::clone(&state);
-        let server = TestServer::start(&ca, &[MCP_HOST], move |request| {
+        let server = TestServer::start(&ca, &[MCP_HOST, AUTH_HOST], move |request| {
             respond(&mut handler_state.lock().unwrap(), request)
         })
         .await
@@ -175,14 +189,16 @@ impl FakeMcp {
         change(&mut self.state.lock().unwrap().script);
     }
 
-    /// Point `warden` at this server: trust its CA, resolve [`MCP_HOST`] to
-    /// it, and allow exactly that origin to be a loopback address.
+    /// Point `warden` at this server: trust its CA, resolve [`MCP_HOST`]
+    /// and [`AUTH_HOST`] to it, and allow exactly those origins to be a
+    /// loopback address.
     pub fn configure(&self, warden: &Warden) {
         let ca = warden.data_dir().join("mcp-test-ca.pem");
         std::fs::write(&ca, self.ca.cert_pem()).expect("write CA");
+        let addr = self.server.addr();
         warden.configure(&format!(
-            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"{MCP_HOST}:443\"]\n\n[resolve]\n\"{MCP_HOST}\" = [\"{}\"]\n",
-            self.server.addr()
+            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"{MCP_HOST}:443\", \"{AUTH_HOST}:443\"]\n\n\
+             [resolve]\n\"{MCP_HOST}\" = [\"{addr}\"]\n\"{AUTH_HOST}\" = [\"{addr}\"]\n",
         ));
     }
 
@@ -211,6 +227,22 @@ fn rpc_result(id: &Value, result: Value) -> Value {
 }
 
 fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
+    if let Some(auth) = &state.script.oauth {
+        // The authorization server, and the resource metadata naming it.
+        if auth.is_issuer(request)
+            || request
+                .target
+                .starts_with("/.well-known/oauth-protected-resource")
+        {
+            return auth.handle(request);
+        }
+        if request.target == "/mcp" && !auth.authorized(request) {
+            return TestResponse::status(401).with_header(
+                "www-authenticate",
+                &format!("Bearer resource_metadata=\"{RESOURCE_METADATA}\""),
+            );
+        }
+    }
     if request.target != "/mcp" {
         return TestResponse::status(404);
     }
@@ -275,6 +307,15 @@ fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
 fn call(state: &State, message: &Value, id: &Value, request: &RecordedRequest) -> TestResponse {
     if let Some(location) = &state.script.redirect_to {
         return TestResponse::redirect(307, location);
+    }
+    if let Some(scope) = &state.script.insufficient_scope {
+        return TestResponse::status(403).with_header(
+            "www-authenticate",
+            &format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
+                 resource_metadata=\"{RESOURCE_METADATA}\""
+            ),
+        );
     }
     let arguments = &message["params"]["arguments"];
     let result = match message["params"]["name"].as_str().unwrap_or_default() {

@@ -264,7 +264,9 @@ pub(crate) enum McpCommand {
         /// The server's streamable-HTTP endpoint (https, no userinfo, query or fragment).
         url: String,
         /// How to authenticate: `auto` probes `initialize` without
-        /// credentials; `none`; `bearer` (a token stored with `warden secret set`).
+        /// credentials (a 401 whose metadata allows OAuth gives `oauth`);
+        /// `none`; `bearer` (a token stored with `warden secret set`);
+        /// `oauth` (connected with `warden auth connect`).
         #[arg(long, value_enum, default_value = "auto")]
         auth: McpAuth,
         /// The server only reads: no `external_write` effect.
@@ -313,6 +315,10 @@ pub(crate) enum McpAuth {
     None,
     /// A bearer token (`authorization: Bearer …`).
     Bearer,
+    /// OAuth 2.1 as the MCP authorization spec says: the server's
+    /// protected-resource and authorization-server metadata give the recipe
+    /// `warden auth connect` runs (PKCE, dynamic registration, `resource`).
+    Oauth,
 }
 
 #[derive(Args, Debug)]
@@ -356,6 +362,10 @@ pub(crate) enum AuthCommand {
         /// Do not try to open a browser; only print the URL.
         #[arg(long)]
         no_browser: bool,
+        /// Also ask for this scope (repeatable): what a server's
+        /// `insufficient_scope` answer named (capped by the recipe's scopes).
+        #[arg(long)]
+        scope: Vec<String>,
     },
     /// Connected accounts: scopes, expiry, audiences and the extensions
     /// that use them (never values).

@@ -160,6 +160,7 @@ impl Egress {
             max_egress_bytes,
             usage: Arc::default(),
             follow_redirects: true,
+            host_client: false,
             refused: std::sync::Mutex::default(),
         }
     }
@@ -246,6 +247,9 @@ pub struct CallSession {
     max_egress_bytes: u64,
     usage: Arc<UsageCounters>,
     follow_redirects: bool,
+    /// A host-run client's session: the server's auth challenge
+    /// (`www-authenticate`) reaches it (guests never see it).
+    host_client: bool,
     /// The handle of a staged credential the provider answered 401 to.
     refused: std::sync::Mutex<Option<String>>,
 }
@@ -278,10 +282,13 @@ impl CallSession {
     /// Make this the session of a host-run client locked to one endpoint
     /// (the hosted-MCP lane): the host's own protocol headers `names` pass
     /// the guest header rules (injection headers never do), and a redirect
-    /// comes back as the response, never followed.
+    /// comes back as the response, never followed. The response's
+    /// `www-authenticate` challenge is kept (the client discovers how to
+    /// authorize from it); other sensitive headers are stripped as always.
     pub fn for_host_client(mut self, names: &[&str]) -> Self {
         self.policy.allow_host_headers(names);
         self.follow_redirects = false;
+        self.host_client = true;
         self
     }
 

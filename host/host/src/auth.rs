@@ -31,6 +31,7 @@ use std::collections::BTreeSet;
 use secrecy::SecretString;
 use warden_core::spec::AuthRecipe;
 use warden_egress::auth::AuthError;
+use warden_manifest::Implementation;
 
 use crate::accounts::{AccountError, DeclaredCredential};
 use crate::location::Location;
@@ -119,6 +120,14 @@ pub struct AuthTarget {
     pub recipe: AuthRecipe,
     /// The credentials of that vendor the extension declares, by handle.
     pub credentials: Vec<(String, DeclaredCredential)>,
+    /// The MCP server the account is for (an `[mcp]` package's `server`
+    /// whose `[[mcp.credentials]]` use the vendor): sent as the RFC 8707
+    /// `resource` when authorizing, exchanging and refreshing.
+    pub resource: Option<String>,
+    /// Scopes to ask for besides the declared ones: what a server's `403
+    /// insufficient_scope` named (`warden auth connect --scope`). Capped by
+    /// the recipe's scopes like the rest.
+    pub step_up: Vec<String>,
 }
 
 impl AuthTarget {
@@ -129,6 +138,7 @@ impl AuthTarget {
             .credentials
             .iter()
             .flat_map(|(_, d)| &d.scopes)
+            .chain(&self.step_up)
             .collect();
         let ceiling: Option<BTreeSet<&String>> = match &self.recipe {
             AuthRecipe::Oauth2Code(r) if !r.scopes.is_empty() => Some(r.scopes.iter().collect()),
@@ -200,13 +210,22 @@ impl Location {
             }
         };
         let recipe = package.auth[&vendor].clone();
+        let mcp = match &package.implementation {
+            Implementation::Mcp(mcp) => Some(mcp),
+            _ => None,
+        };
+        let mcp_credentials = mcp.map(|m| m.credentials.as_slice()).unwrap_or_default();
         let handles: BTreeSet<String> = package
             .capabilities
             .iter()
             .flat_map(|c| &c.credentials)
+            .chain(mcp_credentials)
             .filter(|c| c.vendor == vendor)
             .map(|c| c.handle.clone())
             .collect();
+        let resource = mcp
+            .filter(|m| m.credentials.iter().any(|c| c.vendor == vendor))
+            .map(|m| m.server.clone());
         let credentials: Vec<(String, DeclaredCredential)> = handles
             .into_iter()
             .filter_map(|handle| {
@@ -228,6 +247,8 @@ impl Location {
             vendor,
             recipe,
             credentials,
+            resource,
+            step_up: Vec::new(),
         })
     }
 
@@ -292,9 +313,25 @@ impl crate::outcome::AuthDetails {
     /// account exists but this extension may not use it, otherwise
     /// `warden auth connect <extension>`.
     pub fn connect_command(&self) -> String {
+        use warden_egress::secrets::AuthReason;
         match (self.reason, &self.vendor) {
-            (Some(warden_egress::secrets::AuthReason::Consent), Some(vendor)) => {
+            (Some(AuthReason::Consent), Some(vendor)) => {
                 format!("warden secret allow {} {vendor}", self.extension)
+            }
+            // Step-up: ask again, for the scopes the server named.
+            (Some(AuthReason::InsufficientScope), _) => {
+                let mut command = format!("warden auth connect {}", self.extension);
+                // A scope is remote text: only plain ones go into a command
+                // a person may paste into a shell (all are in `scopes`).
+                let plain = |s: &&String| {
+                    s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.:/".contains(c))
+                };
+                for scope in self.scopes.iter().filter(plain) {
+                    command.push_str(" --scope ");
+                    command.push_str(scope);
+                }
+                command
             }
             _ => format!("warden auth connect {}", self.extension),
         }

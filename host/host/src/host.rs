@@ -270,6 +270,25 @@ impl Host {
         Ok(self.probe_mcp_call(server, max_tools, None, false).await?.0)
     }
 
+    /// How to authorize against the MCP server at `server`, from the
+    /// `WWW-Authenticate` `challenge` of its 401 when there is one: its
+    /// protected-resource metadata (RFC 9728, the challenge's
+    /// `resource_metadata` or the well-known URLs), then its authorization
+    /// server's metadata (RFC 8414, OpenID fallback). Every document comes
+    /// through this host's egress and is checked (the resource must name
+    /// `server`, the server metadata its issuer). `warden mcp add --auth
+    /// oauth|auto` writes the recipe from it.
+    pub async fn discover_mcp_auth(
+        &self,
+        server: &str,
+        challenge: Option<&str>,
+    ) -> Result<warden_egress::auth::resource::ResourceAuthorization, warden_egress::auth::AuthError>
+    {
+        let challenge = challenge.and_then(warden_egress::auth::challenge::BearerChallenge::parse);
+        warden_egress::auth::resource::discover(&self.shared.egress, server, challenge.as_ref())
+            .await
+    }
+
     /// [`Host::probe_mcp`], then call `tool` (name, arguments) in the same
     /// session when given. `loopback_http` accepts a plain-`http` loopback
     /// URL (local test servers); this host's egress must allow that origin.

@@ -35,6 +35,14 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
+            // A hosted server that would list the tool wants authorization.
+            if let Some(refused) = self.hosted_auth_refusal(&invocation.tool) {
+                return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
+                    error: Box::new(refused),
+                    usage: Default::default(),
+                    logs: Vec::new(),
+                }));
+            }
             return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
                 name: invocation.tool,
             }));

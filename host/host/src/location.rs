@@ -311,6 +311,7 @@ impl Location {
             hosted: hosted.map(|server| HostedState {
                 server,
                 catalog: None,
+                auth_refused: None,
                 identity,
             }),
         });

@@ -22,9 +22,27 @@ pub enum HostedError {
         /// The redirect status.
         status: u16,
     },
-    /// The server wants credentials the request did not carry (HTTP 401).
+    /// The server wants credentials the request did not carry, or refused
+    /// the ones it carried (HTTP 401).
     #[error("the MCP server requires authorization (HTTP 401)")]
-    Unauthorized,
+    Unauthorized {
+        /// The `WWW-Authenticate` challenge, when the server sent one
+        /// (bounded; it names the resource metadata for OAuth discovery).
+        challenge: Option<String>,
+        /// Whether the request carried a credential (refused: it expired or
+        /// was revoked) or none (no account is connected).
+        credential_sent: bool,
+    },
+    /// The token lacks scopes the request needs (HTTP 403 with
+    /// `error="insufficient_scope"`): the account must be connected again
+    /// with them (scope step-up).
+    #[error("the MCP server needs more scopes ({})", scopes.join(" "))]
+    InsufficientScope {
+        /// The scopes the server's challenge names (possibly none).
+        scopes: Vec<String>,
+        /// The `WWW-Authenticate` challenge (bounded).
+        challenge: String,
+    },
     /// Egress refused or failed the request.
     #[error("egress: {0}")]
     Egress(String),
@@ -68,7 +86,9 @@ impl HostedError {
         match self {
             HostedError::Endpoint { .. } => "invalid_endpoint",
             HostedError::Redirect { .. } | HostedError::Egress(_) => "network_denied",
-            HostedError::Unauthorized => "auth_required",
+            HostedError::Unauthorized { .. } | HostedError::InsufficientScope { .. } => {
+                "auth_required"
+            }
             HostedError::Connect(_) => "connection_failed",
             HostedError::Protocol(_) => "protocol_unsupported",
             HostedError::Discovery(_) | HostedError::SavedCatalog(_) => "discovery_refused",

@@ -29,6 +29,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::{Sse, SseStream};
 use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
 use warden_core::spec::CredentialSpec;
+use warden_egress::auth::challenge::BearerChallenge;
 use warden_egress::{Egress, EgressError};
 
 use crate::endpoint::Endpoint;
@@ -43,7 +44,8 @@ const MCP_HEADERS: &[&str] = &["mcp-session-id", "mcp-protocol-version", "last-e
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refusal {
     Redirect(u16),
-    Unauthorized,
+    Unauthorized(Option<String>, bool),
+    InsufficientScope(Vec<String>, String),
     Egress(String),
 }
 
@@ -51,7 +53,13 @@ impl From<Refusal> for HostedError {
     fn from(r: Refusal) -> Self {
         match r {
             Refusal::Redirect(status) => HostedError::Redirect { status },
-            Refusal::Unauthorized => HostedError::Unauthorized,
+            Refusal::Unauthorized(challenge, credential_sent) => HostedError::Unauthorized {
+                challenge,
+                credential_sent,
+            },
+            Refusal::InsufficientScope(scopes, challenge) => {
+                HostedError::InsufficientScope { scopes, challenge }
+            }
             Refusal::Egress(text) => HostedError::Egress(text),
         }
     }
@@ -164,11 +172,28 @@ impl EgressHttp {
         if (300..400).contains(&response.status) {
             return Err(self.refuse(Refusal::Redirect(response.status)));
         }
+        let challenge = header(&response, "www-authenticate")
+            .map(|c| c.chars().take(MAX_CHALLENGE).collect::<String>());
         if response.status == 401 {
-            return Err(self.refuse(Refusal::Unauthorized));
+            return Err(self.refuse(Refusal::Unauthorized(challenge, credential.is_some())));
+        }
+        if response.status == 403
+            && let Some(challenge) = challenge
+            && let Some(scopes) = insufficient_scope(&challenge)
+        {
+            return Err(self.refuse(Refusal::InsufficientScope(scopes, challenge)));
         }
         Ok(response)
     }
+}
+
+/// Longest `WWW-Authenticate` value kept.
+const MAX_CHALLENGE: usize = 2048;
+
+/// The scopes of a Bearer challenge whose error is `insufficient_scope`.
+fn insufficient_scope(challenge: &str) -> Option<Vec<String>> {
+    let parsed = BearerChallenge::parse(challenge)?;
+    (parsed.error.as_deref() == Some("insufficient_scope")).then_some(parsed.scopes)
 }
 
 fn egress_text(error: &EgressError, session: &warden_egress::CallSession) -> String {

@@ -28,10 +28,12 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             vendor,
             timeout,
             no_browser,
+            scope,
         } => {
-            let target = location
+            let mut target = location
                 .auth_target(&name, vendor.as_deref())
                 .with_context(|| format!("connecting `{name}`"))?;
+            target.step_up = scope;
             let accounts = match &target.recipe {
                 AuthRecipe::Oauth2Code(_) => {
                     oauth(

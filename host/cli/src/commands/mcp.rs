@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
+use warden_egress::auth::resource::ResourceAuthorization;
 use warden_host::{HostedError, Location, PackageSource, Replace};
 use warden_hosted::Endpoint;
 use warden_manifest::Source;
@@ -67,6 +68,24 @@ fn package_id(name: &str) -> Result<String> {
     Ok(format!("mcp-{name}"))
 }
 
+/// How a registered server authenticates.
+enum ServerAuth {
+    None,
+    Bearer,
+    /// OAuth, from the server's metadata.
+    OAuth(Box<ResourceAuthorization>),
+}
+
+impl ServerAuth {
+    fn name(&self) -> &'static str {
+        match self {
+            ServerAuth::None => "none",
+            ServerAuth::Bearer => "bearer",
+            ServerAuth::OAuth(_) => "oauth",
+        }
+    }
+}
+
 async fn add(
     cx: &Context,
     name: &str,
@@ -77,25 +96,50 @@ async fn add(
     let id = package_id(name)?;
     Endpoint::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (host, location) = cx.open()?;
-    let bearer = match auth {
-        McpAuth::None => false,
-        McpAuth::Bearer => true,
+    let discover = |challenge: Option<String>| {
+        let host = &host;
+        async move {
+            host.discover_mcp_auth(url, challenge.as_deref())
+                .await
+                .with_context(|| format!("discovering how to authorize against {url}"))
+        }
+    };
+    let auth = match auth {
+        McpAuth::None => ServerAuth::None,
+        McpAuth::Bearer => ServerAuth::Bearer,
+        McpAuth::Oauth => match host.probe_mcp(url, MAX_TOOLS as usize).await {
+            Err(HostedError::Unauthorized { challenge, .. }) => {
+                ServerAuth::OAuth(Box::new(discover(challenge).await?))
+            }
+            // Asked for explicitly: the well-known metadata is tried.
+            Ok(_) => ServerAuth::OAuth(Box::new(discover(None).await?)),
+            Err(error) => {
+                return Err(anyhow::Error::new(error).context(format!("probing {url}")));
+            }
+        },
         McpAuth::Auto => match host.probe_mcp(url, MAX_TOOLS as usize).await {
             Ok(tools) => {
                 eprintln!("{url} answers without credentials ({} tools)", tools.len());
-                false
+                ServerAuth::None
             }
-            Err(HostedError::Unauthorized) => bail!(
-                "{url} requires authorization (HTTP 401). OAuth sign-in is not supported yet; \
-                 if the server takes a bearer token, run `warden mcp add {name} {url} --auth bearer` \
-                 and then `warden secret set {id} token`"
-            ),
+            Err(HostedError::Unauthorized { challenge, .. }) => match discover(challenge).await {
+                Ok(found) => {
+                    eprintln!("{url} requires authorization: OAuth, from its metadata");
+                    ServerAuth::OAuth(Box::new(found))
+                }
+                Err(error) => bail!(
+                    "{url} requires authorization (HTTP 401) and its OAuth metadata is not \
+                     usable ({error:#}); if the server takes a bearer token, run \
+                     `warden mcp add {name} {url} --auth bearer` and then \
+                     `warden secret set {id} token`"
+                ),
+            },
             Err(error) => {
                 return Err(anyhow::Error::new(error).context(format!("probing {url}")));
             }
         },
     };
-    let manifest = manifest(&id, name, url, bearer, read_only);
+    let manifest = manifest(&id, name, url, &auth, read_only)?;
     let target = cx.mcp_dir().join(&id);
     let staging = cx.mcp_dir().join(format!(".{id}.adding"));
     let _ = std::fs::remove_dir_all(&staging);
@@ -114,12 +158,18 @@ async fn add(
     std::fs::rename(&staging, &target).with_context(|| format!("writing {}", target.display()))?;
     if cx.json {
         render::json(
-            &serde_json::json!({"added": id, "server": url, "dir": target, "auth": if bearer {"bearer"} else {"none"}, "read_only": read_only}),
+            &serde_json::json!({"added": id, "server": url, "dir": target, "auth": auth.name(), "read_only": read_only}),
         );
     } else {
         println!("added {id} -> {url}\n  -> {}", target.display());
-        if bearer {
-            println!("  store its token with `warden secret set {id} token`");
+        match auth {
+            ServerAuth::None => {}
+            ServerAuth::Bearer => {
+                println!("  store its token with `warden secret set {id} token`")
+            }
+            ServerAuth::OAuth(_) => {
+                println!("  connect an account with `warden auth connect {id}`")
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -165,7 +215,18 @@ fn list(cx: &Context) -> Result<ExitCode> {
             .and_then(|m| m.get("effects"))
             .and_then(|e| e.as_array())
             .is_some_and(|e| !e.iter().any(|x| x.as_str() == Some("external_write")));
-        let bearer = mcp.is_some_and(|m| m.contains_key("credentials"));
+        let oauth = value
+            .get("auth")
+            .and_then(|a| a.as_table())
+            .is_some_and(|a| {
+                a.values()
+                    .any(|r| r.get("method").and_then(|m| m.as_str()) == Some("oauth2_code"))
+            });
+        let auth = match (oauth, mcp.is_some_and(|m| m.contains_key("credentials"))) {
+            (true, _) => "oauth",
+            (false, true) => "bearer",
+            (false, false) => "none",
+        };
         let id = dir
             .file_name()
             .unwrap_or_default()
@@ -173,7 +234,7 @@ fn list(cx: &Context) -> Result<ExitCode> {
             .into_owned();
         rows.push(
             serde_json::json!({"id": id, "server": server, "read_only": read_only,
-            "auth": if bearer {"bearer"} else {"none"}}),
+            "auth": auth}),
         );
     }
     if cx.json {
@@ -296,15 +357,16 @@ async fn probe(
 }
 
 /// The generated v3 manifest of a registered server.
-fn manifest(id: &str, name: &str, url: &str, bearer: bool, read_only: bool) -> String {
+fn manifest(id: &str, name: &str, url: &str, auth: &ServerAuth, read_only: bool) -> Result<String> {
     let mut effects = vec!["network"];
     if !read_only {
         effects.push("external_write");
     }
-    if bearer {
+    if !matches!(auth, ServerAuth::None) {
         effects.push("use_secret");
     }
     let effects: Vec<String> = effects.iter().map(|e| format!("{e:?}")).collect();
+    let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
     let mut text = format!(
         r#"# Generated by `warden mcp add`; remove with `warden mcp remove {name}`.
 schema_version = "reborn.extension_manifest.v3"
@@ -322,23 +384,65 @@ default_permission = "ask"
 effects = [{}]
 "#,
         effects.join(", "),
-        server = toml::Value::String(url.to_owned()),
+        server = quote(url),
     );
-    if bearer {
-        text.push_str(&format!(
+    let credential = |scopes: &[String]| {
+        let scopes: Vec<String> = scopes.iter().map(|s| quote(s)).collect();
+        format!(
             r#"
 [[mcp.credentials]]
 handle = "token"
 vendor = "{id}"
-scopes = []
+scopes = [{}]
 injection = {{ type = "header", name = "authorization", prefix = "Bearer " }}
-
+"#,
+            scopes.join(", ")
+        )
+    };
+    match auth {
+        ServerAuth::None => {}
+        ServerAuth::Bearer => {
+            text.push_str(&credential(&[]));
+            text.push_str(&format!(
+                r#"
 [auth.{id}]
 method = "api_key"
 display_name = "{name} bearer token"
 fields = [{{ handle = "token", label = "Bearer token" }}]
 "#
-        ));
+            ));
+        }
+        ServerAuth::OAuth(found) => {
+            let recipe = found
+                .recipe()
+                .with_context(|| format!("the OAuth metadata of {url}"))?;
+            let scopes: Vec<String> = recipe.scopes.iter().map(|s| quote(s)).collect();
+            text.push_str(&credential(&recipe.scopes));
+            text.push_str(&format!(
+                r#"
+# From the server's metadata (RFC 9728, RFC 8414); the client is registered
+# dynamically (RFC 7591) unless warden.toml configures one.
+[auth.{id}]
+method = "oauth2_code"
+display_name = {display}
+authorization_endpoint = {authorize}
+token_endpoint = {token}
+scopes = [{}]
+pkce = "s256"
+exchange_auth = {exchange}
+
+[auth.{id}.token_response]
+access_token = "/access_token"
+refresh_token = "/refresh_token"
+expires_in = "/expires_in"
+"#,
+                scopes.join(", "),
+                display = quote(name),
+                authorize = quote(&recipe.authorization_endpoint),
+                token = quote(&recipe.token_endpoint),
+                exchange = quote(recipe.exchange_auth.as_deref().unwrap_or("post_body")),
+            ));
+        }
     }
-    text
+    Ok(text)
 }

@@ -48,6 +48,10 @@ pub struct StoredGrant {
     pub auth: ClientAuth,
     /// Redirect URI of the authorization.
     pub redirect_uri: String,
+    /// The RFC 8707 resource the tokens were asked for (an MCP server);
+    /// refreshes ask for it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 impl std::fmt::Debug for StoredGrant {
@@ -87,7 +91,14 @@ impl StoredGrant {
                 .map(|s| s.expose_secret().to_owned()),
             auth: client.auth,
             redirect_uri: client.redirect_uri.clone(),
+            resource: None,
         }
+    }
+
+    /// The same grant, for tokens asked for `resource`.
+    pub fn for_resource(mut self, resource: Option<&str>) -> Self {
+        self.resource = resource.map(str::to_owned);
+        self
     }
 
     /// When the access token expires, if known.
@@ -204,9 +215,13 @@ pub async fn refresh_account(
         return Ok(true);
     }
     let client = grant.client();
-    let flow = OAuth2Flow::new(&grant.recipe, &client);
+    let mut flow = OAuth2Flow::new(&grant.recipe, &client);
+    if let Some(resource) = &grant.resource {
+        flow = flow.with_resource(resource);
+    }
     let tokens = flow.refresh(egress, &refresh_token, &key.scopes).await?;
-    let renewed = StoredGrant::new(&grant.recipe, &client, &tokens);
+    let renewed =
+        StoredGrant::new(&grant.recipe, &client, &tokens).for_resource(grant.resource.as_deref());
     save(store, key, &renewed)?;
     store.put(key, tokens.access_token.clone())?;
     tracing::info!(account = %key, "refreshed an OAuth account");

@@ -156,6 +156,9 @@ pub enum AuthReason {
     /// The account's access token expired and the provider refused to
     /// refresh it, or refused the token on a call: connect it again.
     Expired,
+    /// The provider needs scopes the account was not granted (a `403`
+    /// `insufficient_scope`): connect it again to ask for them.
+    InsufficientScope,
 }
 
 impl AuthReason {
@@ -167,6 +170,7 @@ impl AuthReason {
             AuthReason::Consent => "consent",
             AuthReason::Audience => "audience",
             AuthReason::Expired => "expired",
+            AuthReason::InsufficientScope => "insufficient_scope",
         }
     }
 
@@ -191,6 +195,10 @@ impl AuthReason {
                 "the `{vendor}` account expired or was revoked; connect it again with \
                  `warden auth connect {extension}`"
             ),
+            AuthReason::InsufficientScope => format!(
+                "the `{vendor}` account lacks scopes the server needs; connect it again with \
+                 `warden auth connect {extension}`"
+            ),
         }
     }
 
@@ -202,6 +210,7 @@ impl AuthReason {
             AuthReason::Consent => 2,
             AuthReason::Audience => 3,
             AuthReason::Expired => 4,
+            AuthReason::InsufficientScope => 5,
         }
     }
 }

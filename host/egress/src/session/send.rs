@@ -220,7 +220,10 @@ fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
     let headers = incoming
         .headers
         .iter()
-        .filter(|(name, _)| headers::guest_may_see(name.as_str(), &extra))
+        .filter(|(name, _)| {
+            headers::guest_may_see(name.as_str(), &extra)
+                || (session.host_client && name.as_str() == "www-authenticate")
+        })
         .map(|(name, value)| {
             let value = redactor.redact_bytes(value.as_bytes());
             (

@@ -66,7 +66,7 @@ impl Location {
             ),
         };
         let scopes = target.requested_scopes();
-        let pending = OAuth2Flow::new(&recipe, &client).start(&scopes)?;
+        let pending = flow(&recipe, &client, target.resource.as_deref()).start(&scopes)?;
         Ok(OAuthConnect {
             location: self.clone(),
             target: target.clone(),
@@ -132,6 +132,20 @@ impl Location {
     }
 }
 
+/// The engine for `recipe` and `client`, sending the RFC 8707 `resource`
+/// when the account is for an MCP server.
+fn flow<'a>(
+    recipe: &'a OAuth2Recipe,
+    client: &'a OAuth2Client,
+    resource: Option<&'a str>,
+) -> OAuth2Flow<'a> {
+    let flow = OAuth2Flow::new(recipe, client);
+    match resource {
+        Some(resource) => flow.with_resource(resource),
+        None => flow,
+    }
+}
+
 impl OAuthConnect {
     /// The URL the user opens to authorize.
     pub fn url(&self) -> &str {
@@ -157,7 +171,8 @@ impl OAuthConnect {
     pub async fn finish(self, timeout: Duration) -> Result<Vec<Account>, ConnectError> {
         let callback = self.loopback.wait(timeout).await?;
         let egress = &self.location.shared.egress;
-        let flow = OAuth2Flow::new(&self.recipe, &self.client);
+        let resource = self.target.resource.as_deref();
+        let flow = flow(&self.recipe, &self.client, resource);
         let tokens = match flow
             .exchange(egress, self.pending, &callback.code, &callback.state)
             .await
@@ -182,7 +197,8 @@ impl OAuthConnect {
                 tokens.scopes.iter().cloned(),
             );
             // Refresh material first: an account never exists without it.
-            let grant = StoredGrant::new(&self.recipe, &self.client, &tokens);
+            let grant =
+                StoredGrant::new(&self.recipe, &self.client, &tokens).for_resource(resource);
             grant::save(store.as_ref(), &key, &grant)?;
             let value = SecretString::from(
                 secrecy::ExposeSecret::expose_secret(&tokens.access_token).to_owned(),

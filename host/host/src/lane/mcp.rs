@@ -11,10 +11,13 @@
 use std::sync::Arc;
 
 use warden_core::net::BoxFuture;
+use warden_core::spec::CredentialSpec;
+use warden_egress::secrets::AuthReason;
 use warden_hosted::{HostedError, HostedServer, InputCheck};
 use warden_runtime::Usage;
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
+use crate::outcome::AuthDetails;
 
 /// One remote tool of a hosted server.
 #[derive(Debug)]
@@ -23,6 +26,86 @@ pub(crate) struct McpLane {
     /// The server's name for the tool.
     pub(crate) remote_name: String,
     pub(crate) input: InputCheck,
+    /// The package (an auth-required failure names it).
+    pub(crate) extension: String,
+    /// `[[mcp.credentials]]`: what a 401 or 403 asks the user to connect.
+    pub(crate) credentials: Vec<CredentialSpec>,
+}
+
+/// What a server's refusal of authorization asks the user to connect: the
+/// package's first `[[mcp.credentials]]` (no token sent is `missing`, a
+/// refused token is `expired`; a
+/// `403 insufficient_scope` adds the scopes the server named to the
+/// declared ones). `None` for other errors, or when the package declares no
+/// credential (there is nothing to connect).
+pub(crate) fn auth_details(
+    extension: &str,
+    credentials: &[CredentialSpec],
+    error: &HostedError,
+) -> Option<AuthDetails> {
+    let (reason, wanted) = match error {
+        HostedError::Unauthorized {
+            credential_sent: true,
+            ..
+        } => (AuthReason::Expired, &[][..]),
+        HostedError::Unauthorized { .. } => (AuthReason::Missing, &[][..]),
+        HostedError::InsufficientScope { scopes, .. } => {
+            (AuthReason::InsufficientScope, scopes.as_slice())
+        }
+        _ => return None,
+    };
+    let credential = credentials.first()?;
+    let mut scopes = credential.scopes.clone();
+    for scope in wanted {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    Some(AuthDetails {
+        vendor: Some(credential.vendor.clone()),
+        scopes,
+        extension: extension.to_owned(),
+        handle: Some(credential.handle.clone()),
+        reason: Some(reason),
+    })
+}
+
+/// A server refused to list its tools for want of authorization: a call
+/// of one of its (unlisted) tools reports what to connect instead of
+/// `unknown_tool`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct ListingRefused {
+    pub(crate) message: String,
+    pub(crate) auth: AuthDetails,
+}
+
+impl LaneError for ListingRefused {
+    fn code(&self) -> &'static str {
+        "auth_required"
+    }
+
+    fn auth_details(&self) -> Option<AuthDetails> {
+        Some(self.auth.clone())
+    }
+}
+
+/// A hosted-lane failure, with what to connect when it is auth-required.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+struct McpFailure {
+    error: HostedError,
+    auth: Option<AuthDetails>,
+}
+
+impl LaneError for McpFailure {
+    fn code(&self) -> &'static str {
+        self.error.code()
+    }
+
+    fn auth_details(&self) -> Option<AuthDetails> {
+        self.auth.clone()
+    }
 }
 
 impl Lane for McpLane {
@@ -51,7 +134,10 @@ impl Lane for McpLane {
                     usage: Usage::default(),
                     logs: Vec::new(),
                 },
-                Err(error) => LaneOutcome::failed(error),
+                Err(error) => {
+                    let auth = auth_details(&self.extension, &self.credentials, &error);
+                    LaneOutcome::failed(McpFailure { error, auth })
+                }
             }
         })
     }

@@ -28,7 +28,7 @@ use warden_registry::PackageIdentity;
 
 use super::{Binding, Location, Published, Replace, next_lane_id, tool_def};
 use crate::error::HostError;
-use crate::lane::mcp::McpLane;
+use crate::lane::mcp::{ListingRefused, McpLane};
 
 /// The server of an installed `[mcp]` package and what was published.
 #[derive(Debug)]
@@ -36,6 +36,8 @@ pub(super) struct HostedState {
     pub(super) server: Arc<HostedServer>,
     /// The catalog the published tools came from (`None`: pinned only).
     pub(super) catalog: Option<Arc<Vec<RemoteTool>>>,
+    /// The last listing was refused for want of authorization.
+    pub(super) auth_refused: Option<ListingRefused>,
     pub(super) identity: PackageIdentity,
 }
 
@@ -126,30 +128,7 @@ impl Location {
     /// provide `tool` (a capability id `<id>.<tool>` or a model name
     /// `<id>_<tool>`), so a call reaches no other server.
     pub async fn refresh_hosted_for(&self, tool: &str) -> Vec<HostError> {
-        let sanitized: String = tool
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.refresh_hosted_where(|id| {
-            let flat: String = id
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            tool.starts_with(&format!("{id}.")) || sanitized.starts_with(&format!("{flat}_"))
-        })
-        .await
+        self.refresh_hosted_where(|id| provides(id, tool)).await
     }
 
     /// [`Location::refresh_hosted`] for `[mcp]` package `id` only.
@@ -183,7 +162,9 @@ impl Location {
         };
         let mut errors = Vec::new();
         for (id, server) in servers {
-            let result = match server.catalog().await {
+            let listed = server.catalog().await;
+            self.note_auth_refusal(&id, &server, listed.as_ref().err());
+            let result = match listed {
                 Ok(catalog) => self.republish(&id, &server, catalog).map(|changed| {
                     if changed {
                         self.save_catalog(&id, &server);
@@ -200,6 +181,45 @@ impl Location {
             }
         }
         errors
+    }
+
+    /// Remember whether `server`'s listing was refused for want of
+    /// authorization (what a call of its unlisted tools then reports).
+    fn note_auth_refusal(
+        &self,
+        id: &str,
+        server: &Arc<HostedServer>,
+        error: Option<&warden_hosted::HostedError>,
+    ) {
+        let mut installed = self.installed.lock().expect("installed lock");
+        let Some(top) = installed.get_mut(id).and_then(|stack| stack.last_mut()) else {
+            return;
+        };
+        let warden_manifest::Implementation::Mcp(mcp) = &top.info.package.implementation else {
+            return;
+        };
+        let refused = error.and_then(|error| {
+            let auth = crate::lane::mcp::auth_details(id, &mcp.credentials, error)?;
+            Some(ListingRefused {
+                message: error.to_string(),
+                auth,
+            })
+        });
+        if let Some(hosted) = top.hosted.as_mut()
+            && Arc::ptr_eq(&hosted.server, server)
+        {
+            hosted.auth_refused = refused;
+        }
+    }
+
+    /// Why a call of `tool` found no tool, when the `[mcp]` package that
+    /// would provide it could not list its tools for want of authorization.
+    pub(crate) fn hosted_auth_refusal(&self, tool: &str) -> Option<ListingRefused> {
+        let installed = self.installed.lock().expect("installed lock");
+        installed.iter().find_map(|(id, stack)| {
+            let refused = stack.last()?.hosted.as_ref()?.auth_refused.clone()?;
+            provides(id, tool).then_some(refused)
+        })
     }
 
     /// Tick receivers of every installed `[mcp]` server's
@@ -326,6 +346,23 @@ impl Location {
     }
 }
 
+/// Whether `[mcp]` package `id` would provide `tool` (a capability id
+/// `<id>.<tool>` or a model name `<id>_<tool>`).
+fn provides(id: &str, tool: &str) -> bool {
+    let flat = |text: &str| -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    tool.starts_with(&format!("{id}.")) || flat(tool).starts_with(&format!("{}_", flat(id)))
+}
+
 /// Sleep for `interval`, or forever without one.
 async fn sleep_or_never(interval: Option<std::time::Duration>) {
     match interval {
@@ -393,6 +430,8 @@ fn bindings(
                 server: server.clone(),
                 remote_name,
                 input,
+                extension: package.id.clone(),
+                credentials: capability.credentials.clone(),
             };
             Ok(Binding {
                 extension_id: package.id.clone(),

@@ -295,3 +295,42 @@ async fn the_accepted_catalog_is_kept_for_the_next_host_and_checked_again() {
         .unwrap();
     assert_eq!(tool_ids(&location), ["fake-mcp.echo"]);
 }
+
+#[tokio::test]
+async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
+    use warden_egress::secrets::AuthReason;
+    let (fake, location, _dir) = setup(Script::default()).await;
+    assert!(location.refresh_hosted().await.is_empty());
+    let failure = |outcome: InvokeOutcome| match outcome {
+        InvokeOutcome::Failed(failure) => failure,
+        other => panic!("{other:?}"),
+    };
+    // 403 insufficient_scope: the scopes the server named, and how to ask for them.
+    fake.script(|s| s.insufficient_scope = Some("admin".into()));
+    let outcome = location.invoke(call("fake-mcp.weather", json!({}))).await;
+    let refused = failure(outcome.unwrap());
+    assert_eq!(refused.code(), "auth_required", "{}", refused.message());
+    let details = refused.auth_details().expect("auth details");
+    assert_eq!(details.reason, Some(AuthReason::InsufficientScope));
+    assert_eq!(details.vendor.as_deref(), Some("example"));
+    assert_eq!(details.handle.as_deref(), Some("mcp_token"));
+    assert_eq!(details.scopes, ["admin"]);
+    assert_eq!(
+        details.connect_command(),
+        "warden auth connect fake-mcp --scope admin"
+    );
+    // A token the server no longer accepts (401): expired, connect again.
+    fake.script(|s| {
+        s.insufficient_scope = None;
+        s.oauth = Some(warden_egress::testing::FakeAuthServer::new(
+            warden_tests::fake_mcp::AUTH_HOST,
+            3600,
+        ));
+    });
+    let outcome = location.invoke(call("fake-mcp.weather", json!({}))).await;
+    let details = failure(outcome.unwrap())
+        .auth_details()
+        .expect("auth details");
+    assert_eq!(details.reason, Some(AuthReason::Expired));
+    assert_eq!(details.connect_command(), "warden auth connect fake-mcp");
+}

@@ -165,7 +165,10 @@ async fn a_401_names_the_missing_authorization() {
     spec.credentials.clear();
     let server = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec, limits()).unwrap();
     let error = server.catalog().await.unwrap_err();
-    assert!(matches!(error, HostedError::Unauthorized), "{error:?}");
+    assert!(
+        matches!(error, HostedError::Unauthorized { .. }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
