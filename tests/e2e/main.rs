@@ -15,6 +15,7 @@ mod install;
 mod live_catalog;
 mod mcp;
 mod serve_auth;
+mod stateless;
 mod tape;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.

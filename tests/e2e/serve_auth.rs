@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 const TOKEN: &str = "e2e-token-5d41402abc4b2a76b9719d911017c592";
 
 /// A running `warden serve`, stopped when dropped.
-struct Serving(Child);
+pub(crate) struct Serving(Child);
 
 impl Drop for Serving {
     fn drop(&mut self) {
@@ -20,9 +20,15 @@ impl Drop for Serving {
 /// Starts `warden serve --http 0.0.0.0:0 <args>`; the server and the port it
 /// reports listening on.
 fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Serving, u16) {
+    serve_on(warden, "0.0.0.0:0", args)
+}
+
+/// Starts `warden serve --http <addr> <args>`; the server and the port it
+/// reports listening on.
+pub(crate) fn serve_on(warden: &warden_tests::Warden, addr: &str, args: &[&str]) -> (Serving, u16) {
     let child = warden
         .command()
-        .args(["serve", "--http", "0.0.0.0:0"])
+        .args(["serve", "--http", addr])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -64,7 +70,13 @@ fn initialize(port: u16, authorization: Option<&str>) -> u16 {
 }
 
 /// What the server answered to one request, until it closed or sent its head.
-fn send(port: u16, method: &str, path: &str, authorization: Option<&str>, body: &str) -> String {
+pub(crate) fn send(
+    port: u16,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    body: &str,
+) -> String {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let auth = authorization
         .map(|value| format!("Authorization: {value}\r\n"))

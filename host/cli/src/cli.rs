@@ -162,6 +162,34 @@ pub(crate) struct ServeAuthArgs {
     /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// Which clients get a server-side MCP session: `all`; `elicitation`
+    /// (only clients that can be asked for approvals mid-call); `none`
+    /// (every request stands alone, so any host behind a load balancer
+    /// answers it; approvals are "approve, then call again").
+    #[arg(long, value_enum, default_value = "all", requires = "http")]
+    pub(crate) sessions: SessionsArg,
+}
+
+/// `serve --sessions`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum SessionsArg {
+    /// Every client.
+    #[default]
+    All,
+    /// Clients that declare elicitation.
+    Elicitation,
+    /// None: stateless.
+    None,
+}
+
+impl From<SessionsArg> for warden_mcp::Sessions {
+    fn from(arg: SessionsArg) -> Self {
+        match arg {
+            SessionsArg::All => warden_mcp::Sessions::All,
+            SessionsArg::Elicitation => warden_mcp::Sessions::Elicitation,
+            SessionsArg::None => warden_mcp::Sessions::None,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

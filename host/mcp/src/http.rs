@@ -72,12 +72,89 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Serve HTTPS with this configuration (see [`crate::tls::server_config`]).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Which clients get a server-side MCP session.
+    pub sessions: Sessions,
+}
+
+/// Which clients get a server-side MCP session (`warden serve --sessions`).
+///
+/// A session ties a client to the host that holds it; without one, every
+/// request is served on its own (the SDK's stateless mode), so any host
+/// behind a load balancer answers any request. Approvals, grants and
+/// leases live in the shared store either way; what needs a session is
+/// elicitation (the server asks the client in the middle of a call), so a
+/// stateless client gets "approve, then call again" instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sessions {
+    /// Every client (the default).
+    #[default]
+    All,
+    /// Only clients that declare the elicitation capability at
+    /// `initialize`; every other request is stateless.
+    Elicitation,
+    /// No client: every request is stateless.
+    None,
+}
+
+/// The SDK services a request is routed to.
+struct Services<B: Backend> {
+    stateful: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    stateless: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    sessions: Sessions,
+}
+
+impl<B: Backend> Clone for Services<B> {
+    fn clone(&self) -> Self {
+        Self {
+            stateful: self.stateful.clone(),
+            stateless: self.stateless.clone(),
+            sessions: self.sessions,
+        }
+    }
+}
+
+impl<B: Backend> Services<B> {
+    /// The service for a request: one with a session id stays on its
+    /// session; a POST without one gets a session only as
+    /// [`HttpConfig::sessions`] says (`body` is its JSON-RPC message).
+    fn pick(
+        &self,
+        has_session: bool,
+        body: Option<&[u8]>,
+    ) -> &StreamableHttpService<WardenServer<B>, LocalSessionManager> {
+        let stateful = match self.sessions {
+            Sessions::All => true,
+            Sessions::None => false,
+            Sessions::Elicitation => has_session || body.is_some_and(initializes_with_elicitation),
+        };
+        if stateful {
+            &self.stateful
+        } else {
+            &self.stateless
+        }
+    }
+}
+
+/// Whether `body` is an `initialize` whose client declares elicitation.
+fn initializes_with_elicitation(body: &[u8]) -> bool {
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    message["method"] == "initialize"
+        && message["params"]["capabilities"]["elicitation"].is_object()
 }
 
 impl HttpConfig {
     /// Callers must authenticate with `auth`.
     pub fn with_auth(mut self, auth: HttpAuth) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Give server-side sessions to the clients `sessions` says.
+    pub fn with_sessions(mut self, sessions: Sessions) -> Self {
+        self.sessions = sessions;
         self
     }
 
@@ -137,8 +214,20 @@ pub async fn serve_http_with<B: Backend>(
     }
     sdk.allowed_hosts.extend(config.allowed_hosts);
     let server = WardenServer::new(backend);
-    let service: StreamableHttpService<WardenServer<B>, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), sdk);
+    let stateless_sdk = sdk
+        .clone()
+        .with_legacy_session_mode(false)
+        .with_json_response(true);
+    let factory = server.clone();
+    let service = Services {
+        stateful: StreamableHttpService::new(move || Ok(server.clone()), Default::default(), sdk),
+        stateless: StreamableHttpService::new(
+            move || Ok(factory.clone()),
+            Default::default(),
+            stateless_sdk,
+        ),
+        sessions: config.sessions,
+    };
     let auth = config.auth.map(Arc::new);
     let scheme = if config.tls.is_some() {
         "https"
@@ -160,7 +249,7 @@ const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 
 async fn accept<B: Backend>(
     listener: TcpListener,
-    service: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    service: Services<B>,
     auth: Option<Arc<HttpAuth>>,
     tls: Option<TlsAcceptor>,
     stop: CancellationToken,
@@ -195,7 +284,7 @@ async fn accept<B: Backend>(
 /// Serve HTTP/1.1 on one connection until it closes or the server stops.
 async fn serve_connection<B, I>(
     io: I,
-    service: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    service: Services<B>,
     auth: Option<Arc<HttpAuth>>,
     stop: CancellationToken,
 ) where
@@ -226,7 +315,7 @@ async fn serve_connection<B, I>(
 /// With `auth`, a request is authenticated before anything else is read, and
 /// carries its [`crate::Caller`] in its extensions from there on.
 async fn route<B: Backend>(
-    service: &StreamableHttpService<WardenServer<B>, LocalSessionManager>,
+    services: &Services<B>,
     auth: Option<&HttpAuth>,
     mut request: Request<Incoming>,
 ) -> Answer {
@@ -251,8 +340,9 @@ async fn route<B: Backend>(
             Err(rejection) => return unauthorized(auth, rejection),
         }
     }
+    let has_session = request.headers().contains_key("mcp-session-id");
     if request.method() != Method::POST {
-        return service.handle(request).await;
+        return services.pick(has_session, None).handle(request).await;
     }
     let (parts, body) = request.into_parts();
     let body = match read_body(body).await {
@@ -262,7 +352,8 @@ async fn route<B: Backend>(
     if guard::too_deep(&body, MAX_DEPTH) {
         return refused(&body, Refusal::Unparsable, StatusCode::BAD_REQUEST);
     }
-    service
+    services
+        .pick(has_session, Some(&body))
         .handle(Request::from_parts(parts, Full::new(body)))
         .await
 }
@@ -341,4 +432,26 @@ fn status(code: StatusCode) -> Answer {
     let mut response = Response::new(Empty::new().boxed());
     *response.status_mut() = code;
     response
+}
+
+#[cfg(test)]
+mod sessions_tests {
+    use super::initializes_with_elicitation;
+
+    #[test]
+    fn only_an_initialize_declaring_elicitation_asks_for_a_session() {
+        let init = |capabilities: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"c","version":"0"}}}}}}"#
+            )
+        };
+        assert!(initializes_with_elicitation(
+            init(r#"{"elicitation":{}}"#).as_bytes()
+        ));
+        assert!(!initializes_with_elicitation(init("{}").as_bytes()));
+        assert!(!initializes_with_elicitation(
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"capabilities":{"elicitation":{}}}}"#
+        ));
+        assert!(!initializes_with_elicitation(b"not json"));
+    }
 }

@@ -93,6 +93,7 @@ fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
     for host in auth.allowed_host {
         config = config.allow_host(host);
     }
+    config = config.with_sessions(auth.sessions.into());
     if let (Some(cert), Some(key)) = (&auth.tls_cert, &auth.tls_key) {
         let read = |path: &std::path::Path, flag: &str| {
             std::fs::read(path).with_context(|| format!("{flag} {}", path.display()))
