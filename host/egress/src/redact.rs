@@ -1,7 +1,7 @@
 //! Redaction of staged secrets, in the forms a guest could decode.
 //!
-//! Two searches run with one automaton (built once per call, ASCII case
-//! folded, linear in the input):
+//! Two searches run with one [`search`] (built once per call, ASCII case
+//! folded; see there for how it stays cheap to build):
 //! - over the raw text, for the secret's *forms* (`redact/forms.rs`): raw,
 //!   percent-encoded, base64 at any alignment, hex (also `:`, space or `-`
 //!   separated), UTF-16LE/BE;
@@ -23,21 +23,23 @@
 
 mod canon;
 mod forms;
+mod search;
 
 use std::borrow::Cow;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use zeroize::Zeroizing;
+
+use search::Search;
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Finds and replaces the staged secrets of one call.
 ///
-/// The automaton is built once per call; matching is linear in the input.
+/// Built once per call (cheaply: see [`search`]).
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    automaton: Option<AhoCorasick>,
+    search: Option<Search>,
 }
 
 impl Redactor {
@@ -54,45 +56,40 @@ impl Redactor {
         if patterns.is_empty() {
             return Self::default();
         }
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostLongest)
-            // Built once per call: a contiguous NFA builds in microseconds and
-            // still scans in linear time (a DFA costs far more to build).
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(patterns.iter().map(|p| p.as_slice()))
-            .ok();
-        Self { automaton }
+        Self {
+            search: Some(Search::new(patterns)),
+        }
     }
 
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
-        self.automaton.is_none()
+        self.search.is_none()
     }
 
     /// Whether `haystack` contains any form of a staged secret, raw or in a
     /// canonical view.
     pub fn contains(&self, haystack: &[u8]) -> bool {
-        let Some(ac) = &self.automaton else {
+        let Some(search) = &self.search else {
             return false;
         };
-        ac.is_match(haystack)
+        search.is_match(haystack)
             || (canon::may_be_encoded(haystack)
-                && canon::any_view(haystack, |view| ac.is_match(&view.text)))
+                && canon::any_view(haystack, |view| search.is_match(&view.text)))
     }
 
     /// `bytes` with every form of every staged secret replaced.
     pub fn redact_bytes<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
-        let Some(ac) = &self.automaton else {
+        let Some(search) = &self.search else {
             return Cow::Borrowed(bytes);
         };
-        let mut ranges: Vec<(usize, usize)> =
-            ac.find_iter(bytes).map(|m| (m.start(), m.end())).collect();
+        let mut ranges = search.ranges(bytes);
         if canon::may_be_encoded(bytes) {
             canon::any_view(bytes, |view| {
                 ranges.extend(
-                    ac.find_iter(&view.text)
-                        .map(|m| view.raw_range(m.start(), m.end())),
+                    search
+                        .ranges(&view.text)
+                        .into_iter()
+                        .map(|(start, end)| view.raw_range(start, end)),
                 );
                 false
             });

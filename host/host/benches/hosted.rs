@@ -26,6 +26,8 @@ struct World {
     _dir: tempfile::TempDir,
     location: Location,
     direct: direct_mcp::Session,
+    /// The lane alone (egress, no Location): splits the overhead.
+    lane: warden_hosted::HostedServer,
 }
 
 static WORLD: LazyLock<World> = LazyLock::new(|| {
@@ -51,6 +53,28 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
     location
         .install(&PackageSource::Dir(dir.path().into()))
         .unwrap();
+    let lane = {
+        let egress = warden_egress::Egress::new(
+            testing::config(server.ca(), &[(HOST, 443)]),
+            Arc::new(token_store("fake-mcp")),
+            Arc::new(server.resolver()),
+        )
+        .unwrap();
+        let spec = warden_hosted::ServerSpec {
+            extension_id: "fake-mcp".into(),
+            server: URL.into(),
+            credentials: vec![warden_core::spec::CredentialSpec::bearer(
+                "mcp_token",
+                "example",
+                &[],
+                HOST,
+            )],
+            max_tools: 8,
+            loopback_http: false,
+        };
+        warden_hosted::HostedServer::new(egress, &spec, warden_hosted::LaneLimits::default())
+            .unwrap()
+    };
     let direct = rt.block_on(async {
         assert!(location.refresh_hosted().await.is_empty());
         direct_mcp::connect(&server).await
@@ -61,6 +85,7 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
         _dir: dir,
         location,
         direct,
+        lane,
     };
     // Both paths answer before they are timed.
     through_warden_once(&world);
@@ -89,6 +114,16 @@ fn direct_once(world: &World) {
 #[divan::bench(sample_count = 400)]
 fn direct_rmcp_client() {
     direct_once(&WORLD);
+}
+
+#[divan::bench(sample_count = 400)]
+fn hosted_lane_alone() {
+    let world = &*WORLD;
+    let out = world
+        .rt
+        .block_on(world.lane.call("echo", json!({"text": "hi"})))
+        .unwrap();
+    assert!(out.output["content"][0]["text"].is_string());
 }
 
 #[divan::bench(sample_count = 400)]

@@ -1,0 +1,139 @@
+//! The search behind [`super::Redactor`]: every form of every staged secret,
+//! ASCII case folded, found anywhere in a text.
+//!
+//! A redactor is built for every call (and, in the hosted-MCP lane, every
+//! request), while most texts it searches are small. So the search is built
+//! for cheap construction: one SIMD substring searcher per form (building
+//! them costs next to nothing) over a lowercased copy of the text. A text
+//! larger than [`LARGE`] is searched with an Aho-Corasick automaton instead,
+//! linear in the text whatever the number of forms, built once on first need.
+//! Both report every occurrence of every form (overlaps are merged when
+//! replaced), so they redact the same bytes.
+
+use std::sync::{Arc, OnceLock};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use memchr::memmem::Finder;
+use zeroize::Zeroizing;
+
+/// Texts from this size up are searched with the automaton.
+const LARGE: usize = 64 << 10;
+
+/// The searchers of one redactor's forms.
+#[derive(Clone)]
+pub(super) struct Search {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// One searcher per lowercased form.
+    finders: Vec<Finder<'static>>,
+    /// The forms, for the automaton.
+    forms: Vec<Zeroizing<Vec<u8>>>,
+    automaton: OnceLock<Option<AhoCorasick>>,
+}
+
+impl std::fmt::Debug for Search {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("forms", &self.inner.forms.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Search {
+    /// A search for `forms` (non-empty, deduplicated).
+    pub(super) fn new(forms: Vec<Zeroizing<Vec<u8>>>) -> Self {
+        let mut forms: Vec<Zeroizing<Vec<u8>>> = forms
+            .into_iter()
+            .map(|f| Zeroizing::new(f.to_ascii_lowercase()))
+            .collect();
+        forms.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
+        forms.dedup_by(|a, b| a.as_slice() == b.as_slice());
+        let finders = forms
+            .iter()
+            .map(|f| Finder::new(f.as_slice()).into_owned())
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                finders,
+                forms,
+                automaton: OnceLock::new(),
+            }),
+        }
+    }
+
+    fn automaton(&self) -> Option<&AhoCorasick> {
+        self.inner
+            .automaton
+            .get_or_init(|| {
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .build(self.inner.forms.iter().map(|p| p.as_slice()))
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// Whether any form occurs in `text`.
+    pub(super) fn is_match(&self, text: &[u8]) -> bool {
+        if text.len() >= LARGE
+            && let Some(ac) = self.automaton()
+        {
+            return ac.is_match(text);
+        }
+        let folded = Zeroizing::new(text.to_ascii_lowercase());
+        self.inner
+            .finders
+            .iter()
+            .any(|f| f.find(folded.as_slice()).is_some())
+    }
+
+    /// Every occurrence of every form in `text`, as byte ranges.
+    pub(super) fn ranges(&self, text: &[u8]) -> Vec<(usize, usize)> {
+        if text.len() >= LARGE
+            && let Some(ac) = self.automaton()
+        {
+            return ac.find_iter(text).map(|m| (m.start(), m.end())).collect();
+        }
+        let folded = Zeroizing::new(text.to_ascii_lowercase());
+        let mut ranges = Vec::new();
+        for finder in &self.inner.finders {
+            let len = finder.needle().len();
+            ranges.extend(
+                finder
+                    .find_iter(folded.as_slice())
+                    .map(|start| (start, start + len)),
+            );
+        }
+        ranges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_large_texts_find_the_same_forms_case_folded() {
+        let search = Search::new(vec![
+            Zeroizing::new(b"Secret-Token".to_vec()),
+            Zeroizing::new(b"token-x".to_vec()),
+        ]);
+        let text = b"a SECRET-TOKEN-X b secret-token";
+        let mut small = search.ranges(text);
+        small.sort_unstable();
+        assert_eq!(small, [(2, 14), (9, 16), (19, 31)]);
+        assert!(search.is_match(text));
+        assert!(!search.is_match(b"nothing here"));
+        // The same text padded past the threshold goes through the automaton.
+        let mut large = vec![b'.'; LARGE];
+        large.extend_from_slice(text);
+        let found = search.ranges(&large);
+        assert!(found.contains(&(LARGE + 2, LARGE + 14)), "{found:?}");
+        assert!(found.contains(&(LARGE + 19, LARGE + 31)), "{found:?}");
+        assert!(search.is_match(&large));
+    }
+}
