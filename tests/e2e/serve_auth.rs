@@ -261,3 +261,67 @@ async fn serve_https_with_an_operator_certificate() {
     assert!(!plain.contains("HTTP/1.1 200"), "{plain}");
     drop(serving);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
+    use warden_egress::testing::{TestCa, TestResponse, TestServer};
+    const ISSUER: &str = "https://issuer.example.com";
+    const AUDIENCE: &str = "https://warden.test/mcp";
+    let issuer = std::sync::Arc::new(warden_tests::jwt_issuer::JwtIssuer::new(ISSUER));
+    use serde_json::json;
+    let publishes_keys = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ca = TestCa::new();
+    let server = TestServer::start(&ca, &["issuer.example.com"], {
+        let (issuer, publishes_keys) = (issuer.clone(), publishes_keys.clone());
+        move |req| match req.target.as_str() {
+            "/.well-known/oauth-authorization-server" => {
+                let mut metadata = json!({"issuer": ISSUER});
+                if publishes_keys.load(std::sync::atomic::Ordering::SeqCst) {
+                    metadata["jwks_uri"] = json!(format!("{ISSUER}/jwks"));
+                }
+                TestResponse::json(&metadata)
+            }
+            "/jwks" => {
+                TestResponse::ok(issuer.jwks()).with_header("content-type", "application/json")
+            }
+            _ => TestResponse::status(404),
+        }
+    })
+    .await
+    .unwrap();
+    let warden = crate::warden();
+    let ca_file = warden.data_dir().join("issuer-ca.pem");
+    std::fs::write(&ca_file, ca.cert_pem()).unwrap();
+    warden.configure(&format!(
+        "[egress]\nextra_roots = [{ca_file:?}]\nallow_private = [\"issuer.example.com:443\"]\n\n\
+         [resolve]\n\"issuer.example.com\" = [\"{}\"]\n",
+        server.addr()
+    ));
+    let args = [
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-audience",
+        AUDIENCE,
+        "--oauth-scope",
+        "mcp",
+    ];
+    // Metadata without keys: the server does not start, and says why.
+    let mut refused = vec!["serve", "--http", "0.0.0.0:0"];
+    refused.extend(args);
+    let refused = warden.run(&refused);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("names no jwks_uri"), "{refused:?}");
+
+    publishes_keys.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (serving, port) = serve(&warden, &args);
+    let statuses = (
+        initialize(port, None),
+        initialize(
+            port,
+            Some(&issuer.bearer("https://other.test/mcp", "mcp", 300)),
+        ),
+        initialize(port, Some(&issuer.bearer(AUDIENCE, "mcp", 300))),
+    );
+    drop(serving);
+    assert_eq!(statuses, (401, 401, 200));
+}

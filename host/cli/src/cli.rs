@@ -138,14 +138,16 @@ pub(crate) struct ServeAuthArgs {
     #[arg(
         long,
         value_name = "URL",
-        requires_all = ["http", "oauth_audience", "oauth_jwks_file"]
+        requires_all = ["http", "oauth_audience"]
     )]
     pub(crate) oauth_issuer: Option<String>,
     /// This server's resource URL: tokens must name it in `aud`
     /// (e.g. `https://warden.example.com/mcp`).
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     pub(crate) oauth_audience: Option<String>,
-    /// The issuer's signing keys (a JWKS JSON document).
+    /// The issuer's signing keys (a JWKS JSON document). Without it they
+    /// are fetched at start from the issuer's metadata (`jwks_uri`, https,
+    /// through egress).
     #[arg(long, value_name = "PATH", requires = "oauth_issuer")]
     pub(crate) oauth_jwks_file: Option<std::path::PathBuf>,
     /// A scope every token must carry (repeatable); otherwise `403`.

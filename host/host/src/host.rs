@@ -289,6 +289,16 @@ impl Host {
             .await
     }
 
+    /// The signing keys of OAuth `issuer` (its RFC 8414 / OpenID metadata's
+    /// `jwks_uri`), through this host's egress: what `warden serve --http
+    /// --oauth-issuer` verifies access tokens with when no JWKS file is given.
+    pub async fn issuer_jwks(
+        &self,
+        issuer: &str,
+    ) -> Result<String, warden_egress::auth::AuthError> {
+        warden_egress::auth::discovery::issuer_jwks(&self.shared.egress, issuer).await
+    }
+
     /// [`Host::probe_mcp`], then call `tool` (name, arguments) in the same
     /// session when given. `loopback_http` accepts a plain-`http` loopback
     /// URL (local test servers); this host's egress must allow that origin.

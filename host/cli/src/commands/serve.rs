@@ -31,9 +31,10 @@ pub(crate) async fn run(
 ) -> Result<ExitCode> {
     // Authentication is settled before the host opens: a refused setting
     // never leaves a half-started server.
-    let config = http_config(auth)?;
+    let (mut config, discover) = http_config(auth)?;
     if let Some(addr) = http
         && config.auth.is_none()
+        && discover.is_none()
         && !addr.ip().is_loopback()
     {
         return Err(warden_mcp::Error::Unauthenticated { addr }.into());
@@ -43,6 +44,15 @@ pub(crate) async fn run(
     let seen = live::signature(&cx.packages_dir());
     let seen_mcp = live::signature(&cx.mcp_dir());
     let (host, location) = cx.open()?;
+    if let Some(issuer) = discover {
+        let keys = host
+            .issuer_jwks(&issuer.issuer)
+            .await
+            .with_context(|| format!("fetching the signing keys of {}", issuer.issuer))?;
+        let jwt = JwtAuth::new(issuer.issuer, issuer.audience, &keys, issuer.scopes)
+            .context("the --oauth-* settings")?;
+        config = config.with_auth(HttpAuth::Jwt(jwt));
+    }
     // Hosted servers are listed in the background (a slow or unreachable
     // server never delays the others); each republish is announced with
     // tools/list_changed, as are the servers' own list_changed.
@@ -71,24 +81,40 @@ pub(crate) async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The HTTP endpoint's settings from the command line.
-fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
+/// An OAuth issuer whose signing keys are fetched once the host is open.
+struct IssuerToDiscover {
+    issuer: String,
+    audience: String,
+    scopes: Vec<String>,
+}
+
+/// The HTTP endpoint's settings from the command line, and the issuer whose
+/// keys must still be fetched (`--oauth-issuer` without `--oauth-jwks-file`).
+fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscover>)> {
     let mut config = HttpConfig::default();
+    let mut discover = None;
     if let Some(path) = &auth.auth_token_file {
         let token = BearerToken::from_file(path)
             .with_context(|| format!("--auth-token-file {}", path.display()))?;
         config = config.with_auth(HttpAuth::Bearer(token));
     }
-    if let (Some(issuer), Some(audience), Some(jwks)) = (
-        auth.oauth_issuer,
-        auth.oauth_audience,
-        &auth.oauth_jwks_file,
-    ) {
-        let keys = std::fs::read_to_string(jwks)
-            .with_context(|| format!("--oauth-jwks-file {}", jwks.display()))?;
-        let jwt = JwtAuth::new(issuer, audience, &keys, auth.oauth_scope)
-            .context("the --oauth-* settings")?;
-        config = config.with_auth(HttpAuth::Jwt(jwt));
+    if let (Some(issuer), Some(audience)) = (auth.oauth_issuer, auth.oauth_audience) {
+        match &auth.oauth_jwks_file {
+            Some(jwks) => {
+                let keys = std::fs::read_to_string(jwks)
+                    .with_context(|| format!("--oauth-jwks-file {}", jwks.display()))?;
+                let jwt = JwtAuth::new(issuer, audience, &keys, auth.oauth_scope)
+                    .context("the --oauth-* settings")?;
+                config = config.with_auth(HttpAuth::Jwt(jwt));
+            }
+            None => {
+                discover = Some(IssuerToDiscover {
+                    issuer,
+                    audience,
+                    scopes: auth.oauth_scope,
+                })
+            }
+        }
     }
     for host in auth.allowed_host {
         config = config.allow_host(host);
@@ -109,7 +135,7 @@ fn http_config(auth: ServeAuthArgs) -> Result<HttpConfig> {
                 })?;
         config = config.with_tls(tls);
     }
-    Ok(config)
+    Ok((config, discover))
 }
 
 /// Parse `--memory-budget`: bytes, or a number with `KiB`, `MiB` or `GiB`;

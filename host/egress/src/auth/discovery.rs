@@ -45,6 +45,9 @@ pub struct ServerMetadata {
     /// PKCE methods.
     #[serde(default)]
     pub code_challenge_methods_supported: Vec<String>,
+    /// Where the server publishes its signing keys (a JWKS document).
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
 }
 
 /// What a protected resource says about itself (RFC 9728).
@@ -134,6 +137,24 @@ pub async fn server_metadata(egress: &Egress, issuer: &str) -> Result<ServerMeta
     Err(AuthError::Metadata(format!(
         "{issuer} publishes no metadata"
     )))
+}
+
+/// The signing keys (a JWKS document) of `issuer`: its metadata's
+/// `jwks_uri` (which must be https), fetched through egress. A resource
+/// server verifies the issuer's access tokens with them.
+pub async fn issuer_jwks(egress: &Egress, issuer: &str) -> Result<String, AuthError> {
+    let metadata = server_metadata(egress, issuer).await?;
+    let uri = metadata
+        .jwks_uri
+        .ok_or_else(|| AuthError::Metadata(format!("{issuer}'s metadata names no jwks_uri")))?;
+    let Some(body) = get_json(egress, &uri).await? else {
+        return Err(AuthError::Metadata(format!(
+            "{issuer}'s jwks_uri {} answered nothing",
+            bounded(&uri)
+        )));
+    };
+    String::from_utf8(body)
+        .map_err(|_| AuthError::Metadata(format!("{issuer}'s JWKS is not UTF-8 text")))
 }
 
 /// The protected-resource metadata at `url`, whose `resource` must be

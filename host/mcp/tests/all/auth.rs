@@ -150,52 +150,15 @@ async fn only_the_configured_bearer_token_gets_through() {
     client.cancel().await.expect("close");
 }
 
-/// A local OAuth issuer: one ES256 key, tokens signed on demand.
-struct Issuer(ring::signature::EcdsaKeyPair);
-
 const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "https://warden.test/mcp";
 
-impl Issuer {
-    fn new() -> Self {
-        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING as ALG, EcdsaKeyPair};
-        let rng = ring::rand::SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ALG, &rng).unwrap();
-        Issuer(EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng).unwrap())
-    }
-
-    fn jwks(&self) -> String {
-        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
-        use ring::signature::KeyPair;
-        let point = self.0.public_key().as_ref();
-        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
-            "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}]})
-        .to_string()
-    }
-
-    /// `Bearer <jwt>` for `sub` with `aud`, `scope`, expiring `exp_in` seconds from now.
-    fn bearer(&self, aud: &str, scope: &str, exp_in: i64) -> String {
-        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD as B64};
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64;
-        let claims =
-            json!({"iss": ISSUER, "aud": aud, "sub": "alice", "exp": now + exp_in, "scope": scope});
-        let signed = format!(
-            "{}.{}",
-            B64.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
-            B64.encode(claims.to_string())
-        );
-        let rng = ring::rand::SystemRandom::new();
-        let signature = self.0.sign(&rng, signed.as_bytes()).unwrap();
-        format!("Bearer {signed}.{}", B64.encode(signature.as_ref()))
-    }
-}
+/// A local OAuth issuer: one ES256 key, tokens signed on demand.
+type Issuer = warden_tests::jwt_issuer::JwtIssuer;
 
 #[tokio::test]
 async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
-    let issuer = Issuer::new();
+    let issuer = Issuer::new(ISSUER);
     let jwt =
         warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec!["mcp".into()]).unwrap();
     let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
@@ -227,7 +190,7 @@ async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
         ),
         (
             "other issuer's key",
-            Issuer::new().bearer(AUDIENCE, "mcp", 300),
+            Issuer::new(ISSUER).bearer(AUDIENCE, "mcp", 300),
         ),
     ] {
         let (status, challenge) = initialize(addr, Some(&token)).await;
@@ -253,7 +216,7 @@ async fn jwt_access_tokens_are_checked_and_the_metadata_is_public() {
 
 #[tokio::test]
 async fn the_token_subject_reaches_the_backend_as_the_caller() {
-    let issuer = Issuer::new();
+    let issuer = Issuer::new(ISSUER);
     let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
     let fake = Fake::new();
     let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
