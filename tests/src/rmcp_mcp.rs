@@ -88,13 +88,15 @@ impl Received {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     catalog: Catalog,
     received: Vec<Received>,
     redirect_to: Option<String>,
     /// Tool calls the SDK handled.
     calls: u32,
+    /// The initialized clients (to announce a changed catalog to).
+    peers: Vec<rmcp::service::Peer<RoleServer>>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -113,6 +115,10 @@ impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("warden-test-rmcp", "0.1.0"))
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        lock(&self.state).peers.push(context.peer);
     }
 
     async fn list_tools(
@@ -263,6 +269,20 @@ impl RmcpServer {
     /// Serve `change`d tools from now on (the server announces nothing).
     pub fn catalog(&self, change: impl FnOnce(&mut Catalog)) {
         change(&mut lock(&self.state).catalog);
+    }
+
+    /// Send `notifications/tools/list_changed` to every initialized
+    /// client (the SDK sends it on the client's standalone GET stream); how
+    /// many it was sent to.
+    pub async fn notify_list_changed(&self) -> usize {
+        let peers = lock(&self.state).peers.clone();
+        let mut sent = 0;
+        for peer in peers {
+            if peer.notify_tool_list_changed().await.is_ok() {
+                sent += 1;
+            }
+        }
+        sent
     }
 
     /// Answer every POST from now on with a 307 to `location`.

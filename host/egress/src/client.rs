@@ -72,6 +72,13 @@ pub(crate) struct Incoming {
     pub(crate) body: Vec<u8>,
 }
 
+/// A response whose body is read as it arrives.
+pub(crate) struct Streaming {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: HyperBody,
+}
+
 /// The shared transport of one host.
 pub(crate) struct HttpClient {
     tls: TlsConnector,
@@ -165,6 +172,41 @@ impl HttpClient {
             self.pool.checkin(key, sender);
         }
         Ok(incoming)
+    }
+
+    /// Send `out` on a connection of its own (never pooled) and return the
+    /// response head before `deadline`, its body to be read as it arrives
+    /// (a host client's long-lived event stream).
+    pub(crate) async fn open(
+        &self,
+        out: Outgoing,
+        deadline: Instant,
+    ) -> Result<Streaming, ClientError> {
+        let server_name = out
+            .endpoint
+            .host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let head = async {
+            let (_, mut sender) = self.connect(&out, &server_name, deadline).await?;
+            let request = self.build(&out, &sender)?;
+            let response = self
+                .try_send(&mut sender, request)
+                .await
+                .map_err(|(error, _)| error)?;
+            let (parts, body) = response.into_parts();
+            check_codings(&parts.headers)?;
+            Ok(Streaming {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        };
+        match tokio::time::timeout_at(deadline, head).await {
+            Ok(result) => result,
+            Err(_) => Err(ClientError::Timeout),
+        }
     }
 
     /// One send attempt; on failure, the request if it was never written.

@@ -37,4 +37,7 @@ pub mod testing;
 
 pub use client::ClientError;
 pub use config::{EgressConfig, HostPort};
-pub use session::{AuthRequired, CallSession, Egress, EgressError, Usage, UsageCounters};
+pub use session::{
+    AuthRequired, CallSession, Egress, EgressError, StreamBody, StreamingResponse, Usage,
+    UsageCounters,
+};

@@ -350,6 +350,25 @@ impl CallSession {
         send::host_request(self, request).await
     }
 
+    /// Open a streaming request for a host-run client (the hosted-MCP
+    /// lane's event stream; see [`CallSession::for_host_client`]): the same
+    /// policy, address checks and injection as a send, no redirect
+    /// followed, the response head within the total timeout. The body is
+    /// **not** redacted: the caller bounds it and redacts each unit it
+    /// reads with [`CallSession::redact`]. Refused for a guest's session.
+    pub async fn open_stream(
+        &self,
+        request: GuestRequest,
+        credential: Option<&str>,
+    ) -> Result<StreamingResponse, EgressError> {
+        if !self.host_client {
+            return Err(
+                crate::client::ClientError::Protocol("streaming is for host clients only").into(),
+            );
+        }
+        send::open(self, request, credential).await
+    }
+
     /// Like [`CallNetwork::send`], with the typed error.
     pub async fn send_checked(
         &self,
@@ -408,5 +427,42 @@ impl CallNetwork for CallSession {
 
     fn redact(&self, text: &str) -> String {
         self.redactor.redact_str(text)
+    }
+}
+
+/// A response whose body arrives as it is sent ([`CallSession::open_stream`]).
+#[derive(Debug)]
+pub struct StreamingResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// The headers the receiver may see, redacted.
+    pub headers: Vec<(String, String)>,
+    /// The body, unredacted.
+    pub body: StreamBody,
+}
+
+/// The body of a [`StreamingResponse`].
+#[derive(Debug)]
+pub struct StreamBody(pub(crate) hyper::body::Incoming);
+
+impl StreamBody {
+    /// The next chunk of data; `None` at the end.
+    pub async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, EgressError>> {
+        use http_body_util::BodyExt as _;
+        loop {
+            match self.0.frame().await? {
+                Err(_) => {
+                    return Some(Err(crate::client::ClientError::Protocol(
+                        "response body failed",
+                    )
+                    .into()));
+                }
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some(Ok(data));
+                    }
+                }
+            }
+        }
     }
 }

@@ -9,9 +9,9 @@
 //! is refused, never followed.
 //!
 //! Egress reads whole bodies (so it can redact them): an SSE answer to a
-//! POST is parsed once the server ends it, and the standalone GET stream is
-//! not offered (`ServerDoesNotSupportSse`); notifications the server sends
-//! on a POST's stream (`notifications/tools/list_changed`) are delivered.
+//! POST is parsed once the server ends it. The standalone GET stream (where
+//! servers send `notifications/tools/list_changed`) is read as it arrives,
+//! on a connection of its own, each event bounded and redacted.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ use sse_stream::{Sse, SseStream};
 use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
 use warden_core::spec::CredentialSpec;
 use warden_egress::auth::challenge::BearerChallenge;
-use warden_egress::{Egress, EgressError};
+use warden_egress::{CallSession, Egress, EgressError};
 
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
@@ -132,13 +132,10 @@ impl EgressHttp {
         StreamableHttpError::Client(refusal.into())
     }
 
-    /// Send one request to the endpoint through a fresh egress session.
-    async fn send(
-        &self,
-        method: &str,
-        headers: Vec<(String, String)>,
-        body: Option<Vec<u8>>,
-    ) -> Result<GuestResponse, StreamableHttpError<HostedError>> {
+    /// A fresh egress session for one request, and the credential it
+    /// injects (the first one an account serves; audience and injection
+    /// are egress's to check).
+    fn session(&self) -> Result<(CallSession, Option<String>), StreamableHttpError<HostedError>> {
         let inner = &self.inner;
         let session = inner
             .egress
@@ -151,13 +148,24 @@ impl EgressHttp {
             )
             .map_err(|e| self.refuse(Refusal::Egress(e.to_string())))?
             .for_host_client(MCP_HEADERS);
-        // The first credential an account serves is injected; audience and
-        // injection are egress's to check.
         let credential = inner
             .credentials
             .iter()
-            .map(|c| c.handle.as_str())
+            .map(|c| c.handle.clone())
             .find(|h| session.acquire(h).is_ok());
+        Ok((session, credential))
+    }
+
+    /// Send one request to the endpoint through a fresh egress session.
+    async fn send(
+        &self,
+        method: &str,
+        headers: Vec<(String, String)>,
+        body: Option<Vec<u8>>,
+    ) -> Result<GuestResponse, StreamableHttpError<HostedError>> {
+        let inner = &self.inner;
+        let (session, credential) = self.session()?;
+        let credential = credential.as_deref();
         let request = GuestRequest {
             method: method.to_owned(),
             url: inner.endpoint.url().to_owned(),
@@ -214,6 +222,31 @@ fn media_type_is(value: Option<&str>, expected: &str) -> bool {
         v.split(';')
             .next()
             .is_some_and(|m| m.trim().eq_ignore_ascii_case(expected))
+    })
+}
+
+/// The chunks of an event stream's body, ended with an error when more
+/// than `limit` bytes arrive without an event boundary (a blank line).
+fn bounded_events(
+    body: warden_egress::StreamBody,
+    limit: usize,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+    futures::stream::unfold(Some((body, 0usize)), move |state| async move {
+        let (mut body, pending) = state?;
+        match body.next_chunk().await? {
+            Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
+            Ok(chunk) => {
+                let pending = match chunk.windows(2).rposition(|w| w == b"\n\n") {
+                    Some(at) => chunk.len() - at - 2,
+                    None => pending + chunk.len(),
+                };
+                if pending > limit {
+                    let error = std::io::Error::other("an event of the stream is too large");
+                    return Some((Err(error), None));
+                }
+                Some((Ok(chunk), Some((body, pending))))
+            }
+        }
     })
 }
 
@@ -309,14 +342,79 @@ impl StreamableHttpClient for EgressHttp {
         Ok(())
     }
 
+    /// The standalone event stream (where servers send what relates to no
+    /// request, `notifications/tools/list_changed` above all): a GET through
+    /// the same egress policy, lock and injection as every request, on a
+    /// connection of its own. Each event is bounded (the lane's response
+    /// limit) and its data redacted before rmcp sees it.
     async fn get_stream(
         &self,
         _uri: Arc<str>,
-        _session_id: Option<Arc<str>>,
-        _last_event_id: Option<String>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
         _auth_header: Option<String>,
-        _custom_headers: HashMap<HeaderName, HeaderValue>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        Err(StreamableHttpError::ServerDoesNotSupportSse)
+        let mut headers = vec![("accept".to_owned(), "text/event-stream".to_owned())];
+        if let Some(id) = session_id {
+            headers.push(("mcp-session-id".to_owned(), id.to_string()));
+        }
+        if let Some(id) = last_event_id {
+            headers.push(("last-event-id".to_owned(), id));
+        }
+        for (name, value) in custom_headers {
+            if let Ok(value) = value.to_str() {
+                headers.push((name.as_str().to_owned(), value.to_owned()));
+            }
+        }
+        let (session, credential) = self.session()?;
+        let request = GuestRequest {
+            method: "GET".to_owned(),
+            url: self.inner.endpoint.url().to_owned(),
+            headers,
+            body: None,
+            timeout: None,
+        };
+        let response = session
+            .open_stream(request, credential.as_deref())
+            .await
+            .map_err(|e| self.refuse(Refusal::Egress(egress_text(&e, &session))))?;
+        match response.status {
+            200..=299 => {}
+            401 => {
+                let challenge = response
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
+                    .map(|(_, v)| v.chars().take(MAX_CHALLENGE).collect());
+                let sent = credential.is_some();
+                return Err(self.refuse(Refusal::Unauthorized(challenge, sent)));
+            }
+            405 => return Err(StreamableHttpError::ServerDoesNotSupportSse),
+            status => {
+                return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                    format!("HTTP {status} to the event stream"),
+                )));
+            }
+        }
+        let content_type = response
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.as_str());
+        if !media_type_is(content_type, "text/event-stream") {
+            return Err(StreamableHttpError::UnexpectedContentType(
+                content_type.map(|c| c.chars().take(100).collect()),
+            ));
+        }
+        let limit = usize::try_from(self.inner.max_response_bytes).unwrap_or(usize::MAX);
+        let chunks = bounded_events(response.body, limit);
+        let events = SseStream::from_bytes_stream(chunks).map(move |event| {
+            event.map(|mut sse| {
+                sse.data = sse.data.map(|data| session.redact(&data));
+                sse
+            })
+        });
+        Ok(events.boxed())
     }
 }

@@ -98,12 +98,82 @@ pub(super) async fn host_request(
     }
 }
 
+/// A host client's streaming request (the hosted-MCP lane's event stream):
+/// the policy, address checks, limits and injection of [`run`], no
+/// redirect followed, the head before the call's total timeout; the body
+/// is the caller's to bound and redact as it arrives.
+pub(super) async fn open(
+    session: &CallSession,
+    request: GuestRequest,
+    credential: Option<&str>,
+) -> Result<super::StreamingResponse, EgressError> {
+    let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+    if let Some(handle) = credential
+        && session
+            .staged
+            .get(handle)
+            .is_some_and(|s| s.secret.is_none())
+    {
+        return Err(Denial::CredentialNotConfigured(handle.to_owned()).into());
+    }
+    let parsed = ParsedRequest::parse(
+        &request.method,
+        &request.url,
+        &request.headers,
+        request.body,
+    )?;
+    let plan = session
+        .policy
+        .authorize(&parsed, credential, &session.redactor)?;
+    let (outgoing, _) = prepare(session, &plan, deadline).await?;
+    let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
+    if streaming.status == StatusCode::UNAUTHORIZED
+        && let Some(injection) = &plan.injection
+    {
+        session.note_refused(&injection.handle);
+    }
+    let headers = visible_headers(session, &streaming.headers);
+    Ok(super::StreamingResponse {
+        status: streaming.status.as_u16(),
+        headers,
+        body: super::StreamBody(streaming.body),
+    })
+}
+
 /// Resolve, check, inject and send one hop.
 async fn hop(
     session: &CallSession,
     plan: &Plan,
     deadline: Instant,
 ) -> Result<Incoming, EgressError> {
+    let inner = &session.egress.inner;
+    let (outgoing, (max_body, by_budget)) = prepare(session, plan, deadline).await?;
+    let incoming = match inner.client.send(outgoing, deadline, max_body).await {
+        Err(ClientError::TooLarge) if by_budget => {
+            return Err(EgressError::LimitExceeded("egress bytes"));
+        }
+        other => other?,
+    };
+    session
+        .usage
+        .bytes_received
+        .fetch_add(incoming.body.len() as u64, Ordering::Relaxed);
+    tracing::debug!(
+        capability = session.capability_id(),
+        status = incoming.status.as_u16(),
+        "egress response"
+    );
+    Ok(incoming)
+}
+
+/// The limits, address checks and injection of one hop: the request to
+/// send, and the response body bound (and whether the call's byte budget
+/// set it).
+async fn prepare(
+    session: &CallSession,
+    plan: &Plan,
+    _deadline: Instant,
+) -> Result<(crate::client::Outgoing, (usize, bool)), EgressError> {
     let inner = &session.egress.inner;
     let usage = &session.usage;
     if usage.requests.load(Ordering::Relaxed) >= inner.config.max_requests_per_call {
@@ -144,21 +214,7 @@ async fn hop(
         credential = plan.injection.is_some(),
         "egress request"
     );
-    let incoming = match inner.client.send(outgoing, deadline, max_body).await {
-        Err(ClientError::TooLarge) if by_budget => {
-            return Err(EgressError::LimitExceeded("egress bytes"));
-        }
-        other => other?,
-    };
-    usage
-        .bytes_received
-        .fetch_add(incoming.body.len() as u64, Ordering::Relaxed);
-    tracing::debug!(
-        capability = session.capability_id(),
-        status = incoming.status.as_u16(),
-        "egress response"
-    );
-    Ok(incoming)
+    Ok((outgoing, (max_body, by_budget)))
 }
 
 /// The next request of a redirect, if `incoming` is one.
@@ -213,13 +269,11 @@ fn next_plan(session: &CallSession, plan: &Plan, next: ParsedRequest) -> Result<
         .map_err(refused)
 }
 
-/// Strip sensitive headers and redact every staged secret.
-fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
+/// The response headers the receiver may see, redacted.
+fn visible_headers(session: &CallSession, all: &http::HeaderMap) -> Vec<(String, String)> {
     let extra = session.policy.injection_headers();
     let redactor = &session.redactor;
-    let headers = incoming
-        .headers
-        .iter()
+    all.iter()
         .filter(|(name, _)| {
             headers::guest_may_see(name.as_str(), &extra)
                 || (session.host_client && name.as_str() == "www-authenticate")
@@ -231,7 +285,13 @@ fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
                 String::from_utf8_lossy(&value).into_owned(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Strip sensitive headers and redact every staged secret.
+fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
+    let redactor = &session.redactor;
+    let headers = visible_headers(session, &incoming.headers);
     let body = redactor.redact_bytes(&incoming.body).into_owned();
     GuestResponse {
         status: incoming.status.as_u16(),

@@ -219,3 +219,48 @@ async fn a_catalog_older_than_the_refresh_interval_is_listed_again() {
         .collect();
     assert_eq!(names, ["echo", "weather", "added"]);
 }
+
+#[tokio::test]
+async fn list_changed_on_the_servers_event_stream_marks_the_catalog_stale() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    let mut changes = server.changes();
+    rmcp.catalog(|c| c.tools.push(tool("added")));
+    // The client opens its event stream after initializing; announce until
+    // the lane hears it (bounded).
+    let heard = async {
+        loop {
+            rmcp.notify_list_changed().await;
+            if tokio::time::timeout(Duration::from_millis(200), changes.changed())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), heard)
+        .await
+        .expect("list_changed reaches the lane");
+    assert!(server.is_stale());
+    let names: Vec<String> = server
+        .catalog()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(names, ["echo", "weather", "added"]);
+    // The stream was a GET through egress, with the credential, at the endpoint.
+    let stream = rmcp
+        .received()
+        .into_iter()
+        .find(|r| r.method == "GET")
+        .expect("the event stream was opened");
+    assert_eq!(stream.path, "/mcp");
+    assert_eq!(
+        stream.header("authorization"),
+        Some(format!("Bearer {MCP_TOKEN}").as_str())
+    );
+    assert_eq!(stream.header("accept"), Some("text/event-stream"));
+}
