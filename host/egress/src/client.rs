@@ -72,6 +72,16 @@ pub(crate) struct Incoming {
     pub(crate) body: Vec<u8>,
 }
 
+/// The TLS server name (and pool key) of `out`'s host: an IPv6 literal
+/// without its brackets.
+fn server_name(out: &Outgoing) -> String {
+    out.endpoint
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned()
+}
+
 /// A response whose body is read as it arrives.
 pub(crate) struct Streaming {
     pub(crate) status: StatusCode,
@@ -129,12 +139,7 @@ impl HttpClient {
         max_body: usize,
     ) -> Result<Incoming, ClientError> {
         let tls = out.endpoint.scheme == Scheme::Https;
-        let server_name = out
-            .endpoint
-            .host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
+        let server_name = server_name(&out);
         let pooled = out.addrs.iter().find_map(|addr| {
             let key = PoolKey {
                 addr: *addr,
@@ -182,12 +187,7 @@ impl HttpClient {
         out: Outgoing,
         deadline: Instant,
     ) -> Result<Streaming, ClientError> {
-        let server_name = out
-            .endpoint
-            .host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
+        let server_name = server_name(&out);
         let head = async {
             let (_, mut sender) = self.connect(&out, &server_name, deadline).await?;
             let request = self.build(&out, &sender)?;

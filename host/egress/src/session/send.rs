@@ -33,23 +33,7 @@ pub(super) async fn run(
     {
         return Err(EgressError::RequestTooLarge);
     }
-    if let Some(handle) = credential
-        && session
-            .staged
-            .get(handle)
-            .is_some_and(|s| s.secret.is_none())
-    {
-        return Err(Denial::CredentialNotConfigured(handle.to_owned()).into());
-    }
-    let parsed = ParsedRequest::parse(
-        &request.method,
-        &request.url,
-        &request.headers,
-        request.body,
-    )?;
-    let mut plan = session
-        .policy
-        .authorize(&parsed, credential, &session.redactor)?;
+    let mut plan = first_plan(session, request, credential)?;
     let mut hops = 0;
     loop {
         let incoming = match tokio::time::timeout_at(deadline, hop(session, &plan, deadline)).await
@@ -98,16 +82,13 @@ pub(super) async fn host_request(
     }
 }
 
-/// A host client's streaming request (the hosted-MCP lane's event stream):
-/// the policy, address checks, limits and injection of [`run`], no
-/// redirect followed, the head before the call's total timeout; the body
-/// is the caller's to bound and redact as it arrives.
-pub(super) async fn open(
+/// The checked plan of a request's first hop: a declared credential must
+/// have an account, and the policy must allow the request.
+fn first_plan(
     session: &CallSession,
     request: GuestRequest,
     credential: Option<&str>,
-) -> Result<super::StreamingResponse, EgressError> {
-    let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+) -> Result<Plan, EgressError> {
     if let Some(handle) = credential
         && session
             .staged
@@ -122,9 +103,22 @@ pub(super) async fn open(
         &request.headers,
         request.body,
     )?;
-    let plan = session
+    Ok(session
         .policy
-        .authorize(&parsed, credential, &session.redactor)?;
+        .authorize(&parsed, credential, &session.redactor)?)
+}
+
+/// A host client's streaming request (the hosted-MCP lane's event stream):
+/// the policy, address checks, limits and injection of [`run`], no
+/// redirect followed, the head before the call's total timeout; the body
+/// is the caller's to bound and redact as it arrives.
+pub(super) async fn open(
+    session: &CallSession,
+    request: GuestRequest,
+    credential: Option<&str>,
+) -> Result<super::StreamingResponse, EgressError> {
+    let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+    let plan = first_plan(session, request, credential)?;
     let (outgoing, _) = prepare(session, &plan, deadline).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
     if streaming.status == StatusCode::UNAUTHORIZED
