@@ -119,7 +119,7 @@ pub(super) async fn open(
 ) -> Result<super::StreamingResponse, EgressError> {
     let deadline = Instant::now() + session.egress.inner.config.total_timeout;
     let plan = first_plan(session, request, credential)?;
-    let (outgoing, _) = prepare(session, &plan, deadline).await?;
+    let (outgoing, _) = prepare(session, &plan).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
     if streaming.status == StatusCode::UNAUTHORIZED
         && let Some(injection) = &plan.injection
@@ -141,7 +141,7 @@ async fn hop(
     deadline: Instant,
 ) -> Result<Incoming, EgressError> {
     let inner = &session.egress.inner;
-    let (outgoing, (max_body, by_budget)) = prepare(session, plan, deadline).await?;
+    let (outgoing, (max_body, by_budget)) = prepare(session, plan).await?;
     let incoming = match inner.client.send(outgoing, deadline, max_body).await {
         Err(ClientError::TooLarge) if by_budget => {
             return Err(EgressError::LimitExceeded("egress bytes"));
@@ -166,7 +166,6 @@ async fn hop(
 async fn prepare(
     session: &CallSession,
     plan: &Plan,
-    _deadline: Instant,
 ) -> Result<(crate::client::Outgoing, (usize, bool)), EgressError> {
     let inner = &session.egress.inner;
     let usage = &session.usage;
