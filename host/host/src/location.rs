@@ -334,6 +334,12 @@ impl Location {
             installed.remove(package_id);
         }
         drop(installed);
+        if removed
+            .as_ref()
+            .is_some_and(|r| matches!(r.package.implementation, Implementation::Mcp(_)))
+        {
+            self.forget_catalog(package_id);
+        }
         self.changes.send_modify(|generation| *generation += 1);
         removed
     }

@@ -98,6 +98,16 @@ impl Location {
         }
     }
 
+    /// Remove the kept catalog of `[mcp]` package `id` (it was uninstalled).
+    pub(super) fn forget_catalog(&self, id: &str) {
+        if let Some(path) = self.catalog_path(id)
+            && let Err(error) = std::fs::remove_file(&path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(package = %id, path = %path.display(), %error, "kept MCP catalog not removed");
+        }
+    }
+
     /// Keep the catalog `server` accepted for the next process (written
     /// whole, then renamed into place). Failing to save is logged only.
     fn save_catalog(&self, id: &str, server: &HostedServer) {

@@ -294,6 +294,9 @@ async fn the_accepted_catalog_is_kept_for_the_next_host_and_checked_again() {
         .install(&PackageSource::Dir(package.path().into()))
         .unwrap();
     assert_eq!(tool_ids(&location), ["fake-mcp.echo"]);
+    // Uninstalling the package removes what was kept for it.
+    assert!(location.uninstall("fake-mcp").is_some());
+    assert!(!saved.exists());
 }
 
 #[tokio::test]
