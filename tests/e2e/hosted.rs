@@ -31,14 +31,7 @@ async fn mcp_add_probes_lists_calls_and_removes() {
     );
 
     // `ask` by default: --approve-once answers the approval.
-    let called = warden.run(&[
-        "--json",
-        "call",
-        "mcp-fake.weather",
-        "--input",
-        r#"{"city": "Oslo"}"#,
-        "--approve-once",
-    ]);
+    let called = call_approved(&warden, "mcp-fake.weather", r#"{"city": "Oslo"}"#);
     assert!(called.code == 0, "{}", called.all());
     assert!(called.all().contains("21.5"), "{}", called.all());
 
@@ -146,6 +139,16 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
     let result = call_after_grant(&client, &warden, request).await;
     assert_eq!(result.structured_content, Some(json!({"celsius": 21.5})));
     client.cancel().await.unwrap();
+}
+
+/// `warden --json call <tool> --input <input> --approve-once` (hosted tools
+/// ask by default; the flag answers the approval).
+pub(crate) fn call_approved(
+    warden: &warden_tests::Warden,
+    tool: &str,
+    input: &str,
+) -> warden_tests::Run {
+    warden.run(&["--json", "call", tool, "--input", input, "--approve-once"])
 }
 
 /// Call a tool whose origin is gated: the first call opens an approval,
@@ -264,14 +267,7 @@ async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
         "the client was registered dynamically"
     );
 
-    let called = warden.run(&[
-        "--json",
-        "call",
-        "mcp-fake.weather",
-        "--input",
-        r#"{"city": "Oslo"}"#,
-        "--approve-once",
-    ]);
+    let called = call_approved(&warden, "mcp-fake.weather", r#"{"city": "Oslo"}"#);
     assert!(called.code == 0, "{}", called.all());
     assert_eq!(called.json()["output"], json!({"celsius": 21.5}));
     // The issued token went to the MCP endpoint and never came back.
@@ -288,14 +284,7 @@ async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
 
     // A scope step-up: the server asks for more, the answer says how to ask.
     fake.script(|s| s.insufficient_scope = Some("admin".into()));
-    let stepped = warden.run(&[
-        "--json",
-        "call",
-        "mcp-fake.weather",
-        "--input",
-        "{}",
-        "--approve-once",
-    ]);
+    let stepped = call_approved(&warden, "mcp-fake.weather", "{}");
     assert_eq!(stepped.code, 3, "{}", stepped.all());
     assert_eq!(stepped.json()["reason"], "insufficient_scope");
     let connect = stepped.json()["connect"].as_str().unwrap().to_owned();

@@ -45,14 +45,7 @@ async fn a_real_mcp_server_through_mcp_add_refresh_list_call_and_serve() {
     );
 
     // `ask` by default: --approve-once answers the approval.
-    let called = warden.run(&[
-        "--json",
-        "call",
-        "mcp-real.weather",
-        "--input",
-        r#"{"city": "Oslo"}"#,
-        "--approve-once",
-    ]);
+    let called = crate::hosted::call_approved(&warden, "mcp-real.weather", r#"{"city": "Oslo"}"#);
     assert!(called.code == 0, "{}", called.all());
     assert_eq!(
         called.json()["output"],

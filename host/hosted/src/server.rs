@@ -119,6 +119,22 @@ type Running = RunningService<RoleClient, Listener>;
 /// from a saved catalog, not listed yet).
 type Accepted = (Arc<Vec<RemoteTool>>, Option<Instant>);
 
+/// The compiled `outputSchema`s of one accepted catalog, by tool name,
+/// compiled at a tool's first call (`None`: the schema does not compile).
+#[derive(Default)]
+struct OutputChecks {
+    catalog: Option<Arc<Vec<RemoteTool>>>,
+    by_tool: std::collections::HashMap<String, Option<Arc<jsonschema::Validator>>>,
+}
+
+impl std::fmt::Debug for OutputChecks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputChecks")
+            .field("compiled", &self.by_tool.len())
+            .finish()
+    }
+}
+
 /// One hosted MCP server, reached through egress.
 #[derive(Debug)]
 pub struct HostedServer {
@@ -129,6 +145,8 @@ pub struct HostedServer {
     running: tokio::sync::Mutex<Option<Running>>,
     /// The accepted catalog and when it was listed.
     catalog: Mutex<Option<Accepted>>,
+    /// The current catalog's output checks, compiled once per tool.
+    outputs: Mutex<OutputChecks>,
 }
 
 impl HostedServer {
@@ -153,6 +171,7 @@ impl HostedServer {
             },
             running: tokio::sync::Mutex::new(None),
             catalog: Mutex::new(None),
+            outputs: Mutex::default(),
         })
     }
 
@@ -370,10 +389,7 @@ impl HostedServer {
             Value::Null => serde_json::Map::new(),
             _ => return Err(HostedError::Remote("the input is not a JSON object".into())),
         };
-        let schema = self
-            .current()
-            .and_then(|c| c.iter().find(|t| t.name == name).cloned())
-            .and_then(|t| t.output_schema);
+        let check = self.output_check(name);
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let result =
@@ -395,9 +411,9 @@ impl HostedServer {
                 .collect();
             return Err(HostedError::Remote(sanitize(&text.join(" "))));
         }
-        let output = match (result.structured_content, schema) {
-            (Some(structured), Some(schema)) => {
-                check_output(&schema, &structured)?;
+        let output = match (result.structured_content, check) {
+            (Some(structured), Some(check)) => {
+                check_output(check.as_deref(), &structured)?;
                 structured
             }
             (Some(structured), None) => structured,
@@ -411,6 +427,34 @@ impl HostedServer {
         Ok(CallOutput { output, bytes })
     }
 
+    /// The compiled `outputSchema` of tool `name` in the current catalog:
+    /// `None` without one, `Some(None)` when it does not compile. Compiled
+    /// at the tool's first call after each accepted listing, not per call.
+    fn output_check(&self, name: &str) -> Option<Option<Arc<jsonschema::Validator>>> {
+        let catalog = self.current()?;
+        let schema = catalog
+            .iter()
+            .find(|t| t.name == name)?
+            .output_schema
+            .as_ref()?;
+        let mut checks = self.outputs.lock().unwrap_or_else(|e| e.into_inner());
+        if !checks
+            .catalog
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
+        {
+            *checks = OutputChecks {
+                catalog: Some(catalog.clone()),
+                by_tool: Default::default(),
+            };
+        }
+        let compiled = checks
+            .by_tool
+            .entry(name.to_owned())
+            .or_insert_with(|| jsonschema::validator_for(schema).ok().map(Arc::new));
+        Some(compiled.clone())
+    }
+
     /// Close the session (the server is told when it can be).
     pub async fn close(&self) {
         if let Some(service) = self.running.lock().await.take() {
@@ -419,8 +463,11 @@ impl HostedServer {
     }
 }
 
-fn check_output(schema: &Value, value: &Value) -> Result<(), HostedError> {
-    let validator = jsonschema::validator_for(schema).map_err(|_| {
+fn check_output(
+    validator: Option<&jsonschema::Validator>,
+    value: &Value,
+) -> Result<(), HostedError> {
+    let validator = validator.ok_or_else(|| {
         HostedError::OutputSchema("the tool's outputSchema does not compile".into())
     })?;
     match validator.iter_errors(value).next() {

@@ -226,21 +226,17 @@ fn media_type_is(value: Option<&str>, expected: &str) -> bool {
 }
 
 /// The chunks of an event stream's body, ended with an error when more
-/// than `limit` bytes arrive without an event boundary (a blank line).
+/// than `limit` bytes arrive without an event boundary.
 fn bounded_events(
     body: warden_egress::StreamBody,
     limit: usize,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
-    futures::stream::unfold(Some((body, 0usize)), move |state| async move {
-        let (mut body, pending) = state?;
+    futures::stream::unfold(Some((body, Pending::default())), move |state| async move {
+        let (mut body, mut pending) = state?;
         match body.next_chunk().await? {
             Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
             Ok(chunk) => {
-                let pending = match chunk.windows(2).rposition(|w| w == b"\n\n") {
-                    Some(at) => chunk.len() - at - 2,
-                    None => pending + chunk.len(),
-                };
-                if pending > limit {
+                if pending.feed(&chunk) > limit {
                     let error = std::io::Error::other("an event of the stream is too large");
                     return Some((Err(error), None));
                 }
@@ -248,6 +244,41 @@ fn bounded_events(
             }
         }
     })
+}
+
+/// Bytes of an event stream received since the last event boundary (a
+/// blank line: `\n\n`, `\r\r` or `\r\n\r\n`, also split across chunks).
+#[derive(Debug, Default, Clone, Copy)]
+struct Pending {
+    bytes: usize,
+    /// The last line-break bytes seen, newest last (0: none).
+    tail: [u8; 3],
+}
+
+impl Pending {
+    /// Count `chunk`; the bytes now pending.
+    fn feed(&mut self, chunk: &[u8]) -> usize {
+        for &byte in chunk {
+            self.bytes += 1;
+            if byte != b'\n' && byte != b'\r' {
+                self.tail = [0; 3];
+                continue;
+            }
+            let [_, b, c] = self.tail;
+            let ends = match (b, c, byte) {
+                (_, b'\n', b'\n') | (_, b'\r', b'\r') => true,
+                (b'\n', b'\r', b'\n') => self.tail[0] == b'\r',
+                _ => false,
+            };
+            if ends {
+                self.bytes = 0;
+                self.tail = [0; 3];
+            } else {
+                self.tail = [self.tail[1], c, byte];
+            }
+        }
+        self.bytes
+    }
 }
 
 /// A buffered SSE body as the stream rmcp expects.
@@ -411,10 +442,45 @@ impl StreamableHttpClient for EgressHttp {
         let chunks = bounded_events(response.body, limit);
         let events = SseStream::from_bytes_stream(chunks).map(move |event| {
             event.map(|mut sse| {
-                sse.data = sse.data.map(|data| session.redact(&data));
+                // Every text field: `id` goes back to the server as
+                // Last-Event-ID, `event` and `data` into the MCP client.
+                for field in [&mut sse.data, &mut sse.id, &mut sse.event] {
+                    *field = field.take().map(|text| session.redact(&text));
+                }
                 sse
             })
         });
         Ok(events.boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[test]
+    fn event_boundaries_reset_the_count_in_every_form_and_across_chunks() {
+        for boundary in ["\n\n", "\r\r", "\r\n\r\n"] {
+            let mut pending = Pending::default();
+            let text = format!("data: one{boundary}data: two");
+            assert_eq!(
+                pending.feed(text.as_bytes()),
+                "data: two".len(),
+                "{boundary:?}"
+            );
+            // Split in the middle of the boundary.
+            let mut pending = Pending::default();
+            let (first, second) = text.split_at("data: one".len() + 1);
+            pending.feed(first.as_bytes());
+            assert_eq!(
+                pending.feed(second.as_bytes()),
+                "data: two".len(),
+                "{boundary:?}"
+            );
+        }
+        // A single line break is no boundary: the count goes on.
+        let mut pending = Pending::default();
+        assert_eq!(pending.feed(b"data: a\ndata: b"), 15);
+        assert_eq!(pending.feed(b"\r\ndata"), 21);
     }
 }

@@ -264,3 +264,19 @@ async fn list_changed_on_the_servers_event_stream_marks_the_catalog_stale() {
     );
     assert_eq!(stream.header("accept"), Some("text/event-stream"));
 }
+
+#[tokio::test]
+async fn a_server_echoing_the_token_in_any_encoding_gets_nothing_through() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    // A small answer, and one past the size where the redactor switches
+    // from per-form searchers to its automaton.
+    for pad in [0, 80_000] {
+        let out = server.call("leak", json!({ "pad": pad })).await.unwrap();
+        let text = out.output.to_string();
+        for form in warden_tests::rmcp_mcp::leaked_forms(MCP_TOKEN) {
+            assert!(!text.contains(&form), "pad {pad}: {form} came back");
+        }
+        assert!(text.contains("[REDACTED]"), "pad {pad}");
+    }
+    assert_eq!(rmcp.calls(), 2, "the server got the calls (and the token)");
+}
