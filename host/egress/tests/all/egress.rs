@@ -465,3 +465,37 @@ async fn a_credential_aimed_at_a_transport_header_is_denied() {
     }
     assert!(fx.server.requests().is_empty(), "nothing was sent");
 }
+
+#[tokio::test]
+async fn only_a_host_client_may_stream_or_see_the_auth_challenge() {
+    let fx = fixture(|_| {
+        TestResponse::ok("data: hi\n\n")
+            .with_header("content-type", "text/event-stream")
+            .with_header("www-authenticate", "Bearer realm=x")
+    })
+    .await;
+    // A guest's session: no stream, and no challenge on a plain send.
+    let guest = fx.session();
+    assert!(
+        guest
+            .open_stream(get("https://api.github.com/events"), Some("gh"))
+            .await
+            .is_err()
+    );
+    assert_eq!(fx.server.requests().len(), 0, "nothing was sent");
+    // A host client's session streams, and sees the challenge.
+    let host = fx.session().for_host_client(&[]);
+    let mut response = host
+        .open_stream(get("https://api.github.com/events"), Some("gh"))
+        .await
+        .unwrap();
+    assert_eq!(response.status, 200);
+    assert!(
+        response
+            .headers
+            .iter()
+            .any(|(n, v)| n == "www-authenticate" && v == "Bearer realm=x")
+    );
+    let chunk = response.body.next_chunk().await.unwrap().unwrap();
+    assert_eq!(&chunk[..], b"data: hi\n\n");
+}
