@@ -35,6 +35,44 @@ fn call_echo_runs_through_the_host() {
     );
 }
 
+/// Compiled components in the data directory's cache.
+fn compiled_artifacts(warden: &warden_tests::Warden) -> usize {
+    fn count(dir: &std::path::Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .filter_map(Result::ok)
+            .map(|e| {
+                let path = e.path();
+                if path.is_dir() {
+                    count(&path)
+                } else {
+                    usize::from(path.extension().is_some_and(|x| x == "cwasm"))
+                }
+            })
+            .sum()
+    }
+    count(&warden.data_dir().join("cache"))
+}
+
+#[test]
+fn listing_compiles_nothing_and_a_call_compiles_only_its_own_component() {
+    let warden = crate::warden();
+    assert_eq!(warden.run(&["list"]).code, 0);
+    let described = warden.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(described.code, 0, "{described:?}");
+    assert_eq!(described.json()["world"], "warden:tool@0.1.0");
+    assert_eq!(
+        compiled_artifacts(&warden),
+        0,
+        "the catalog needs no compiler"
+    );
+    let run = warden.run(&["call", "echo.echo", "--input", r#"{"text": "a"}"#]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(compiled_artifacts(&warden), 1, "only echo was compiled");
+}
+
 #[test]
 fn invalid_input_is_refused_with_its_pointer() {
     let warden = crate::warden();

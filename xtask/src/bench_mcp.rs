@@ -5,7 +5,10 @@
 //! calls with K in flight, server CPU per call (from `/proc/<pid>/stat`),
 //! spawn-to-`tools/list` time with a warm cache, peak RSS (`VmHWM`), and
 //! what the server costs while idle (CPU and thread wake-ups per second,
-//! summed over its threads, after the calls).
+//! summed over its threads, after the calls). `--cold`, `--fairness` and
+//! `--clients` measure a cold start, a cheap call beside CPU-bound ones, and
+//! the per-call CPU with two clients, each against its baseline in the same
+//! run (see the modules).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -18,6 +21,10 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::workspace;
+
+mod clients;
+mod cold;
+mod fairness;
 
 /// Options of `bench-mcp`.
 #[derive(clap::Args, Debug)]
@@ -34,9 +41,42 @@ pub(crate) struct Args {
     /// Use this warden binary instead of building `target/release/warden`.
     #[arg(long)]
     binary: Option<PathBuf>,
+    /// Cold start (empty compile cache) against warm, alternating runs.
+    #[arg(long)]
+    cold: bool,
+    /// A cheap call's latency while CPU-bound calls run, with the long-call
+    /// lane and without it (`serve --long-call-threads 0`), alternating runs.
+    #[arg(long)]
+    fairness: bool,
+    /// Server CPU per sequential call with two clients (the channel client
+    /// above and a plain line-buffered one), alternating runs.
+    #[arg(long)]
+    clients: bool,
+    /// Runs per configuration in `--cold`, `--fairness` and `--clients`.
+    #[arg(long, default_value_t = 8)]
+    runs: usize,
 }
 
-struct Server {
+/// Start `warden serve` over stdio on `data_dir` with piped stdin and stdout.
+pub(crate) fn spawn_serve(binary: &Path, data_dir: &Path, extra: &[&str]) -> Result<Child> {
+    Command::new(binary)
+        .args(["serve", "--data-dir"])
+        .arg(data_dir)
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Offline, the bundled hosted-MCP package cannot be listed: keep its
+        // warnings out of the figures (set RUST_LOG to see them).
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "off".into()),
+        )
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))
+}
+
+pub(crate) struct Server {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<Value>,
@@ -44,15 +84,12 @@ struct Server {
 }
 
 impl Server {
-    fn spawn(binary: &Path, data_dir: &Path) -> Result<Server> {
-        let mut child = Command::new(binary)
-            .args(["serve", "--data-dir"])
-            .arg(data_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
+    pub(crate) fn spawn(binary: &Path, data_dir: &Path) -> Result<Server> {
+        Server::spawn_with(binary, data_dir, &[])
+    }
+
+    pub(crate) fn spawn_with(binary: &Path, data_dir: &Path, extra: &[&str]) -> Result<Server> {
+        let mut child = spawn_serve(binary, data_dir, extra)?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let (tx, lines) = channel();
@@ -73,7 +110,7 @@ impl Server {
         })
     }
 
-    fn send(&mut self, method: &str, params: Value) -> Result<u64> {
+    pub(crate) fn send(&mut self, method: &str, params: Value) -> Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
@@ -91,27 +128,34 @@ impl Server {
     }
 
     /// The next response (notifications are skipped).
-    fn response(&self) -> Result<Value> {
+    pub(crate) fn response(&self) -> Result<Value> {
+        self.response_within(Duration::from_secs(30))?
+            .context("no answer from warden serve")
+    }
+
+    /// The next response, or `None` after `wait`.
+    pub(crate) fn response_within(&self, wait: Duration) -> Result<Option<Value>> {
         loop {
-            let value = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .context("no answer from warden serve")?;
+            let value = match self.lines.recv_timeout(wait) {
+                Ok(value) => value,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(_) => bail!("warden serve closed its output"),
+            };
             if value.get("id").is_some() {
                 if let Some(error) = value.get("error") {
                     bail!("JSON-RPC error: {error}");
                 }
-                return Ok(value);
+                return Ok(Some(value));
             }
         }
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<Value> {
         self.send(method, params)?;
         self.response()
     }
 
-    fn initialize(&mut self) -> Result<()> {
+    pub(crate) fn initialize(&mut self) -> Result<()> {
         self.request(
             "initialize",
             json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" } }),
@@ -119,16 +163,9 @@ impl Server {
         self.notify("notifications/initialized")
     }
 
-    fn cpu(&self) -> Result<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .context("stat format")?
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-        Ok(Duration::from_secs_f64(ticks as f64 / 100.0))
+    /// CPU time of the server so far (see [`thread_cpu`]).
+    pub(crate) fn cpu(&self) -> Result<Duration> {
+        thread_cpu(self.child.id())
     }
 
     /// Context switches of all the server's threads so far: each is a
@@ -151,7 +188,7 @@ impl Server {
         Ok(total)
     }
 
-    fn peak_rss_kib(&self) -> Result<u64> {
+    pub(crate) fn peak_rss_kib(&self) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let line = status
             .lines()
@@ -172,11 +209,11 @@ impl Drop for Server {
     }
 }
 
-fn echo_call(i: usize) -> Value {
+pub(crate) fn echo_call(i: usize) -> Value {
     json!({ "name": "echo_echo", "arguments": { "text": format!("hello {i}"), "transform": "upper" } })
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
@@ -265,7 +302,7 @@ fn idle(server: &Server, period: Duration) -> Result<()> {
     Ok(())
 }
 
-fn check_echo(answer: &Value) -> Result<()> {
+pub(crate) fn check_echo(answer: &Value) -> Result<()> {
     if answer["result"]["isError"] == json!(true)
         || answer["result"]["structuredContent"]["text"]
             .as_str()
@@ -290,14 +327,67 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             workspace::root().join("target/release/warden")
         }
     };
-    let data_dir = std::env::temp_dir().join(format!("warden-bench-mcp-{}", std::process::id()));
-    std::fs::create_dir_all(&data_dir)?;
-    // First start fills the compiled-component cache; the measured start is warm.
-    {
-        let mut cold = Server::spawn(&binary, &data_dir)?;
-        cold.initialize()?;
-        cold.request("tools/list", json!({}))?;
+    if args.cold || args.fairness || args.clients {
+        if args.cold {
+            cold::run(&binary, args.runs)?;
+        }
+        if args.fairness {
+            fairness::run(&binary, args.runs)?;
+        }
+        if args.clients {
+            clients::run(&binary, args.runs, args.calls)?;
+        }
+        return Ok(());
     }
+    warm(&binary, args)
+}
+
+/// CPU time of process `pid` so far: the sum over its threads of the
+/// nanoseconds the scheduler ran them (`/proc/<pid>/task/*/schedstat`), not
+/// `stat`'s 10 ms ticks, too coarse for a few hundred calls of tens of
+/// microseconds each. (Threads that ended are not counted; none end during
+/// a measured phase.)
+pub(crate) fn thread_cpu(pid: u32) -> Result<Duration> {
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+            continue; // the thread ended meanwhile
+        };
+        nanos += stat
+            .split_whitespace()
+            .next()
+            .context("schedstat format")?
+            .parse::<u64>()?;
+    }
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// A fresh, empty data directory under the system's temp directory.
+pub(crate) fn temp_data_dir(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("warden-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Median of `values`.
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// The warm figures: latency, throughput and CPU per call, RSS, idle cost.
+fn warm(binary: &Path, args: &Args) -> Result<()> {
+    let binary = binary.to_owned();
+    let data_dir = temp_data_dir("mcp")?;
+    // First start fills the compiled-component cache; the measured start is warm.
+    cold::fill_cache(&binary, &data_dir)?;
     let spawned = Instant::now();
     let mut server = Server::spawn(&binary, &data_dir)?;
     server.initialize()?;

@@ -90,12 +90,18 @@ pub(crate) enum Command {
         /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
-        /// Worker threads running calls. Default: 1 over stdio (one client:
-        /// calls waiting on the network still overlap, CPU-bound guests share
-        /// the thread in epoch slices, and no call pays a cross-thread
-        /// wake-up); one per core over HTTP, where several clients connect.
+        /// Worker threads serving calls. Default: 1 over stdio (one client:
+        /// calls waiting on the network still overlap, and no call pays a
+        /// cross-thread wake-up); one per core over HTTP, where several
+        /// clients connect.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
         workers: Option<u16>,
+        /// Threads of the long-call lane: a call still burning CPU after a
+        /// few epoch ticks finishes there, so new calls never queue behind
+        /// it. `0` keeps every call on the workers (CPU-bound calls then share
+        /// them in epoch slices). Default: the cores less one, at least one.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1024))]
+        long_call_threads: Option<u16>,
         /// Memory all running calls may reserve together (each reserves its
         /// tool's memory limit; calls that do not fit wait), e.g. `8GiB`,
         /// `512MiB` or bytes. Default: 8 GiB.

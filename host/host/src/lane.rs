@@ -30,6 +30,7 @@ use warden_runtime::{LogEntry, RuntimeError, Usage};
 
 use crate::error::HostError;
 use crate::host::Shared;
+use crate::location::Compile;
 use crate::outcome::AuthDetails;
 
 pub(crate) mod first_party;
@@ -53,6 +54,13 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// The WIT world of the lane's component, for a WASM lane.
     fn world(&self) -> Option<warden_runtime::ComponentWorld> {
         None
+    }
+
+    /// Do now what the first call would otherwise wait for (a WASM lane
+    /// installed lazily compiles its component). Failures are not returned:
+    /// the calls report them.
+    fn warm_up(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 }
 
@@ -160,6 +168,7 @@ pub(crate) fn bind(
     shared: &Shared,
     package: &Package,
     module: Option<Vec<u8>>,
+    compile: Compile,
 ) -> Result<Vec<Arc<dyn Lane>>, HostError> {
     let refuse = |reason: String| HostError::InvalidPackage {
         package: package.id.clone(),
@@ -167,7 +176,7 @@ pub(crate) fn bind(
     };
     match (&package.implementation, module) {
         (Implementation::Wasm { .. }, Some(module)) => {
-            let lane = wasm::install(shared, package, module)?;
+            let lane = wasm::install(shared, package, module, compile)?;
             Ok(vec![lane; package.capabilities.len()])
         }
         (Implementation::FirstParty { service }, _) => {

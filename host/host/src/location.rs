@@ -92,6 +92,15 @@ struct Published {
     identity: PackageIdentity,
 }
 
+/// When an installed package's component is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compile {
+    /// Before the install returns: every refusal comes from the install.
+    Now,
+    /// At its first call or in [`Location::warm_up`].
+    OnFirstUse,
+}
+
 /// A workspace or project the host serves. Cheap to clone.
 #[derive(Clone)]
 pub struct Location {
@@ -157,11 +166,16 @@ impl Location {
         self.install_loaded(loaded, replace)
     }
 
-    /// Install every package built into the binary.
+    /// Install every package built into the binary. Their components (built
+    /// and tested with the binary) compile at first use or in
+    /// [`Location::warm_up`], so opening a Location compiles nothing.
     pub fn install_embedded(&self) -> Result<Vec<Arc<Package>>, HostError> {
         warden_bundle::PACKAGES
             .iter()
-            .map(|p| self.install(&PackageSource::Embedded(p)))
+            .map(|p| {
+                let loaded = source::load(&PackageSource::Embedded(p), &self.shared.validation)?;
+                self.install_compiled(loaded, Replace::No, Compile::OnFirstUse)
+            })
             .collect()
     }
 
@@ -172,6 +186,48 @@ impl Location {
         &self,
         loaded: LoadedPackage,
         replace: Replace,
+    ) -> Result<Arc<Package>, HostError> {
+        self.install_compiled(loaded, replace, Compile::Now)
+    }
+
+    /// [`Location::install_loaded`] for a package this host accepted before
+    /// (reopening its data directory): everything but the component's
+    /// compilation is checked now; the component compiles at its first call
+    /// or in [`Location::warm_up`], and a failure to compile fails its calls.
+    pub fn install_loaded_lazily(
+        &self,
+        loaded: LoadedPackage,
+        replace: Replace,
+    ) -> Result<Arc<Package>, HostError> {
+        self.install_compiled(loaded, replace, Compile::OnFirstUse)
+    }
+
+    /// Prepare, one at a time, every component installed to compile at first
+    /// use, so later first calls do not wait; a call that arrives first
+    /// compiles its own component meanwhile (each compiles once). A host
+    /// serving a client runs this in the background right after it starts.
+    pub async fn warm_up(&self) {
+        // The active registration's lanes only (a bundled package an
+        // installed one replaces is not called); one lane per package.
+        let lanes: Vec<Arc<dyn Lane>> = {
+            let installed = self.installed.lock().expect("installed lock");
+            let lanes = self.lanes.lock().expect("lanes lock");
+            installed
+                .values()
+                .filter_map(|stack| stack.last()?.lanes.first())
+                .filter_map(|id| Some(lanes.get(id)?.lane.clone()))
+                .collect()
+        };
+        for lane in lanes {
+            lane.warm_up().await;
+        }
+    }
+
+    fn install_compiled(
+        &self,
+        loaded: LoadedPackage,
+        replace: Replace,
+        compile: Compile,
     ) -> Result<Arc<Package>, HostError> {
         let LoadedPackage {
             package,
@@ -206,7 +262,7 @@ impl Location {
             return self.install_hosted(package, &server, published, replace);
         }
         // One lane per capability, in the manifest's order.
-        let lanes = crate::lane::bind(&self.shared, &package, module)?;
+        let lanes = crate::lane::bind(&self.shared, &package, module, compile)?;
         let bindings = package
             .capabilities
             .iter()

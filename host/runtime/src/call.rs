@@ -1,6 +1,7 @@
 //! One call: validate, queue, fresh store and instance, run under limits, classify.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use warden_core::Origin;
@@ -14,6 +15,7 @@ use crate::compat;
 use crate::component::{InstalledComponent, Prepared};
 use crate::config::ToolLimits;
 use crate::error::RuntimeError;
+use crate::long_lane::{Handoff, LONG_CALL_SLICES, LONG_CALL_TURN_TICKS};
 use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
 use crate::state::CallState;
 
@@ -148,6 +150,15 @@ impl InstalledComponent {
         if let Err(error) = check_input(&request.input_json, capability, config.max_input_bytes) {
             return CallOutcome::refused(error, Usage::default());
         }
+        // A lazily installed component compiles at its first call (the
+        // wait counts as queue time); a failure to compile fails the call.
+        if let Err(error) = self.ready_async().await {
+            let usage = Usage {
+                queue_time: queued.elapsed(),
+                ..Usage::default()
+            };
+            return CallOutcome::refused(error, usage);
+        }
 
         let shared = &inner.shared;
         let admitted = admission::admit(
@@ -191,12 +202,21 @@ impl InstalledComponent {
         // The epoch advances while this guard lives (an idle host's ticker sleeps).
         let _busy = shared.ticker.busy();
         store.set_epoch_deadline(1);
+        // Each tick the guest yields to the executor; after a few it is a
+        // long call and moves to the long-call lane at its next yield.
+        let long = Arc::new(AtomicBool::new(false));
+        let (marker, mut slices) = (long.clone(), 0u32);
         store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline {
-                UpdateDeadline::Interrupt
-            } else {
-                UpdateDeadline::Yield(1)
-            })
+            if Instant::now() >= deadline {
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            slices = slices.saturating_add(1);
+            if slices < LONG_CALL_SLICES {
+                return Ok(UpdateDeadline::Yield(1));
+            }
+            // Long calls take longer turns: fewer switches among them.
+            marker.store(true, Ordering::Relaxed);
+            Ok(UpdateDeadline::Yield(LONG_CALL_TURN_TICKS))
         });
         let wit_request = wit::Request {
             capability_id: request.capability_id,
@@ -207,27 +227,20 @@ impl InstalledComponent {
             },
         };
 
-        let ran = {
-            let run = async {
-                let pre = match &inner.pre {
-                    Prepared::Warden(pre) => pre,
-                    Prepared::NearAgent(pre) => {
-                        let (id, input) = (&wit_request.capability_id, &wit_request.input);
-                        let executed = compat::call::execute(pre, &mut store, id, input).await;
-                        return executed.map(|r| r.map_err(Failed::NearAgent));
-                    }
-                };
-                let tool = match pre.instantiate_async(&mut store).await {
-                    Ok(tool) => tool,
-                    Err(e) => return Err((true, e)),
-                };
-                tool.warden_tool_tool()
-                    .call_execute(&mut store, &wit_request)
-                    .await
-                    .map(|r| r.map_err(Failed::Warden))
-                    .map_err(|e| (false, e))
+        // The future owns the store (and gives it back), so it can move to
+        // the long-call lane; the backstop timeout travels with it.
+        let component = self.clone();
+        let run = async move {
+            let timeout = limits.timeout + BACKSTOP;
+            let ran = tokio::time::timeout(timeout, execute(&component, &mut store, &wit_request));
+            let ran = ran.await;
+            (store, ran)
+        };
+        let Some((store, ran)) = Handoff::new(run, long, shared.long_lane.clone()).await else {
+            let error = RuntimeError::HostUnavailable {
+                reason: Unavailable::ShuttingDown,
             };
-            tokio::time::timeout(limits.timeout + BACKSTOP, run).await
+            return CallOutcome::refused(error, Usage::default());
         };
 
         let fuel_left = if config.fuel_metering {
@@ -279,6 +292,36 @@ impl InstalledComponent {
             logs: state.logs.entries,
         }
     }
+}
+
+/// Instantiate the component and run `execute`; the `bool` of an error says
+/// whether it came from instantiating.
+async fn execute(
+    component: &InstalledComponent,
+    store: &mut Store<CallState>,
+    request: &wit::Request,
+) -> Result<Result<String, Failed>, (bool, wasmtime::Error)> {
+    // Prepared before the call was admitted; a failure was returned then.
+    let ready = component
+        .ready()
+        .map_err(|e| (true, wasmtime::Error::msg(e.to_string())))?;
+    let pre = match &ready.pre {
+        Prepared::Warden(pre) => pre,
+        Prepared::NearAgent(pre) => {
+            let (id, input) = (&request.capability_id, &request.input);
+            let executed = compat::call::execute(pre, &mut *store, id, input).await;
+            return executed.map(|r| r.map_err(Failed::NearAgent));
+        }
+    };
+    let tool = pre
+        .instantiate_async(&mut *store)
+        .await
+        .map_err(|e| (true, e))?;
+    tool.warden_tool_tool()
+        .call_execute(&mut *store, request)
+        .await
+        .map(|r| r.map_err(Failed::Warden))
+        .map_err(|e| (false, e))
 }
 
 /// Check the input's size, JSON syntax and schema before any guest code runs.

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -97,12 +97,12 @@ pub enum CacheStatus {
     Disabled,
 }
 
-/// How an install went.
+/// How preparing a component went.
 #[derive(Debug, Clone, Copy)]
 pub struct InstallReport {
     /// Where the code came from.
     pub cache: CacheStatus,
-    /// Time the install took.
+    /// Time loading, checking and linking the code took.
     pub elapsed: Duration,
 }
 
@@ -149,7 +149,13 @@ impl Capability {
     }
 }
 
-/// A compiled, linked component, ready to be called many times.
+/// An installed component, ready to be called many times.
+///
+/// Its code is compiled (or loaded from the cache) and linked once: by
+/// [`crate::Runtime::install`] before it returns, or — after
+/// [`crate::Runtime::install_lazy`] — by whichever comes first of its first
+/// call and [`InstalledComponent::prepare`]; concurrent first calls wait for
+/// one compilation.
 ///
 /// Cloning is cheap. Each call gets a fresh instance.
 #[derive(Debug, Clone)]
@@ -165,30 +171,34 @@ pub(crate) enum Prepared {
     NearAgent(crate::compat::call::Pre),
 }
 
-impl Prepared {
-    pub(crate) fn world(&self) -> ComponentWorld {
-        match self {
-            Prepared::Warden(_) => ComponentWorld::Warden,
-            Prepared::NearAgent(_) => ComponentWorld::NearAgent,
-        }
-    }
+/// The component's code once prepared, with how that went.
+pub(crate) struct Ready {
+    pub(crate) pre: Prepared,
+    pub(crate) report: InstallReport,
 }
 
 pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) name: String,
-    pub(crate) pre: Prepared,
+    /// Read from the component's exports at install, before compiling.
+    pub(crate) world: ComponentWorld,
+    /// The binary, until it is prepared.
+    wasm: Mutex<Option<Vec<u8>>>,
+    /// Prepared once; an error is kept and returned to every later call.
+    ready: OnceLock<Result<Ready, RuntimeError>>,
     pub(crate) capabilities: HashMap<String, Capability>,
-    pub(crate) report: InstallReport,
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InstalledComponent")
             .field("name", &self.name)
-            .field("world", &self.pre.world())
+            .field("world", &self.world)
             .field("capabilities", &self.capabilities.keys())
-            .field("report", &self.report)
+            .field(
+                "report",
+                &self.ready.get().map(|r| r.as_ref().map(|r| r.report)),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -197,17 +207,18 @@ impl InstalledComponent {
     pub(crate) fn new(
         shared: Arc<Shared>,
         name: String,
-        pre: Prepared,
+        world: ComponentWorld,
+        wasm: Vec<u8>,
         capabilities: HashMap<String, Capability>,
-        report: InstallReport,
     ) -> Self {
         InstalledComponent {
             inner: Arc::new(Inner {
                 shared,
                 name,
-                pre,
+                world,
+                wasm: Mutex::new(Some(wasm)),
+                ready: OnceLock::new(),
                 capabilities,
-                report,
             }),
         }
     }
@@ -219,12 +230,68 @@ impl InstalledComponent {
 
     /// The world the component was built against, read from its exports.
     pub fn world(&self) -> ComponentWorld {
-        self.inner.pre.world()
+        self.inner.world
     }
 
-    /// How the install went (cache hit or compile).
-    pub fn report(&self) -> InstallReport {
-        self.inner.report
+    /// How preparing the code went; `None` until it is prepared.
+    pub fn report(&self) -> Option<InstallReport> {
+        match self.inner.ready.get() {
+            Some(Ok(ready)) => Some(ready.report),
+            _ => None,
+        }
+    }
+
+    /// Whether the code has been prepared (successfully or not).
+    pub fn is_prepared(&self) -> bool {
+        self.inner.ready.get().is_some()
+    }
+
+    /// Compile (or load from the cache), check and link the code now, on
+    /// this thread, unless that is done already; concurrent callers wait for
+    /// the one preparation. A failure is kept: every later call gets it.
+    pub fn prepare(&self) -> Result<InstallReport, RuntimeError> {
+        self.ready().map(|ready| ready.report)
+    }
+
+    /// [`Self::prepare`] on Tokio's blocking pool, so an async caller's
+    /// thread keeps serving while the code compiles.
+    pub async fn prepare_async(&self) -> Result<InstallReport, RuntimeError> {
+        self.ready_async().await.map(|ready| ready.report)
+    }
+
+    /// The prepared code, preparing it on the blocking pool first if needed.
+    pub(crate) async fn ready_async(&self) -> Result<&Ready, RuntimeError> {
+        if !self.is_prepared() {
+            let this = self.clone();
+            // The outcome is kept in `ready`; a panic while compiling is the
+            // only thing that reaches the join error.
+            tokio::task::spawn_blocking(move || this.ready().map(|_| ()))
+                .await
+                .map_err(|e| RuntimeError::Internal {
+                    reason: format!("preparing `{}`: {e}", self.inner.name),
+                })?
+                .ok();
+        }
+        self.ready()
+    }
+
+    pub(crate) fn ready(&self) -> Result<&Ready, RuntimeError> {
+        let inner = &self.inner;
+        inner
+            .ready
+            .get_or_init(|| {
+                let wasm = inner
+                    .wasm
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .ok_or_else(|| RuntimeError::Internal {
+                        reason: format!("the code of `{}` is gone", inner.name),
+                    })?;
+                crate::prepare::prepare(&inner.shared, &inner.name, inner.world, &wasm)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The effective limits of `capability_id` (before per-call overrides).

@@ -139,7 +139,11 @@ pub struct RuntimeConfig {
     /// memory budget before it is refused as
     /// [`crate::RuntimeError::HostUnavailable`].
     pub queue_timeout: Duration,
-    /// Epoch tick: the granularity of deadlines and of yielding to the executor.
+    /// Epoch tick: the granularity of deadlines, of yielding to the
+    /// executor, and of moving a CPU-bound call to the long-call lane (after
+    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) ticks). The ticker runs
+    /// only while calls run (and briefly after), so a short tick costs an idle
+    /// host nothing.
     pub epoch_tick: Duration,
     /// Meter fuel. Off only for benchmarks; without it `fuel` is not enforced.
     pub fuel_metering: bool,
@@ -147,6 +151,13 @@ pub struct RuntimeConfig {
     pub max_input_bytes: usize,
     /// Guest wasm stack, in bytes (recursion past it traps as a stack overflow).
     pub max_wasm_stack: usize,
+    /// Threads of the long-call lane. A call still running guest code after
+    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) epoch ticks moves there
+    /// and finishes on those threads, so the executor that started it stays
+    /// free for new calls (a cheap call never waits behind CPU-bound ones).
+    /// `0` keeps every call where it started. Default: the machine's cores
+    /// less one (at least one), leaving a core for serving.
+    pub long_call_threads: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -159,10 +170,13 @@ impl Default for RuntimeConfig {
             max_concurrent: 256,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             queue_timeout: Duration::from_secs(30),
-            epoch_tick: Duration::from_millis(5),
+            epoch_tick: Duration::from_millis(1),
             fuel_metering: true,
             max_input_bytes: 1 << 20,
             max_wasm_stack: 512 << 10,
+            long_call_threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1))
+                .max(1),
         }
     }
 }

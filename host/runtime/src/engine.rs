@@ -104,7 +104,12 @@ fn with(
         .consume_fuel(config.fuel_metering)
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
-        .async_stack_size(config.max_wasm_stack + (1 << 20));
+        .async_stack_size(config.max_wasm_stack + (1 << 20))
+        // One compiling thread per component: components compile lazily or
+        // in the background beside serving, where a pool of compiler threads
+        // would take every core from the calls and hold compile memory in
+        // each thread (a cold `serve` peaked at twice the warm RSS with it).
+        .parallel_compilation(false);
     if let Some(pool) = pool {
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
@@ -113,9 +118,15 @@ fn with(
     })
 }
 
-/// The epoch ticker's switch: it advances the engine's epoch only while a
-/// guest may be running (a [`Busy`] guard is held), and otherwise sleeps on
-/// a condition variable, so an idle host wakes up for nothing.
+/// How long the ticker keeps ticking after the last guest returned: calls
+/// that follow each other closely then find it running and wake nobody,
+/// while an idle host still parks it within this time.
+const TICKER_GRACE: Duration = Duration::from_millis(50);
+
+/// The epoch ticker's switch: it advances the engine's epoch while a guest
+/// may be running (a [`Busy`] guard is held) and for [`TICKER_GRACE`] after,
+/// and otherwise sleeps on a condition variable, so an idle host wakes up
+/// for nothing.
 ///
 /// Epoch deadlines are relative (`set_epoch_deadline(1)` means "at the next
 /// tick"), so a parked ticker changes no guest's time budget: every store
@@ -133,6 +144,10 @@ pub(crate) struct Ticker {
 struct TickerState {
     busy: usize,
     closed: bool,
+    /// The ticker waits on the condition variable (only then is it notified).
+    parked: bool,
+    /// When the last guard was dropped.
+    idle_since: Option<std::time::Instant>,
 }
 
 /// Keeps the ticker running while held.
@@ -143,6 +158,9 @@ impl Drop for Busy {
     fn drop(&mut self) {
         let mut state = self.0.lock();
         state.busy -= 1;
+        if state.busy == 0 {
+            state.idle_since = Some(std::time::Instant::now());
+        }
     }
 }
 
@@ -155,7 +173,8 @@ impl Ticker {
     pub(crate) fn busy(self: &Arc<Self>) -> Busy {
         let mut state = self.lock();
         state.busy += 1;
-        if state.busy == 1 {
+        if state.parked {
+            state.parked = false;
             self.wake.notify_one();
         }
         Busy(self.clone())
@@ -173,13 +192,23 @@ impl Ticker {
         self.ticks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Block while nothing runs; `false` once closed.
+    /// Block while nothing runs and the grace after the last call is over;
+    /// `false` once closed.
     fn wait_for_work(&self) -> bool {
         let mut state = self.lock();
-        while state.busy == 0 && !state.closed {
+        loop {
+            if state.closed {
+                return false;
+            }
+            let in_grace = state
+                .idle_since
+                .is_some_and(|since| since.elapsed() < TICKER_GRACE);
+            if state.busy > 0 || in_grace {
+                return true;
+            }
+            state.parked = true;
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        !state.closed
     }
 }
 
@@ -243,13 +272,19 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         drop(busy);
-        // At most the tick already under way lands after the guard is gone.
+        // It parks once the grace after the last guard is over: from then
+        // on at most the tick already under way lands.
+        std::thread::sleep(TICKER_GRACE + Duration::from_millis(20));
         let parked = ticker.ticks();
         std::thread::sleep(Duration::from_millis(30));
         assert!(
             ticker.ticks() <= parked + 1,
             "{} > {parked} + 1",
             ticker.ticks()
+        );
+        assert!(
+            ticker.lock().parked,
+            "the ticker waits on its condition variable"
         );
         ticker.close();
     }

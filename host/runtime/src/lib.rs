@@ -35,7 +35,9 @@ mod engine;
 mod error;
 mod host;
 mod limits;
+mod long_lane;
 mod outcome;
+mod prepare;
 mod runtime;
 mod state;
 mod validate;
@@ -51,6 +53,7 @@ pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLi
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;
 pub use limits::TABLE_ELEMENT_BYTES;
+pub use long_lane::LONG_CALL_SLICES;
 pub use outcome::{
     CallOutcome, FailureKind, InputError, LogEntry, LogLevel, TrapKind, Unavailable, Usage,
 };

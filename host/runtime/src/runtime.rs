@@ -2,22 +2,19 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 
 use crate::admission::{MemoryBudget, MemoryUse};
-use crate::bindings::{SandboxedTool, SandboxedToolPre};
-use crate::cache::{ArtifactCache, Lookup, sha256_hex};
-use crate::compat::ComponentWorld;
-use crate::component::{
-    CacheStatus, Capability, ComponentSpec, InstallReport, InstalledComponent, Prepared,
-};
+use crate::bindings::SandboxedTool;
+use crate::cache::ArtifactCache;
+use crate::component::{Capability, ComponentSpec, InstalledComponent};
 use crate::config::RuntimeConfig;
 use crate::engine::{self, ActiveAllocator};
 use crate::error::RuntimeError;
+use crate::long_lane::LongLane;
 use crate::state::CallState;
 
 /// The interfaces the contract lets a component import.
@@ -45,7 +42,9 @@ pub(crate) struct Shared {
     pub(crate) memory: MemoryBudget,
     /// Runs the epoch ticker while a guest may run.
     pub(crate) ticker: Arc<engine::Ticker>,
-    stats: Counters,
+    /// Where long calls finish.
+    pub(crate) long_lane: Arc<LongLane>,
+    pub(crate) stats: Counters,
 }
 
 impl Drop for Shared {
@@ -64,10 +63,10 @@ impl std::fmt::Debug for Shared {
 }
 
 #[derive(Debug, Default)]
-struct Counters {
-    compiled: AtomicU64,
-    cache_hits: AtomicU64,
-    cache_rebuilt: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) compiled: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+    pub(crate) cache_rebuilt: AtomicU64,
 }
 
 /// Install statistics of a runtime since it was created.
@@ -79,6 +78,8 @@ pub struct RuntimeStats {
     pub cache_hits: u64,
     /// Cache entries found invalid and rebuilt.
     pub cache_rebuilt: u64,
+    /// Calls moved to the long-call lane (see [`RuntimeConfig::long_call_threads`]).
+    pub long_calls: u64,
 }
 
 impl Runtime {
@@ -117,6 +118,7 @@ impl Runtime {
             .map(|dir| ArtifactCache::new(dir, &engine));
         let slots = Semaphore::new(config.max_concurrent as usize);
         let memory = MemoryBudget::new(config.memory_budget);
+        let long_lane = Arc::new(LongLane::new(config.long_call_threads));
         Ok(Runtime {
             shared: Arc::new(Shared {
                 engine,
@@ -127,6 +129,7 @@ impl Runtime {
                 slots,
                 memory,
                 ticker,
+                long_lane,
                 stats: Counters::default(),
             }),
         })
@@ -149,6 +152,7 @@ impl Runtime {
             compiled: s.compiled.load(Ordering::Relaxed),
             cache_hits: s.cache_hits.load(Ordering::Relaxed),
             cache_rebuilt: s.cache_rebuilt.load(Ordering::Relaxed),
+            long_calls: self.shared.long_lane.moved(),
         }
     }
 
@@ -163,126 +167,38 @@ impl Runtime {
         self.shared.memory.close();
     }
 
-    /// Compile (or load from the cache), check imports and exports, compile
-    /// the schemas, and prepare instantiation.
+    /// Install a component and prepare its code now: compile it (or load it
+    /// from the cache), check its imports and exports, link it, and compile
+    /// the capabilities' schemas. Every refusal comes from here.
     pub fn install(&self, spec: ComponentSpec<'_>) -> Result<InstalledComponent, RuntimeError> {
-        let start = Instant::now();
-        let (component, cache) = self.load_component(&spec)?;
-        let world = crate::compat::detect(&self.shared.engine, &spec.name, &component)?;
-        check_imports(&self.shared.engine, &spec.name, &component, world)?;
-        let pre = self
-            .shared
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| RuntimeError::Internal {
-                reason: format!("preparing `{}`: {e:#}", spec.name),
-            })?;
-        let missing = |e: wasmtime::Error| RuntimeError::ExportMissing {
-            component: spec.name.clone(),
-            reason: format!("{e:#}"),
-        };
-        let pre = match world {
-            ComponentWorld::Warden => {
-                Prepared::Warden(SandboxedToolPre::new(pre).map_err(missing)?)
-            }
-            ComponentWorld::NearAgent => {
-                let pre = crate::compat::call::Pre::new(pre).map_err(missing)?;
-                let shared = &self.shared;
-                let _busy = shared.ticker.busy();
-                crate::compat::probe::check_schema(
-                    &shared.engine,
-                    &shared.config,
-                    &spec.name,
-                    &pre,
-                )?;
-                Prepared::NearAgent(pre)
-            }
-        };
+        let component = self.install_lazy(spec)?;
+        component.prepare()?;
+        Ok(component)
+    }
+
+    /// Install a component whose code is prepared later: at its first call,
+    /// or when [`InstalledComponent::prepare`] is called (a host warms its
+    /// components up in the background this way). What needs no compiling is
+    /// checked now — the world (from the exports), the schemas, the limits —
+    /// so the catalog never waits for a compiler; a component that fails to
+    /// compile or link fails its calls with that error. For packages already
+    /// accepted once by [`Runtime::install`].
+    pub fn install_lazy(
+        &self,
+        spec: ComponentSpec<'_>,
+    ) -> Result<InstalledComponent, RuntimeError> {
+        let world = crate::compat::scan(&spec.name, &spec.wasm)?;
         let capabilities = spec
             .capabilities
             .iter()
             .map(|c| Capability::compile(c, &self.shared.config))
             .collect::<Result<_, _>>()?;
-        let report = InstallReport {
-            cache,
-            elapsed: start.elapsed(),
-        };
         Ok(InstalledComponent::new(
             self.shared.clone(),
             spec.name,
-            pre,
+            world,
+            spec.wasm.into_owned(),
             capabilities,
-            report,
         ))
     }
-
-    fn load_component(
-        &self,
-        spec: &ComponentSpec<'_>,
-    ) -> Result<(Component, CacheStatus), RuntimeError> {
-        let engine = &self.shared.engine;
-        let Some(cache) = &self.shared.cache else {
-            return Ok((self.compile(spec)?, CacheStatus::Disabled));
-        };
-        let sha = sha256_hex(&spec.wasm);
-        let rebuilt = match cache.load(engine, &sha) {
-            Lookup::Hit(component) => {
-                self.shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok((component, CacheStatus::Hit));
-            }
-            Lookup::Miss => false,
-            Lookup::Invalid(reason) => {
-                tracing::warn!(component = %spec.name, %reason, "rebuilding cache entry");
-                self.shared
-                    .stats
-                    .cache_rebuilt
-                    .fetch_add(1, Ordering::Relaxed);
-                true
-            }
-        };
-        let component = self.compile(spec)?;
-        match component.serialize() {
-            Ok(artifact) => {
-                if let Err(error) = cache.store(&sha, &artifact) {
-                    tracing::warn!(component = %spec.name, %error, "could not write cache entry");
-                }
-            }
-            Err(error) => tracing::warn!(component = %spec.name, %error, "could not serialize"),
-        }
-        let status = if rebuilt {
-            CacheStatus::Rebuilt
-        } else {
-            CacheStatus::Compiled
-        };
-        Ok((component, status))
-    }
-
-    fn compile(&self, spec: &ComponentSpec<'_>) -> Result<Component, RuntimeError> {
-        let component =
-            Component::new(&self.shared.engine, &spec.wasm).map_err(|e| RuntimeError::Compile {
-                component: spec.name.clone(),
-                reason: format!("{e:#}"),
-            })?;
-        self.shared.stats.compiled.fetch_add(1, Ordering::Relaxed);
-        Ok(component)
-    }
-}
-
-/// Refuse a component importing anything outside its world's contract and
-/// the allowed WASI 0.2 interfaces ([`warden_core::wasi::WASI_ALLOWED`]), naming it.
-fn check_imports(
-    engine: &Engine,
-    name: &str,
-    component: &Component,
-    world: ComponentWorld,
-) -> Result<(), RuntimeError> {
-    for (import, _) in component.component_type().imports(engine) {
-        if !world.imports().contains(&import) && !warden_core::wasi::is_allowed_import(import) {
-            return Err(RuntimeError::ImportNotAllowed {
-                component: name.to_owned(),
-                import: import.to_owned(),
-            });
-        }
-    }
-    Ok(())
 }

@@ -37,6 +37,8 @@ pub(crate) struct Context {
     pub(crate) json: bool,
     /// `serve --memory-budget`, replacing the runtime's default budget.
     pub(crate) memory_budget: Option<u64>,
+    /// `serve --long-call-threads`, replacing the runtime's default.
+    pub(crate) long_call_threads: Option<u16>,
 }
 
 impl Context {
@@ -49,7 +51,9 @@ impl Context {
     /// then every installed one (an installed package replaces a built-in
     /// one of the same id: `install --replace` put it there). An installed
     /// package that no longer loads is skipped with a warning on stderr, so
-    /// it never stops the others.
+    /// it never stops the others. Nothing is compiled here: a component
+    /// compiles at its first call (`serve` also warms them up in the
+    /// background), so listing tools never waits for a compiler.
     pub(crate) fn open(&self) -> Result<(Host, Location)> {
         let host = self.host()?;
         let location = host.open_location(&self.location);
@@ -94,6 +98,9 @@ impl Context {
         if let Some(budget) = self.memory_budget {
             config.runtime.memory_budget = budget;
         }
+        if let Some(threads) = self.long_call_threads {
+            config.runtime.long_call_threads = usize::from(threads);
+        }
         Ok(Host::builder(config)
             .resolver(self.settings.resolver())
             .audit_log(AuditLog::new(
@@ -118,7 +125,8 @@ fn load_installed(location: &Location, dir: &Path) -> Result<()> {
     if loaded.package.id != name {
         anyhow::bail!("its manifest id is `{}`, not `{name}`", loaded.package.id);
     }
-    location.install_loaded(loaded, Replace::Yes)?;
+    // Accepted by `warden install` before: it compiles when first used.
+    location.install_loaded_lazily(loaded, Replace::Yes)?;
     Ok(())
 }
 
@@ -154,6 +162,12 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         json: cli.json,
         memory_budget: match &cli.command {
             Command::Serve { memory_budget, .. } => *memory_budget,
+            _ => None,
+        },
+        long_call_threads: match &cli.command {
+            Command::Serve {
+                long_call_threads, ..
+            } => *long_call_threads,
             _ => None,
         },
     };

@@ -61,6 +61,11 @@ pub(crate) async fn run(
         follower.refresh_hosted().await;
         follower.follow_hosted().await;
     });
+    // Components compile in the background, one at a time, while the
+    // catalog (from the manifests) is already served; a call arriving first
+    // compiles its own component.
+    let warming = location.clone();
+    tokio::spawn(async move { warming.warm_up().await });
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
     let backend = crate::backend::HostBackend::new(host, location);

@@ -9,6 +9,7 @@ use warden_runtime::{CallRequest, CapabilitySpec, ComponentSpec, InstalledCompon
 use super::{CallContext, Lane, LaneError, LaneOutcome};
 use crate::error::HostError;
 use crate::host::Shared;
+use crate::location::Compile;
 
 /// A package's installed component (shared by all its capabilities).
 #[derive(Debug)]
@@ -45,26 +46,36 @@ impl Lane for WasmLane {
     fn world(&self) -> Option<warden_runtime::ComponentWorld> {
         Some(self.component.world())
     }
+
+    fn warm_up(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Err(error) = self.component.prepare_async().await {
+                tracing::warn!(component = %self.component.name(), %error, "component failed to prepare; its calls will fail");
+            }
+        })
+    }
 }
 
-/// Compile and link the package's component once; every capability shares
-/// the one lane.
+/// Install the package's component, compiled and linked now or at first
+/// use; every capability shares the one lane.
 pub(crate) fn install(
     shared: &Shared,
     package: &Package,
     module: Vec<u8>,
+    compile: Compile,
 ) -> Result<Arc<dyn Lane>, HostError> {
     let spec = package.capabilities.iter().fold(
         ComponentSpec::new(package.id.clone(), module),
         |spec, cap| spec.with_capability(capability_spec(cap)),
     );
-    let component = shared
-        .runtime
-        .install(spec)
-        .map_err(|source| HostError::Install {
-            package: package.id.clone(),
-            source,
-        })?;
+    let installed = match compile {
+        Compile::Now => shared.runtime.install(spec),
+        Compile::OnFirstUse => shared.runtime.install_lazy(spec),
+    };
+    let component = installed.map_err(|source| HostError::Install {
+        package: package.id.clone(),
+        source,
+    })?;
     Ok(Arc::new(WasmLane {
         component: Arc::new(component),
     }))

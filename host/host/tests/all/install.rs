@@ -307,3 +307,78 @@ fn lanes_this_host_does_not_run_are_refused_at_install() {
         .install(&PackageSource::Dir(echo_with("").path().to_owned()))
         .expect("plain echo installs");
 }
+
+/// A host with no compile cache, so every preparation is a compilation.
+fn uncached_host() -> Host {
+    let mut config = HostConfig::default();
+    config.runtime.cache_dir = None;
+    Host::builder(config).build().expect("host")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_is_served_before_any_component_compiles() {
+    let host = uncached_host();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    // Every tool is listed and described, and its input checked, with
+    // nothing compiled.
+    let snapshot = location.snapshot();
+    assert!(snapshot.lookup("echo_echo").is_some());
+    assert_eq!(
+        location.package("echo").unwrap().world,
+        Some(warden_host::ComponentWorld::Warden),
+        "the world is read without compiling"
+    );
+    let bad = Invocation::new("echo_echo", json!({ "text": 3 }), Origin::LoopRun);
+    let InvokeOutcome::Failed(failure) = location.invoke(bad).await.unwrap() else {
+        panic!("a wrong input is refused")
+    };
+    assert_eq!(failure.code(), "invalid_input");
+    assert_eq!(host.runtime().stats().compiled, 0);
+
+    // The first call compiles its own component only.
+    let call = Invocation::new("echo_echo", json!({ "text": "a" }), Origin::LoopRun);
+    let outcome = location.invoke(call).await.unwrap();
+    let InvokeOutcome::Completed(_) = outcome else {
+        panic!("echo completes: {outcome:?}")
+    };
+    assert_eq!(host.runtime().stats().compiled, 1);
+
+    // Warming up compiles the rest, each once; calls then compile nothing.
+    location.warm_up().await;
+    // (the bundled echo under the installed one is not active: not compiled)
+    let wasm_packages = location
+        .installed()
+        .iter()
+        .filter(|p| p.world.is_some())
+        .count() as u64;
+    assert_eq!(host.runtime().stats().compiled, wasm_packages);
+    location.warm_up().await;
+    let call = Invocation::new("echo_echo", json!({ "text": "b" }), Origin::LoopRun);
+    let InvokeOutcome::Completed(_) = location.invoke(call).await.unwrap() else {
+        panic!("echo completes")
+    };
+    assert_eq!(host.runtime().stats().compiled, wasm_packages);
+}
+
+#[test]
+fn reopening_an_installed_package_compiles_nothing() {
+    let host = uncached_host();
+    let location = host.open_location("p");
+    let loaded = warden_host::load_package(
+        &PackageSource::Dir(root().join("packages/echo")),
+        location.validation(),
+    )
+    .unwrap();
+    location.install_loaded_lazily(loaded, Replace::No).unwrap();
+    assert!(location.snapshot().lookup("echo_echo").is_some());
+    assert_eq!(host.runtime().stats().compiled, 0);
+    // `install_loaded` (what `warden install` runs) compiles before it returns.
+    let loaded = warden_host::load_package(
+        &PackageSource::Dir(root().join("packages/echo")),
+        location.validation(),
+    )
+    .unwrap();
+    location.install_loaded(loaded, Replace::Yes).unwrap();
+    assert_eq!(host.runtime().stats().compiled, 1);
+}

@@ -31,6 +31,7 @@ pub(crate) mod host;
 pub(crate) mod http;
 pub(crate) mod probe;
 
+use wasmparser::Payload;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -75,26 +76,64 @@ impl std::fmt::Display for ComponentWorld {
     }
 }
 
-/// The world of `component`: the compatibility world when it exports
+/// The world of the component in `wasm`, read from its top-level exports
+/// without compiling it: the compatibility world when it exports
 /// [`TOOL_EXPORT`], Warden's own otherwise (whose exports are checked when
-/// it is prepared). Another `near:agent` version is refused by name.
+/// it is prepared). Another `near:agent` version is refused by name, and
+/// bytes that do not parse as WebAssembly are refused as a compile error.
+pub(crate) fn scan(name: &str, wasm: &[u8]) -> Result<ComponentWorld, RuntimeError> {
+    let unreadable = |e: wasmparser::BinaryReaderError| RuntimeError::Compile {
+        component: name.to_owned(),
+        reason: format!("{e}"),
+    };
+    // Nested modules and components come inline between their own
+    // `Version` and `End`: only depth 1 is the component itself.
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        match payload.map_err(unreadable)? {
+            Payload::Version { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(exports) if depth == 1 => {
+                for export in exports {
+                    if let Some(world) =
+                        world_of_export(name, export.map_err(unreadable)?.name.name)?
+                    {
+                        return Ok(world);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(ComponentWorld::Warden)
+}
+
+/// The world of a compiled component, from the same rule as [`scan`]
+/// (checked against it when a lazily installed component is prepared).
 pub(crate) fn detect(
     engine: &Engine,
     name: &str,
     component: &Component,
 ) -> Result<ComponentWorld, RuntimeError> {
     for (export, _) in component.component_type().exports(engine) {
-        if export == TOOL_EXPORT {
-            return Ok(ComponentWorld::NearAgent);
-        }
-        if export.starts_with("near:agent/") {
-            return Err(RuntimeError::ExportMissing {
-                component: name.to_owned(),
-                reason: format!(
-                    "it exports `{export}`; this host runs the `near:agent` world only at version 0.4.1 (`{TOOL_EXPORT}`)"
-                ),
-            });
+        if let Some(world) = world_of_export(name, export)? {
+            return Ok(world);
         }
     }
     Ok(ComponentWorld::Warden)
+}
+
+fn world_of_export(name: &str, export: &str) -> Result<Option<ComponentWorld>, RuntimeError> {
+    if export == TOOL_EXPORT {
+        return Ok(Some(ComponentWorld::NearAgent));
+    }
+    if export.starts_with("near:agent/") {
+        return Err(RuntimeError::ExportMissing {
+            component: name.to_owned(),
+            reason: format!(
+                "it exports `{export}`; this host runs the `near:agent` world only at version 0.4.1 (`{TOOL_EXPORT}`)"
+            ),
+        });
+    }
+    Ok(None)
 }

@@ -20,6 +20,7 @@ fn install_both(runtime: &Runtime) -> Vec<CacheStatus> {
                 .install(package(dir))
                 .expect("install")
                 .report()
+                .expect("installed eagerly")
                 .cache
         })
         .collect()
@@ -35,7 +36,8 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
         RuntimeStats {
             compiled: 2,
             cache_hits: 0,
-            cache_rebuilt: 0
+            cache_rebuilt: 0,
+            long_calls: 0,
         }
     );
     drop(first);
@@ -46,11 +48,15 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
         RuntimeStats {
             compiled: 0,
             cache_hits: 2,
-            cache_rebuilt: 0
+            cache_rebuilt: 0,
+            long_calls: 0,
         },
         "the restart deserialized every component"
     );
-    assert_eq!(host.echo.report().cache, CacheStatus::Hit);
+    assert_eq!(
+        host.echo.report().expect("installed eagerly").cache,
+        CacheStatus::Hit
+    );
     host.assert_echo_works().await;
 }
 
@@ -72,7 +78,10 @@ async fn corrupt_entries_are_rebuilt_not_trusted() {
     assert_eq!(entries, 2);
 
     let host = Host::new(config(dir.path()));
-    assert_eq!(host.echo.report().cache, CacheStatus::Rebuilt);
+    assert_eq!(
+        host.echo.report().expect("installed eagerly").cache,
+        CacheStatus::Rebuilt
+    );
     assert_eq!(host.runtime.stats().cache_rebuilt, 2);
     assert_eq!(host.runtime.stats().compiled, 2);
     host.assert_echo_works().await;

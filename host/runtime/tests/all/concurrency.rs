@@ -255,3 +255,138 @@ async fn a_call_waiting_for_memory_is_refused_after_the_queue_timeout() {
     assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
     host.assert_echo_works().await;
 }
+
+/// Start `n` CPU-bound calls of at least a few epoch ticks each.
+fn start_burns(
+    host: &Arc<Host>,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<warden_runtime::CallOutcome>> {
+    (0..n)
+        .map(|_| {
+            let host = host.clone();
+            let generous = ToolLimits {
+                timeout_ms: Some(60_000),
+                ..ToolLimits::default()
+            };
+            tokio::spawn(async move { host.hostile.call(burn(ROUNDS).limits(generous)).await })
+        })
+        .collect()
+}
+
+// One thread: without the long-call lane every guest would run here.
+#[tokio::test(flavor = "current_thread")]
+async fn cpu_bound_calls_move_to_the_long_call_lane_and_cheap_ones_stay() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        long_call_threads: 1,
+        ..config()
+    }));
+    let burns = start_burns(&host, 4);
+    // Each burn yields here at every tick until it has run LONG_CALL_SLICES.
+    while host.runtime.stats().long_calls < 4 && !burns.iter().all(|b| b.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        host.runtime.stats().long_calls,
+        4,
+        "every CPU-bound call moved"
+    );
+    host.assert_echo_works().await;
+    let mut fuel = Vec::new();
+    for burn in burns {
+        let outcome = burn.await.expect("task");
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        fuel.push(outcome.usage.fuel_consumed);
+    }
+    assert!(
+        fuel.iter().all(|f| *f == fuel[0] && *f > 0),
+        "same work, wherever it ran: {fuel:?}"
+    );
+    assert_eq!(
+        host.runtime.stats().long_calls,
+        4,
+        "the echo call stayed where it started"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn without_long_call_threads_every_call_stays_where_it_started() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        long_call_threads: 0,
+        ..config()
+    }));
+    for burn in start_burns(&host, 2) {
+        assert!(burn.await.expect("task").result.is_ok());
+    }
+    assert_eq!(host.runtime.stats().long_calls, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_call_keeps_its_deadline_and_its_usage() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        long_call_threads: 1,
+        ..config()
+    }));
+    let limits = ToolLimits {
+        timeout_ms: Some(300),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.spin", "{}").limits(limits))
+        .await;
+    assert_eq!(host.runtime.stats().long_calls, 1);
+    assert!(
+        matches!(outcome.result, Err(RuntimeError::Timeout { .. })),
+        "{:?}",
+        outcome.result
+    );
+    assert!(
+        outcome.usage.fuel_consumed > 0,
+        "usage comes back from the lane"
+    );
+    host.assert_echo_works().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_moved_call_stops_it_on_the_lane() {
+    let host = Arc::new(Host::new(RuntimeConfig {
+        long_call_threads: 1,
+        ..config()
+    }));
+    // The call's store holds the only other reference to its network.
+    let network: Arc<dyn warden_core::net::CallNetwork> = Arc::new(warden_core::net::DenyAll);
+    let limits = ToolLimits {
+        timeout_ms: Some(30_000),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    let request = CallRequest::new("hostile.spin", "{}")
+        .limits(limits)
+        .network(network.clone());
+    let call = {
+        let host = host.clone();
+        tokio::spawn(async move { host.hostile.call(request).await })
+    };
+    while host.runtime.stats().long_calls < 1 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        Arc::strong_count(&network),
+        2,
+        "the moved call holds its store"
+    );
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    // The lane drops the guest's future (and its store) once it is aborted,
+    // long before its 30 s deadline.
+    let waited = std::time::Instant::now();
+    while Arc::strong_count(&network) > 1 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the spin kept running"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    host.assert_echo_works().await;
+}

@@ -28,9 +28,9 @@ pub(crate) fn component(wit: &str) -> Vec<u8> {
         .expect("encode")
 }
 
-#[test]
-fn an_import_outside_the_contract_is_refused_by_name() {
-    let wasm = component(
+/// A component importing `wasi:sockets/tcp@0.2.0`, outside the contract.
+pub(crate) fn socket_importing_component() -> Vec<u8> {
+    component(
         "package test:bad;
         world w {
             import wasi:sockets/tcp@0.2.0;
@@ -39,7 +39,12 @@ fn an_import_outside_the_contract_is_refused_by_name() {
         package wasi:sockets@0.2.0 {
             interface tcp { connect: func(address: string) -> u32; }
         }",
-    );
+    )
+}
+
+#[test]
+fn an_import_outside_the_contract_is_refused_by_name() {
+    let wasm = socket_importing_component();
     let runtime = Runtime::new(config()).unwrap();
     let error = runtime
         .install(ComponentSpec::new("bad", wasm))

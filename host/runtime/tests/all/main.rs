@@ -8,6 +8,7 @@ mod concurrency;
 mod echo;
 mod hostile;
 mod imports;
+mod lazy;
 mod limits;
 mod network;
 mod support;

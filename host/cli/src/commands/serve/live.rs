@@ -169,7 +169,9 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
         {
             continue;
         }
-        match location.install_loaded(loaded, Replace::Yes) {
+        // `warden install` (the other process) compiled and checked it; here
+        // it compiles at its first call, off the serving thread.
+        match location.install_loaded_lazily(loaded, Replace::Yes) {
             Ok(package) => eprintln!(
                 "warden: installed {} {} (another process)",
                 package.id, package.version

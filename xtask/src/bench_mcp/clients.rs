@@ -1,0 +1,144 @@
+//! `bench-mcp --clients`: server CPU per sequential `echo` call with two
+//! clients, alternating runs, each in a fresh server process:
+//!
+//! - **channel**: the client of the other phases — a reader thread parses
+//!   each answer and hands it over a channel; requests are written with
+//!   `writeln!` straight into the pipe (several small writes per request);
+//! - **line**: a plain line-buffered JSON-RPC client on one thread — one
+//!   `write` per request line, answers read with `read_line`.
+//!
+//! Server CPU is the scheduler's per-thread run time (`schedstat`).
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use super::{Server, check_echo, echo_call, median, temp_data_dir};
+
+/// One thread, one write per request, one `read_line` per answer.
+struct LineClient {
+    child: Child,
+    writer: BufWriter<std::process::ChildStdin>,
+    reader: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl LineClient {
+    fn spawn(binary: &Path, data_dir: &Path) -> Result<LineClient> {
+        let mut child = super::spawn_serve(binary, data_dir, &[])?;
+        let writer = BufWriter::new(child.stdin.take().expect("piped"));
+        let reader = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(LineClient {
+            child,
+            writer,
+            reader,
+            next_id: 1,
+        })
+    }
+
+    fn write_line(&mut self, message: &Value) -> Result<()> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
+        self.writer.flush()?;
+        Ok(())
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.write_line(
+            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+        )?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line)? == 0 {
+                bail!("warden serve closed its output");
+            }
+            let value: Value = serde_json::from_str(&line)?;
+            if value.get("id").is_some() {
+                return Ok(value);
+            }
+        }
+    }
+
+    fn cpu(&self) -> Result<Duration> {
+        super::thread_cpu(self.child.id())
+    }
+}
+
+impl Drop for LineClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Server CPU per call, in microseconds, of `calls` sequential calls.
+fn channel_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+    let mut server = Server::spawn(binary, data_dir)?;
+    server.initialize()?;
+    for i in 0..50 {
+        check_echo(&server.request("tools/call", echo_call(i))?)?;
+    }
+    let before = server.cpu()?;
+    for i in 0..calls {
+        check_echo(&server.request("tools/call", echo_call(i))?)?;
+    }
+    Ok((server.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
+}
+
+fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+    let mut client = LineClient::spawn(binary, data_dir)?;
+    client.request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "line", "version": "0" } }),
+    )?;
+    client.write_line(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))?;
+    for i in 0..50 {
+        check_echo(&client.request("tools/call", echo_call(i))?)?;
+    }
+    let before = client.cpu()?;
+    for i in 0..calls {
+        check_echo(&client.request("tools/call", echo_call(i))?)?;
+    }
+    Ok((client.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
+}
+
+pub(crate) fn run(binary: &Path, runs: usize, calls: usize) -> Result<()> {
+    let data_dir = temp_data_dir("clients")?;
+    super::cold::fill_cache(binary, &data_dir)?;
+    let (mut channel, mut line) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        if i % 2 == 0 {
+            channel.push(channel_run(binary, &data_dir, calls)?);
+            line.push(line_run(binary, &data_dir, calls)?);
+        } else {
+            line.push(line_run(binary, &data_dir, calls)?);
+            channel.push(channel_run(binary, &data_dir, calls)?);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let range = |v: &[f64]| {
+        let (min, max) = v
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
+        format!("{:.1} µs ({min:.1}–{max:.1})", median(v))
+    };
+    println!(
+        "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
+    );
+    println!();
+    println!("| client | median (min–max) |");
+    println!("|---|---|");
+    println!("| channel (bench-mcp's) | {} |", range(&channel));
+    println!("| line-buffered | {} |", range(&line));
+    println!();
+    println!("line / channel: {:.2}×", median(&line) / median(&channel));
+    Ok(())
+}
