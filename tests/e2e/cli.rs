@@ -68,9 +68,29 @@ fn listing_compiles_nothing_and_a_call_compiles_only_its_own_component() {
         0,
         "the catalog needs no compiler"
     );
-    let run = warden.run(&["call", "echo.echo", "--input", r#"{"text": "a"}"#]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let run = warden
+        .command()
+        .env("RUST_LOG", "warden_runtime=debug")
+        .args(["call", "echo.echo", "--input", r#"{"text": "a"}"#])
+        .output()
+        .expect("warden runs");
+    assert!(run.status.success(), "{run:?}");
     assert_eq!(compiled_artifacts(&warden), 1, "only echo was compiled");
+    // ... in a `warden compile-component` process, whose artifact the host loaded.
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        log.contains("component prepared") && log.contains("cache=External"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_compiler_process_refuses_what_is_not_a_component() {
+    let warden = crate::warden();
+    let run = warden.run_with_stdin(&["compile-component", "--name", "junk"], "not wasm");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("junk"), "{run:?}");
+    assert_eq!(compiled_artifacts(&warden), 0);
 }
 
 #[test]

@@ -111,6 +111,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         auth: ServeAuthArgs,
     },
+    /// Compile the component on stdin into the data directory's cache (what
+    /// the host runs in a process of its own on a cache miss, so the
+    /// compiler's memory leaves with it).
+    #[command(hide = true)]
+    CompileComponent {
+        /// The component's name, for errors.
+        #[arg(long)]
+        name: String,
+    },
 }
 
 impl Command {

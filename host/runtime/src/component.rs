@@ -95,6 +95,9 @@ pub enum CacheStatus {
     Rebuilt,
     /// Compiled; the runtime has no cache.
     Disabled,
+    /// Compiled by the [`crate::ExternalCompiler`] into the cache, then
+    /// loaded from it; nothing was compiled in this process.
+    External,
 }
 
 /// How preparing a component went.

@@ -158,6 +158,9 @@ pub struct RuntimeConfig {
     /// `0` keeps every call where it started. Default: the machine's cores
     /// less one (at least one), leaving a core for serving.
     pub long_call_threads: usize,
+    /// Compile components in another process on a cache miss (see
+    /// [`ExternalCompiler`](crate::ExternalCompiler)); `None` compiles here.
+    pub external_compiler: Option<std::sync::Arc<dyn crate::ExternalCompiler>>,
 }
 
 impl Default for RuntimeConfig {
@@ -177,6 +180,7 @@ impl Default for RuntimeConfig {
             long_call_threads: std::thread::available_parallelism()
                 .map_or(1, |n| n.get().saturating_sub(1))
                 .max(1),
+            external_compiler: None,
         }
     }
 }

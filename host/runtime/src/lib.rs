@@ -33,6 +33,7 @@ mod component;
 mod config;
 mod engine;
 mod error;
+mod external;
 mod host;
 mod limits;
 mod long_lane;
@@ -52,6 +53,7 @@ pub use component::{
 pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits};
 pub use engine::ActiveAllocator;
 pub use error::RuntimeError;
+pub use external::ExternalCompiler;
 pub use limits::TABLE_ELEMENT_BYTES;
 pub use long_lane::LONG_CALL_SLICES;
 pub use outcome::{

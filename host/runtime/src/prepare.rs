@@ -84,6 +84,9 @@ fn load(
             true
         }
     };
+    if !rebuilt && let Some(component) = compile_elsewhere(shared, name, wasm, &sha) {
+        return Ok((component, CacheStatus::External));
+    }
     let component = compile(shared, name, wasm)?;
     match component.serialize() {
         Ok(artifact) => {
@@ -99,6 +102,50 @@ fn load(
         CacheStatus::Compiled
     };
     Ok((component, status))
+}
+
+/// Have the configured external compiler fill the cache, then load the
+/// entry; `None` (with a warning) when there is no compiler or no usable
+/// entry came of it, and the caller compiles here.
+fn compile_elsewhere(shared: &Shared, name: &str, wasm: &[u8], sha: &str) -> Option<Component> {
+    let compiler = shared.config.external_compiler.as_ref()?;
+    let cache = shared.cache.as_ref()?;
+    if let Err(reason) = compiler.compile(name, wasm) {
+        tracing::warn!(component = %name, %reason, "the external compiler failed; compiling here");
+        return None;
+    }
+    match cache.load(&shared.engine, sha) {
+        Lookup::Hit(component) => {
+            shared
+                .stats
+                .compiled_external
+                .fetch_add(1, Ordering::Relaxed);
+            Some(component)
+        }
+        Lookup::Miss => {
+            tracing::warn!(component = %name, "the external compiler left no cache entry for this engine; compiling here");
+            None
+        }
+        Lookup::Invalid(reason) => {
+            tracing::warn!(component = %name, %reason, "the external compiler's cache entry is invalid; compiling here");
+            None
+        }
+    }
+}
+
+/// Compile `wasm` into the cache unless it is there already (what an
+/// [`crate::ExternalCompiler`] runs in its own process).
+pub(crate) fn compile_to_cache(
+    shared: &Shared,
+    name: &str,
+    wasm: &[u8],
+) -> Result<CacheStatus, RuntimeError> {
+    if shared.cache.is_none() {
+        return Err(RuntimeError::InvalidConfig {
+            reason: "compiling into the cache needs a cache directory".into(),
+        });
+    }
+    load(shared, name, wasm).map(|(_, status)| status)
 }
 
 fn compile(shared: &Shared, name: &str, wasm: &[u8]) -> Result<Component, RuntimeError> {

@@ -67,6 +67,7 @@ pub(crate) struct Counters {
     pub(crate) compiled: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
     pub(crate) cache_rebuilt: AtomicU64,
+    pub(crate) compiled_external: AtomicU64,
 }
 
 /// Install statistics of a runtime since it was created.
@@ -80,6 +81,8 @@ pub struct RuntimeStats {
     pub cache_rebuilt: u64,
     /// Calls moved to the long-call lane (see [`RuntimeConfig::long_call_threads`]).
     pub long_calls: u64,
+    /// Components the [`crate::ExternalCompiler`] compiled into the cache.
+    pub compiled_external: u64,
 }
 
 impl Runtime {
@@ -153,6 +156,7 @@ impl Runtime {
             cache_hits: s.cache_hits.load(Ordering::Relaxed),
             cache_rebuilt: s.cache_rebuilt.load(Ordering::Relaxed),
             long_calls: self.shared.long_lane.moved(),
+            compiled_external: s.compiled_external.load(Ordering::Relaxed),
         }
     }
 
@@ -174,6 +178,17 @@ impl Runtime {
         let component = self.install_lazy(spec)?;
         component.prepare()?;
         Ok(component)
+    }
+
+    /// Compile `wasm` into the artifact cache unless it is there already,
+    /// without installing it: what an [`crate::ExternalCompiler`] runs in its
+    /// own process, with a runtime of the same configuration.
+    pub fn compile_to_cache(
+        &self,
+        name: &str,
+        wasm: &[u8],
+    ) -> Result<crate::CacheStatus, RuntimeError> {
+        crate::prepare::compile_to_cache(&self.shared, name, wasm)
     }
 
     /// Install a component whose code is prepared later: at its first call,

@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod call;
+mod compile;
 mod grants;
 mod inspect;
 mod install;
@@ -13,6 +14,7 @@ pub(crate) mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use warden_host::{AuditLog, Host, HostConfig, Location, PackageSource, Replace};
@@ -89,18 +91,17 @@ impl Context {
         &self,
         adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
     ) -> Result<Host> {
-        let mut config = HostConfig {
+        let mut runtime = self.runtime_config();
+        // A cache miss compiles in a `warden compile-component` process.
+        runtime.external_compiler = compile::ChildCompiler::new(self.data_dir.clone())
+            .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
+        let config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
             egress: adjust(self.settings.egress()?),
             hosted: self.settings.hosted()?,
+            runtime,
             ..HostConfig::default()
         };
-        if let Some(budget) = self.memory_budget {
-            config.runtime.memory_budget = budget;
-        }
-        if let Some(threads) = self.long_call_threads {
-            config.runtime.long_call_threads = usize::from(threads);
-        }
         Ok(Host::builder(config)
             .resolver(self.settings.resolver())
             .audit_log(AuditLog::new(
@@ -108,6 +109,22 @@ impl Context {
                 warden_host::DEFAULT_AUDIT_MAX_BYTES,
             ))
             .build()?)
+    }
+
+    /// The runtime configuration of this data directory (its cache, the
+    /// `serve` options), without an external compiler.
+    pub(crate) fn runtime_config(&self) -> warden_runtime::RuntimeConfig {
+        let mut runtime = warden_runtime::RuntimeConfig {
+            cache_dir: Some(self.data_dir.join("cache")),
+            ..HostConfig::default().runtime
+        };
+        if let Some(budget) = self.memory_budget {
+            runtime.memory_budget = budget;
+        }
+        if let Some(threads) = self.long_call_threads {
+            runtime.long_call_threads = usize::from(threads);
+        }
+        runtime
     }
 
     /// The audit log: `<data-dir>/audit.jsonl` (and `audit.jsonl.1`).
@@ -185,5 +202,6 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Grants(command) => grants::run(&cx, command),
         Command::Audit(command) => audit::run(&cx, command),
         Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
+        Command::CompileComponent { name } => compile::run(&cx, &name),
     }
 }

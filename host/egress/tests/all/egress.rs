@@ -237,7 +237,10 @@ async fn egress_byte_allowance_is_enforced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_server_times_out_within_the_remaining_deadline() {
     let fx = fixture(|_| {
-        std::thread::sleep(Duration::from_millis(800));
+        // The handler runs on a worker of the test's runtime: let Tokio move
+        // the client's task off it first, or its timer waits for the sleep
+        // (a task in a blocked worker's LIFO slot cannot be stolen).
+        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(800)));
         TestResponse::ok("late")
     })
     .await;

@@ -38,6 +38,7 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
             cache_hits: 0,
             cache_rebuilt: 0,
             long_calls: 0,
+            compiled_external: 0,
         }
     );
     drop(first);
@@ -50,6 +51,7 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
             cache_hits: 2,
             cache_rebuilt: 0,
             long_calls: 0,
+            compiled_external: 0,
         },
         "the restart deserialized every component"
     );

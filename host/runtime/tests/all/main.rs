@@ -6,6 +6,7 @@ mod cache;
 mod compat;
 mod concurrency;
 mod echo;
+mod external;
 mod hostile;
 mod imports;
 mod lazy;

@@ -1,0 +1,102 @@
+//! The external compiler: a cache miss is compiled elsewhere and loaded from
+//! the cache; whatever goes wrong there, the runtime compiles itself.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use warden_runtime::{CacheStatus, ExternalCompiler, Runtime, RuntimeConfig};
+
+use crate::support::{echo_dir, package};
+
+fn cached(dir: &Path) -> RuntimeConfig {
+    RuntimeConfig {
+        cache_dir: Some(dir.to_owned()),
+        max_concurrent: 4,
+        ..RuntimeConfig::default()
+    }
+}
+
+/// Another runtime, standing in for the other process.
+#[derive(Debug)]
+struct OtherRuntime(Runtime);
+
+impl ExternalCompiler for OtherRuntime {
+    fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
+        self.0
+            .compile_to_cache(name, wasm)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Debug)]
+struct Broken;
+
+impl ExternalCompiler for Broken {
+    fn compile(&self, _: &str, _: &[u8]) -> Result<(), String> {
+        Err("no such compiler".into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_is_compiled_elsewhere_and_loaded_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = Runtime::new(cached(dir.path())).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(OtherRuntime(other.clone()))),
+        ..cached(dir.path())
+    })
+    .unwrap();
+    let echo = runtime.install(package(&echo_dir())).expect("install");
+    assert_eq!(echo.report().unwrap().cache, CacheStatus::External);
+    assert_eq!(
+        runtime.stats().compiled,
+        0,
+        "nothing compiled in this runtime"
+    );
+    assert_eq!(runtime.stats().compiled_external, 1);
+    assert_eq!(other.stats().compiled, 1);
+    let output = echo
+        .call(warden_runtime::CallRequest::new(
+            "echo.echo",
+            r#"{"text": "x"}"#,
+        ))
+        .await
+        .result
+        .expect("runs");
+    assert_eq!(output["text"], "x");
+}
+
+#[test]
+fn a_failing_external_compiler_means_compiling_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(Broken)),
+        ..cached(dir.path())
+    })
+    .unwrap();
+    let echo = runtime.install(package(&echo_dir())).expect("install");
+    assert_eq!(echo.report().unwrap().cache, CacheStatus::Compiled);
+    assert_eq!(runtime.stats().compiled, 1);
+}
+
+#[test]
+fn an_entry_for_another_engine_is_not_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    // The other side compiles without fuel metering: a different engine.
+    let other = Runtime::new(RuntimeConfig {
+        fuel_metering: false,
+        ..cached(dir.path())
+    })
+    .unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(OtherRuntime(other.clone()))),
+        ..cached(dir.path())
+    })
+    .unwrap();
+    let echo = runtime.install(package(&echo_dir())).expect("install");
+    assert_eq!(other.stats().compiled, 1);
+    assert_eq!(echo.report().unwrap().cache, CacheStatus::Compiled);
+    assert_eq!(runtime.stats().compiled, 1, "compiled here after all");
+    assert_eq!(runtime.stats().compiled_external, 0);
+}
