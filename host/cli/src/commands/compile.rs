@@ -56,10 +56,18 @@ impl ChildCompiler {
 
 impl warden_runtime::ExternalCompiler for ChildCompiler {
     fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
-        let mut child = Command::new(&self.exe)
+        let mut command = Command::new(&self.exe);
+        // The compiler needs nothing of the host's environment (not its
+        // secret key): it reads wasm and writes the cache.
+        command.env_clear();
+        if let Some(filter) = std::env::var_os("RUST_LOG") {
+            command.env("RUST_LOG", filter);
+        }
+        let mut child = command
             .arg("--data-dir")
             .arg(&self.data_dir)
-            .args(["compile-component", "--name", name])
+            .arg("compile-component")
+            .arg(format!("--name={name}"))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -326,15 +326,7 @@ async fn a_moved_call_keeps_its_deadline_and_its_usage() {
         long_call_threads: 1,
         ..config()
     }));
-    let limits = ToolLimits {
-        timeout_ms: Some(300),
-        fuel: Some(u64::MAX),
-        ..ToolLimits::default()
-    };
-    let outcome = host
-        .hostile
-        .call(CallRequest::new("hostile.spin", "{}").limits(limits))
-        .await;
+    let outcome = host.spin(300).await;
     assert_eq!(host.runtime.stats().long_calls, 1);
     assert!(
         matches!(outcome.result, Err(RuntimeError::Timeout { .. })),

@@ -74,15 +74,7 @@ async fn timeout_override_is_capped_by_the_maximum() {
         ..config()
     };
     let host = Host::new(config);
-    let limits = ToolLimits {
-        timeout_ms: Some(60_000),
-        fuel: Some(u64::MAX),
-        ..ToolLimits::default()
-    };
-    let outcome = host
-        .hostile
-        .call(CallRequest::new("hostile.spin", "{}").limits(limits))
-        .await;
+    let outcome = host.spin(60_000).await;
     assert_eq!(
         outcome.result.unwrap_err(),
         RuntimeError::Timeout {

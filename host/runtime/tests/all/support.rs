@@ -107,6 +107,19 @@ impl Host {
             .await
     }
 
+    /// Call `hostile.spin` (an endless loop) with unlimited fuel, so only the
+    /// `timeout_ms` deadline can stop it.
+    pub(crate) async fn spin(&self, timeout_ms: u64) -> CallOutcome {
+        let limits = warden_runtime::ToolLimits {
+            timeout_ms: Some(timeout_ms),
+            fuel: Some(u64::MAX),
+            ..warden_runtime::ToolLimits::default()
+        };
+        self.hostile
+            .call(CallRequest::new("hostile.spin", "{}").limits(limits))
+            .await
+    }
+
     /// Call `echo.echo` and assert that it works.
     pub(crate) async fn assert_echo_works(&self) {
         let outcome = self

@@ -169,9 +169,10 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
         {
             continue;
         }
-        // `warden install` (the other process) compiled and checked it; here
-        // it compiles at its first call, off the serving thread.
-        match location.install_loaded_lazily(loaded, Replace::Yes) {
+        // Compiled and checked before it is published (this runs on the
+        // blocking pool): a directory copied in by hand that does not
+        // compile or link is refused here, as `warden install` would.
+        match location.install_loaded(loaded, Replace::Yes) {
             Ok(package) => eprintln!(
                 "warden: installed {} {} (another process)",
                 package.id, package.version
