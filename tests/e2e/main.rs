@@ -14,6 +14,7 @@ mod identity;
 mod install;
 mod live_catalog;
 mod mcp;
+mod postgres;
 mod serve_auth;
 mod stateless;
 mod tape;

@@ -1,21 +1,12 @@
 //! `warden serve --http` off loopback: refused without authentication, and
 //! with a bearer token file it serves only callers that present the token.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Stdio};
+
+use warden_tests::Serving;
 
 const TOKEN: &str = "e2e-token-5d41402abc4b2a76b9719d911017c592";
-
-/// A running `warden serve`, stopped when dropped.
-pub(crate) struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Starts `warden serve --http 0.0.0.0:0 <args>`; the server and the port it
 /// reports listening on.
@@ -26,37 +17,7 @@ fn serve(warden: &warden_tests::Warden, args: &[&str]) -> (Serving, u16) {
 /// Starts `warden serve --http <addr> <args>`; the server and the port it
 /// reports listening on.
 pub(crate) fn serve_on(warden: &warden_tests::Warden, addr: &str, args: &[&str]) -> (Serving, u16) {
-    let child = warden
-        .command()
-        .args(["serve", "--http", addr])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("warden serve starts");
-    let mut serving = Serving(child);
-    let mut lines = BufReader::new(serving.0.stderr.take().expect("piped"));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert_ne!(
-            lines.read_line(&mut line).expect("stderr"),
-            0,
-            "serve exited"
-        );
-        if let Some(url) = line.split("streamable HTTP at ").nth(1) {
-            let port = url
-                .trim()
-                .trim_end_matches(" (Ctrl-C stops)")
-                .trim_end_matches("/mcp")
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("no port in {line:?}"));
-            return (serving, port);
-        }
-    }
+    warden.serve_http(addr, args)
 }
 
 /// The status of an MCP `initialize` sent with `authorization`.
@@ -267,12 +228,16 @@ async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
     use warden_egress::testing::{TestCa, TestResponse, TestServer};
     const ISSUER: &str = "https://issuer.example.com";
     const AUDIENCE: &str = "https://warden.test/mcp";
-    let issuer = std::sync::Arc::new(warden_tests::jwt_issuer::JwtIssuer::new(ISSUER));
+    use std::sync::{Arc, Mutex};
+    use warden_tests::jwt_issuer::JwtIssuer;
+    // The issuer's current key; the test rotates it while the server runs.
+    let current = Arc::new(Mutex::new(Arc::new(JwtIssuer::new(ISSUER))));
+    let issuer = current.lock().unwrap().clone();
     use serde_json::json;
     let publishes_keys = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ca = TestCa::new();
     let server = TestServer::start(&ca, &["issuer.example.com"], {
-        let (issuer, publishes_keys) = (issuer.clone(), publishes_keys.clone());
+        let (current, publishes_keys) = (current.clone(), publishes_keys.clone());
         move |req| match req.target.as_str() {
             "/.well-known/oauth-authorization-server" => {
                 let mut metadata = json!({"issuer": ISSUER});
@@ -281,9 +246,8 @@ async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
                 }
                 TestResponse::json(&metadata)
             }
-            "/jwks" => {
-                TestResponse::ok(issuer.jwks()).with_header("content-type", "application/json")
-            }
+            "/jwks" => TestResponse::ok(current.lock().unwrap().jwks())
+                .with_header("content-type", "application/json"),
             _ => TestResponse::status(404),
         }
     })
@@ -322,6 +286,16 @@ async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
         ),
         initialize(port, Some(&issuer.bearer(AUDIENCE, "mcp", 300))),
     );
-    drop(serving);
     assert_eq!(statuses, (401, 401, 200));
+
+    // The issuer rotates its key: a token signed with the new one is
+    // accepted without a restart, and the withdrawn key stops verifying.
+    let rotated = Arc::new(JwtIssuer::with_kid(ISSUER, "k2"));
+    *current.lock().unwrap() = rotated.clone();
+    let statuses = (
+        initialize(port, Some(&rotated.bearer(AUDIENCE, "mcp", 300))),
+        initialize(port, Some(&issuer.bearer(AUDIENCE, "mcp", 300))),
+    );
+    drop(serving);
+    assert_eq!(statuses, (200, 401));
 }

@@ -13,12 +13,12 @@ use warden_tests::FakeGitHub;
 
 use crate::serve_auth::{send, serve_on};
 
-async fn client(port: u16) -> RunningService<RoleClient, ()> {
+pub(crate) async fn client(port: u16) -> RunningService<RoleClient, ()> {
     let transport = StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{port}/mcp"));
     ().serve(transport).await.expect("initialize over HTTP")
 }
 
-async fn get_repo(client: &RunningService<RoleClient, ()>) -> CallToolResult {
+pub(crate) async fn get_repo(client: &RunningService<RoleClient, ()>) -> CallToolResult {
     let Value::Object(arguments) = json!({ "owner": "octo", "repo": "hello" }) else {
         unreachable!("object literal")
     };
@@ -28,7 +28,7 @@ async fn get_repo(client: &RunningService<RoleClient, ()>) -> CallToolResult {
         .expect("tools/call")
 }
 
-fn approval_id(result: &CallToolResult) -> Option<String> {
+pub(crate) fn approval_id(result: &CallToolResult) -> Option<String> {
     let meta = &result.meta.as_ref()?.0;
     meta["warden/approvalId"].as_str().map(str::to_owned)
 }

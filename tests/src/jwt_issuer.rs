@@ -8,6 +8,7 @@ use serde_json::json;
 /// The issuer: `iss` of the tokens it signs.
 pub struct JwtIssuer {
     issuer: String,
+    kid: String,
     key: EcdsaKeyPair,
 }
 
@@ -20,21 +21,27 @@ impl std::fmt::Debug for JwtIssuer {
 }
 
 impl JwtIssuer {
-    /// A fresh key for `issuer`.
+    /// A fresh key for `issuer` (kid `k1`).
     pub fn new(issuer: &str) -> Self {
+        Self::with_kid(issuer, "k1")
+    }
+
+    /// A fresh key for `issuer` published as `kid` (a rotated key).
+    pub fn with_kid(issuer: &str, kid: &str) -> Self {
         let rng = ring::rand::SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ALG, &rng).expect("generate key");
         let key = EcdsaKeyPair::from_pkcs8(&ALG, pkcs8.as_ref(), &rng).expect("load key");
         Self {
             issuer: issuer.to_owned(),
+            kid: kid.to_owned(),
             key,
         }
     }
 
-    /// The public key as a JWKS document (kid `k1`).
+    /// The public key as a JWKS document.
     pub fn jwks(&self) -> String {
         let point = self.key.public_key().as_ref();
-        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
+        json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": self.kid,
             "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..])}]})
         .to_string()
     }
@@ -50,7 +57,7 @@ impl JwtIssuer {
             "exp": now + exp_in, "scope": scope});
         let signed = format!(
             "{}.{}",
-            B64.encode(json!({"alg": "ES256", "kid": "k1"}).to_string()),
+            B64.encode(json!({"alg": "ES256", "kid": self.kid}).to_string()),
             B64.encode(claims.to_string())
         );
         let rng = ring::rand::SystemRandom::new();

@@ -14,9 +14,11 @@ mod fake_github;
 pub mod fake_mcp;
 pub mod jwt_issuer;
 pub mod package;
+pub mod postgres;
 pub mod rmcp_mcp;
 pub mod tls;
 mod warden;
 
 pub use fake_github::{FakeGitHub, TOKEN};
-pub use warden::{Run, Warden};
+pub use postgres::TestPostgres;
+pub use warden::{Run, Serving, Warden};

@@ -1,8 +1,8 @@
 //! Run the `warden` binary against a throwaway data directory.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// A data directory and the commands run against it.
 #[derive(Debug)]
@@ -84,6 +84,53 @@ impl Warden {
     /// Run `warden <args>` with no input.
     pub fn run(&self, args: &[&str]) -> Run {
         self.run_with_stdin(args, "")
+    }
+
+    /// Starts `warden serve --http <addr> <args>`; the server (killed when
+    /// dropped) and the port it reports listening on.
+    pub fn serve_http(&self, addr: &str, args: &[&str]) -> (Serving, u16) {
+        let child = self
+            .command()
+            .args(["serve", "--http", addr])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("warden serve starts");
+        let mut serving = Serving(child);
+        let mut lines = BufReader::new(serving.0.stderr.take().expect("piped"));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert_ne!(
+                lines.read_line(&mut line).expect("stderr"),
+                0,
+                "serve exited"
+            );
+            if let Some(url) = line.split("streamable HTTP at ").nth(1) {
+                let port = url
+                    .trim()
+                    .trim_end_matches(" (Ctrl-C stops)")
+                    .trim_end_matches("/mcp")
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| panic!("no port in {line:?}"));
+                return (serving, port);
+            }
+        }
+    }
+}
+
+/// A running `warden serve`, killed (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct Serving(Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

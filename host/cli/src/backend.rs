@@ -109,7 +109,7 @@ impl Backend for HostBackend {
         Box::pin(async move {
             let id = ApprovalId(approval_id);
             // The call to resume is the one the store recorded when it asked.
-            let request = match host.approvals().store().approval(&id) {
+            let request = match host.approvals().store().approval(&id).await {
                 Ok(Some(request)) => request,
                 Ok(None) => {
                     return CallResult::Protocol(format!("no pending call for approval `{id}`"));
@@ -126,7 +126,11 @@ impl Backend for HostBackend {
                 ApprovalAnswer::Deny => Resolution::Deny,
                 ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
             };
-            if let Err(error) = host.approvals().resolve(&id, resolution, now_millis()) {
+            if let Err(error) = host
+                .approvals()
+                .resolve(&id, resolution, now_millis())
+                .await
+            {
                 return CallResult::Protocol(format!("resolving the approval: {error}"));
             }
             let mut invocation =

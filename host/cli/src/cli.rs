@@ -26,6 +26,11 @@ pub(crate) struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// Where approvals, grants and leases live: `postgres://user@host/db`
+    /// shares them between hosts (default: `[store] url` in the
+    /// configuration, else SQLite in the data directory).
+    #[arg(long, global = true, env = "WARDEN_STORE", value_name = "URL")]
+    pub(crate) store: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

@@ -12,6 +12,12 @@
 //! [resolve]                                      # DNS overrides (host -> addresses)
 //! "api.github.com" = ["127.0.0.1:8443"]
 //!
+//! [store]                                        # approvals, grants and leases shared by hosts
+//! url = "postgres://warden@db.internal/warden"   # default: SQLite in the data directory
+//! pool_size = 8                                  # connections this host keeps open
+//! secret_key_file = "/etc/warden/secret.key"     # accounts and secrets are encrypted in the
+//!                                                # database with this key (or $WARDEN_SECRET_KEY)
+//!
 //! [mcp]                                          # hosted MCP servers
 //! refresh_interval_secs = 600                    # list a server's tools again after this long
 //!
@@ -29,6 +35,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use warden_egress::EgressConfig;
 use warden_egress::resolve::{OverrideResolver, Resolver, SystemResolver};
+use warden_egress::secrets::KeySource;
 
 /// The configuration file.
 #[derive(Debug, Default, Deserialize)]
@@ -42,6 +49,42 @@ pub(crate) struct Settings {
     auth: BTreeMap<String, AuthClientSettings>,
     #[serde(default)]
     mcp: McpSettings,
+    #[serde(default)]
+    store: StoreSettings,
+}
+
+/// `[store]`: where approvals, grants and leases live.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreSettings {
+    /// A `postgres://` URL (`--store` / `$WARDEN_STORE` win over it).
+    #[serde(default)]
+    url: Option<String>,
+    /// Connections to keep open (default [`warden_registry::DEFAULT_POOL_SIZE`]).
+    #[serde(default)]
+    pool_size: Option<usize>,
+    /// The key (hex or base64, 32 bytes; created 0600 when missing) that
+    /// encrypts accounts and secrets in the database. Every host sharing
+    /// the database needs the same one; `$WARDEN_SECRET_KEY` wins over it.
+    #[serde(default)]
+    secret_key_file: Option<PathBuf>,
+}
+
+/// The approval store a command line and configuration ask for.
+#[derive(Debug, Clone)]
+pub(crate) enum StoreChoice {
+    /// SQLite in the data directory (the host's default).
+    DataDir,
+    /// A PostgreSQL database shared by hosts: approvals, grants and leases,
+    /// and accounts and secrets (encrypted with `secret_key`).
+    Postgres {
+        /// The connection URL (may hold a password: never printed).
+        url: String,
+        /// Connections to keep open.
+        pool_size: usize,
+        /// The key every host sharing the database uses.
+        secret_key: KeySource,
+    },
 }
 
 /// `[mcp]`: the hosted-MCP lane.
@@ -102,6 +145,48 @@ impl Settings {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("{}: invalid configuration", path.display()))
+    }
+
+    /// The approval store: `explicit` (`--store`), else `[store] url`, else
+    /// SQLite in the data directory. Only PostgreSQL URLs are accepted; the
+    /// error names the scheme, never the URL (it may carry a password).
+    pub(crate) fn store(&self, explicit: Option<&str>) -> Result<StoreChoice> {
+        let Some(url) = explicit.or(self.store.url.as_deref()) else {
+            return Ok(StoreChoice::DataDir);
+        };
+        let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+        if !matches!(scheme, Some("postgres" | "postgresql")) {
+            bail!(
+                "unsupported store `{}`: expected a postgres:// URL (SQLite in the data \
+                 directory is the default)",
+                scheme.map_or_else(|| "without a scheme".to_owned(), |s| format!("{s}://…"))
+            );
+        }
+        let pool_size = self
+            .store
+            .pool_size
+            .unwrap_or(warden_registry::DEFAULT_POOL_SIZE);
+        if pool_size == 0 {
+            bail!("[store] pool_size must be at least 1");
+        }
+        // A key of this data directory would differ from host to host: the
+        // shared one must be named.
+        let secret_key = if std::env::var_os(warden_host::SECRET_KEY_ENV).is_some() {
+            KeySource::Env(warden_host::SECRET_KEY_ENV.to_owned())
+        } else if let Some(path) = &self.store.secret_key_file {
+            KeySource::File(path.clone())
+        } else {
+            bail!(
+                "a PostgreSQL store keeps accounts and secrets encrypted with a key every host \
+                 shares: set ${} (32 bytes, hex or base64) or `[store] secret_key_file`",
+                warden_host::SECRET_KEY_ENV
+            );
+        };
+        Ok(StoreChoice::Postgres {
+            url: url.to_owned(),
+            pool_size,
+            secret_key,
+        })
     }
 
     /// The egress configuration these settings describe.

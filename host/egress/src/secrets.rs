@@ -20,8 +20,11 @@
 //! ```
 
 pub mod account;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod env;
 mod file;
+mod postgres;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,6 +37,7 @@ pub use account::{
 };
 pub use env::EnvStore;
 pub use file::{EncryptedFileStore, KeySource};
+pub use postgres::PgSecretStore;
 
 /// Why a secret store operation failed. Never carries a value.
 #[derive(Debug, thiserror::Error)]
@@ -289,6 +293,11 @@ mod tests {
             Lookup::Found(_) => panic!("a value was handed out"),
             Lookup::Refused(reason) => reason,
         }
+    }
+
+    #[test]
+    fn memory_store_conforms() {
+        conformance::run(&MemoryStore::new());
     }
 
     #[test]

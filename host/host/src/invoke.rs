@@ -60,27 +60,27 @@ impl Location {
         }
         let call = self.call_of(tool, &invocation);
         let policy = ToolPolicy::from(tool.def());
-        let outcome =
-            match self
-                .shared
-                .approvals
-                .check(&self.shared.authorizer, &policy, &call, now_millis())
-            {
-                Ok(Gate::Run(rule)) => Ok(self
-                    .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
-                    .await),
-                // The same call was approved earlier and this caller claimed it.
-                Ok(Gate::Approved(dispatch)) => Ok(self
-                    .dispatch(
-                        &binding,
-                        &invocation,
-                        input_json,
-                        AuthorizedBy::Approval(dispatch.approval_id),
-                    )
-                    .await),
-                Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
-                Err(error) => refused(error),
-            };
+        let outcome = match self
+            .shared
+            .approvals
+            .check(&self.shared.authorizer, &policy, &call, now_millis())
+            .await
+        {
+            Ok(Gate::Run(rule)) => Ok(self
+                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
+                .await),
+            // The same call was approved earlier and this caller claimed it.
+            Ok(Gate::Approved(dispatch)) => Ok(self
+                .dispatch(
+                    &binding,
+                    &invocation,
+                    input_json,
+                    AuthorizedBy::Approval(dispatch.approval_id),
+                )
+                .await),
+            Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
+            Err(error) => refused(error),
+        };
         self.audit(&call, &outcome);
         outcome
     }
@@ -103,7 +103,12 @@ impl Location {
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
         let call = self.call_of(tool, &invocation);
-        let outcome = match self.shared.approvals.resume(approval, &call, now_millis()) {
+        let outcome = match self
+            .shared
+            .approvals
+            .resume(approval, &call, now_millis())
+            .await
+        {
             Ok(dispatch) => Ok(self
                 .dispatch(
                     &binding,

@@ -333,7 +333,14 @@ async fn route<B: Backend>(
         return status(StatusCode::NOT_FOUND);
     }
     if let Some(auth) = auth {
-        match auth.authenticate(request.headers(), unix_now()) {
+        let mut authenticated = auth.authenticate(request.headers(), unix_now());
+        // A token signed with a key the issuer added since the keys were read.
+        if matches!(authenticated, Err(Rejection::InvalidToken))
+            && auth.refresh_keys(request.headers()).await
+        {
+            authenticated = auth.authenticate(request.headers(), unix_now());
+        }
+        match authenticated {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
             }

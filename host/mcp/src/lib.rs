@@ -51,8 +51,8 @@ pub mod tls;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use auth::{
-    AuthConfigError, BearerToken, Caller, HttpAuth, JwtAuth, LEEWAY_SECS, METADATA_PATH,
-    MIN_TOKEN_LEN,
+    AuthConfigError, BearerToken, Caller, HttpAuth, JwksSource, JwtAuth, KEY_REFETCH_INTERVAL,
+    LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN,
 };
 pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
 pub use http::{HttpConfig, HttpServer, MCP_PATH, Sessions, serve_http, serve_http_with};

@@ -46,11 +46,15 @@
 //!     package: found.def().package.clone(),
 //! };
 //! let policy = ToolPolicy::from(found.def());
-//! let Gate::Blocked(request) = approvals.check(&Authorizer::default(), &policy, &call, now_millis())?
+//! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+//! let Gate::Blocked(request) =
+//!     approvals.check(&Authorizer::default(), &policy, &call, now_millis()).await?
 //! else { unreachable!() };
-//! approvals.resolve(&request.id, Resolution::ApproveOnce, now_millis())?;
-//! let dispatch = approvals.resume(&request.id, &call, now_millis())?;
+//! approvals.resolve(&request.id, Resolution::ApproveOnce, now_millis()).await?;
+//! let dispatch = approvals.resume(&request.id, &call, now_millis()).await?;
 //! assert_eq!(dispatch.invocation, call);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -75,9 +79,12 @@ pub use registry::{
     Draft, Executor, LaneId, LocationId, PackageIdentity, Placement, RegisteredTool, Registration,
     RegistrationId, Registry, RegistryError, Snapshot, ToolDef, name,
 };
+/// The store conformance suite every [`ApprovalStore`] backend must pass.
+#[cfg(feature = "testing")]
+pub use store::conformance as testing;
 pub use store::{
-    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState,
-    MemoryStore, Resolved, SqliteStore, StoreError,
+    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, DEFAULT_POOL_SIZE, Lease, LeaseId,
+    LeaseState, MemoryStore, PgStore, Resolved, SqliteStore, StoreError,
 };
 
 /// Milliseconds since the Unix epoch; every stored time uses it.

@@ -12,12 +12,14 @@ use crate::cli::ApprovalsCommand;
 use crate::render;
 
 /// Run an `approvals` subcommand.
-pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
+pub(crate) async fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
     let host = cx.host()?;
     let approvals = host.approvals();
     match command {
         ApprovalsCommand::List => {
-            let pending = approvals.pending(&LocationId::from(cx.location.as_str()))?;
+            let pending = approvals
+                .pending(&LocationId::from(cx.location.as_str()))
+                .await?;
             if cx.json {
                 render::json(&pending);
             } else if pending.is_empty() {
@@ -37,7 +39,9 @@ pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
             } else {
                 Resolution::ApproveOnce
             };
-            let resolved = approvals.resolve(&ApprovalId(id.clone()), resolution, now_millis())?;
+            let resolved = approvals
+                .resolve(&ApprovalId(id.clone()), resolution, now_millis())
+                .await?;
             if cx.json {
                 render::json(
                     &json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }),
@@ -51,7 +55,9 @@ pub(crate) fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitCode> {
                 Some(text) => Resolution::DenyWithFeedback(text),
                 None => Resolution::Deny,
             };
-            let resolved = approvals.resolve(&ApprovalId(id.clone()), resolution, now_millis())?;
+            let resolved = approvals
+                .resolve(&ApprovalId(id.clone()), resolution, now_millis())
+                .await?;
             if cx.json {
                 render::json(&json!({ "approval_id": id, "state": resolved.state }));
             } else {

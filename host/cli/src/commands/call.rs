@@ -43,7 +43,8 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
         InvokeOutcome::NeedsApproval(request) => match decide(&request, args.approve_once)? {
             Some(resolution) => {
                 host.approvals()
-                    .resolve(&request.id, resolution, now_millis())?;
+                    .resolve(&request.id, resolution, now_millis())
+                    .await?;
                 location.resume(&request.id, invocation).await?
             }
             None => {

@@ -11,13 +11,13 @@ use crate::cli::GrantsCommand;
 use crate::render;
 
 /// Run a `grants` subcommand.
-pub(crate) fn run(cx: &Context, command: GrantsCommand) -> Result<ExitCode> {
+pub(crate) async fn run(cx: &Context, command: GrantsCommand) -> Result<ExitCode> {
     let host = cx.host()?;
     let approvals = host.approvals();
     match command {
         GrantsCommand::List => {
             let location = LocationId::from(cx.location.as_str());
-            let grants = approvals.grants(&location, now_millis())?;
+            let grants = approvals.grants(&location, now_millis()).await?;
             if cx.json {
                 render::json(&grants);
             } else if grants.is_empty() {
@@ -38,7 +38,7 @@ pub(crate) fn run(cx: &Context, command: GrantsCommand) -> Result<ExitCode> {
             }
         }
         GrantsCommand::Revoke { id } => {
-            if !approvals.revoke_grant(&GrantId(id.clone()))? {
+            if !approvals.revoke_grant(&GrantId(id.clone())).await? {
                 bail!("no live grant `{id}` (see `warden grants list`)");
             }
             if cx.json {

@@ -20,7 +20,7 @@ use anyhow::{Context as _, Result};
 use warden_host::{AuditLog, Host, HostConfig, Location, PackageSource, Replace};
 
 use crate::cli::{Cli, Command};
-use crate::settings::{self, Settings};
+use crate::settings::{self, Settings, StoreChoice};
 
 /// Exit code of a call that waits for an approval.
 pub(crate) const EXIT_PENDING: u8 = 2;
@@ -41,6 +41,12 @@ pub(crate) struct Context {
     pub(crate) memory_budget: Option<u64>,
     /// `serve --long-call-threads`, replacing the runtime's default.
     pub(crate) long_call_threads: Option<u16>,
+    /// The shared approval store (`--store postgres://…`), connected once;
+    /// `None`: SQLite in the data directory.
+    pub(crate) approval_store: Option<Arc<dyn warden_registry::ApprovalStore>>,
+    /// The shared secret store (the same database); `None`: the encrypted
+    /// file in the data directory.
+    pub(crate) secret_store: Option<Arc<dyn warden_egress::secrets::SecretStore>>,
 }
 
 impl Context {
@@ -102,7 +108,14 @@ impl Context {
             runtime,
             ..HostConfig::default()
         };
-        Ok(Host::builder(config)
+        let mut builder = Host::builder(config);
+        if let Some(store) = &self.approval_store {
+            builder = builder.approval_store(store.clone());
+        }
+        if let Some(store) = &self.secret_store {
+            builder = builder.secret_store(store.clone());
+        }
+        Ok(builder
             .resolver(self.settings.resolver())
             .audit_log(AuditLog::new(
                 self.audit_path(),
@@ -169,11 +182,50 @@ pub(crate) fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
+/// The approval and secret stores of a PostgreSQL database.
+async fn shared_stores(
+    url: &str,
+    pool_size: usize,
+    secret_key: warden_egress::secrets::KeySource,
+) -> Result<(
+    Arc<dyn warden_registry::ApprovalStore>,
+    Arc<dyn warden_egress::secrets::SecretStore>,
+)> {
+    let approvals = warden_registry::PgStore::connect_with(url, pool_size)
+        .await
+        .context("connecting to the PostgreSQL store")?;
+    // Its own connection thread; connecting waits for it, off this runtime.
+    let url = url.to_owned();
+    let secrets = tokio::task::spawn_blocking(move || {
+        warden_egress::secrets::PgSecretStore::connect(&url, secret_key)
+    })
+    .await?
+    .context("opening the secrets in the PostgreSQL store")?;
+    Ok((Arc::new(approvals), Arc::new(secrets)))
+}
+
 /// Run the parsed command line.
 pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     let data_dir = settings::data_dir(cli.data_dir.as_deref())?;
+    let settings = Settings::load(cli.config.as_deref(), &data_dir)?;
+    // The compiler process and `check` open no host, so no database.
+    let needs_store = !matches!(
+        cli.command,
+        Command::CompileComponent { .. } | Command::Check { .. }
+    );
+    let shared = match settings.store(cli.store.as_deref())? {
+        StoreChoice::Postgres {
+            url,
+            pool_size,
+            secret_key,
+        } if needs_store => Some(shared_stores(&url, pool_size, secret_key).await?),
+        _ => None,
+    };
+    let (approval_store, secret_store) = shared.unzip();
     let cx = Context {
-        settings: Settings::load(cli.config.as_deref(), &data_dir)?,
+        settings,
+        approval_store,
+        secret_store,
         data_dir,
         location: cli.location,
         json: cli.json,
@@ -197,9 +249,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command),
-        Command::Approvals(command) => approvals::run(&cx, command),
+        Command::Approvals(command) => approvals::run(&cx, command).await,
         Command::Auth(command) => auth::run(&cx, command).await,
-        Command::Grants(command) => grants::run(&cx, command),
+        Command::Grants(command) => grants::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
         Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
         Command::CompileComponent { name } => compile::run(&cx, &name),

@@ -13,9 +13,10 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use warden_mcp::{BearerToken, HttpAuth, HttpConfig, JwtAuth};
+use warden_mcp::{BearerToken, HttpAuth, HttpConfig, JwksSource, JwtAuth};
 
 use super::Context;
 use crate::cli::ServeAuthArgs;
@@ -49,8 +50,13 @@ pub(crate) async fn run(
             .issuer_jwks(&issuer.issuer)
             .await
             .with_context(|| format!("fetching the signing keys of {}", issuer.issuer))?;
+        let source = Arc::new(IssuerKeys {
+            host: host.clone(),
+            issuer: issuer.issuer.clone(),
+        });
         let jwt = JwtAuth::new(issuer.issuer, issuer.audience, &keys, issuer.scopes)
-            .context("the --oauth-* settings")?;
+            .context("the --oauth-* settings")?
+            .with_rotation(source);
         config = config.with_auth(HttpAuth::Jwt(jwt));
     }
     // Hosted servers are listed in the background (a slow or unreachable
@@ -86,6 +92,38 @@ pub(crate) async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The issuer's signing keys, fetched again through the host's egress when
+/// a token names a key not yet known (the issuer rotated its keys).
+#[derive(Debug)]
+struct IssuerKeys {
+    host: warden_host::Host,
+    issuer: String,
+}
+
+#[async_trait::async_trait]
+impl JwksSource for IssuerKeys {
+    async fn fetch(&self) -> Result<String, String> {
+        self.host
+            .issuer_jwks(&self.issuer)
+            .await
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// `--oauth-jwks-file`, read again when a token names a key not yet known
+/// (the operator replaced the file).
+#[derive(Debug)]
+struct JwksFile(std::path::PathBuf);
+
+#[async_trait::async_trait]
+impl JwksSource for JwksFile {
+    async fn fetch(&self) -> Result<String, String> {
+        tokio::fs::read_to_string(&self.0)
+            .await
+            .map_err(|e| format!("{}: {e}", self.0.display()))
+    }
+}
+
 /// An OAuth issuer whose signing keys are fetched once the host is open.
 struct IssuerToDiscover {
     issuer: String,
@@ -109,7 +147,8 @@ fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscov
                 let keys = std::fs::read_to_string(jwks)
                     .with_context(|| format!("--oauth-jwks-file {}", jwks.display()))?;
                 let jwt = JwtAuth::new(issuer, audience, &keys, auth.oauth_scope)
-                    .context("the --oauth-* settings")?;
+                    .context("the --oauth-* settings")?
+                    .with_rotation(Arc::new(JwksFile(jwks.clone())));
                 config = config.with_auth(HttpAuth::Jwt(jwt));
             }
             None => {

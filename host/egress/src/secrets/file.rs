@@ -278,7 +278,7 @@ fn decrypt(cipher: &XChaCha20Poly1305, bytes: &[u8]) -> Result<Values, SecretErr
         .collect())
 }
 
-fn load_key(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, SecretError> {
+pub(super) fn load_key(source: &KeySource) -> Result<Zeroizing<Vec<u8>>, SecretError> {
     let text = match source {
         KeySource::Env(var) => Zeroizing::new(
             std::env::var(var).map_err(|_| SecretError::Key("environment variable is not set"))?,
@@ -376,6 +376,14 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SecretError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_store_conforms() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = KeySource::File(dir.path().join("key"));
+        let store = EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap();
+        crate::secrets::conformance::run(&store);
+    }
 
     #[test]
     fn values_round_trip_encrypted() {

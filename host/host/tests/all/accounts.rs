@@ -66,6 +66,7 @@ async fn send(world: &World, id: &str, url: &str) -> InvokeOutcome {
                 .host
                 .approvals()
                 .resolve(&request.id, Resolution::ApproveOnce, now_millis())
+                .await
                 .unwrap();
             location.resume(&request.id, call).await.unwrap()
         }

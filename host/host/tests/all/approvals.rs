@@ -45,12 +45,14 @@ async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
     assert!(
         host.approvals()
             .pending(&"p".into())
+            .await
             .unwrap()
             .iter()
             .any(|r| r.id == id)
     );
     host.approvals()
         .resolve(&id, Resolution::ApproveOnce, now_millis())
+        .await
         .unwrap();
 
     let mut changed = echo_from_automation();
@@ -91,6 +93,7 @@ async fn a_denial_with_feedback_is_a_failure_the_model_sees() {
             Resolution::DenyWithFeedback("use a shorter text".into()),
             now_millis(),
         )
+        .await
         .unwrap();
     let InvokeOutcome::Failed(failure) = location
         .resume(&request.id, echo_from_automation())
@@ -114,5 +117,11 @@ async fn invalid_input_never_reaches_an_approval() {
         panic!("invalid")
     };
     assert_eq!(failure.code(), "invalid_input");
-    assert!(host.approvals().pending(&"p".into()).unwrap().is_empty());
+    assert!(
+        host.approvals()
+            .pending(&"p".into())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -128,6 +128,7 @@ async fn get_repo(world: &World) -> InvokeOutcome {
                 .host
                 .approvals()
                 .resolve(&request.id, Resolution::ApproveOnce, now_millis())
+                .await
                 .unwrap();
             world.location.resume(&request.id, call).await.unwrap()
         }

@@ -138,6 +138,7 @@ async fn grant_echo(host: &Host, location: &warden_host::Location) {
             Resolution::ApproveAndGrant(GrantTerms::default()),
             now_millis(),
         )
+        .await
         .unwrap();
     let InvokeOutcome::Completed(_) = location
         .resume(&request.id, echo(Origin::Automation, "first"))
@@ -215,6 +216,7 @@ async fn a_resume_after_the_package_changed_is_refused_with_that_reason() {
         .unwrap();
     host.approvals()
         .resolve(&request.id, Resolution::ApproveOnce, now_millis())
+        .await
         .unwrap();
     let outcome = location
         .resume(&request.id, echo(Origin::Automation, "x"))

@@ -8,6 +8,17 @@
 //! `nbf`, when present, is not (both with [`LEEWAY_SECS`] of clock skew); and
 //! its `scope` holds every required scope (otherwise `403
 //! insufficient_scope`). Signatures are verified with `ring`.
+//!
+//! Keys rotate without a restart: given a [`JwksSource`]
+//! ([`JwtAuth::with_rotation`]), a token naming a `kid` the server does not
+//! know makes it fetch the keys again (at most once per
+//! [`KEY_REFETCH_INTERVAL`], so made-up `kid`s cannot flood the issuer) and
+//! check the token against the new set, which replaces the old one: a key
+//! the issuer withdrew stops verifying.
+
+mod rotation;
+
+use std::sync::{Arc, RwLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -15,6 +26,8 @@ use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
 use super::{AuthConfigError, Caller, Rejection};
+use rotation::Rotation;
+pub use rotation::{JwksSource, KEY_REFETCH_INTERVAL};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECS: i64 = 60;
@@ -24,8 +37,11 @@ pub const LEEWAY_SECS: i64 = 60;
 pub struct JwtAuth {
     issuer: String,
     audience: String,
-    keys: Vec<Key>,
+    /// The current signing keys, shared by every clone (a rotation seen by
+    /// one connection is seen by all).
+    keys: Arc<RwLock<Arc<[Key]>>>,
     required_scopes: Vec<String>,
+    rotation: Option<Arc<Rotation>>,
 }
 
 #[derive(Debug, Clone)]
@@ -65,26 +81,24 @@ impl JwtAuth {
         if metadata_origin(&audience).is_none() {
             return Err(AuthConfigError::Audience { audience });
         }
-        let document: Value =
-            serde_json::from_str(jwks).map_err(|_| AuthConfigError::Jwks("is not JSON"))?;
-        let keys = document
-            .get("keys")
-            .and_then(Value::as_array)
-            .ok_or(AuthConfigError::Jwks("has no `keys` array"))?
-            .iter()
-            .filter_map(key)
-            .collect::<Vec<_>>();
-        if keys.is_empty() {
-            return Err(AuthConfigError::Jwks(
-                "has no RS256 or ES256 (P-256) signing key",
-            ));
-        }
         Ok(JwtAuth {
             issuer: issuer.into(),
             audience,
-            keys,
+            keys: Arc::new(RwLock::new(parse_keys(jwks)?)),
             required_scopes,
+            rotation: None,
         })
+    }
+
+    /// Fetch the keys again from `source` when a token names an unknown
+    /// key (the issuer rotated its keys).
+    pub fn with_rotation(mut self, source: Arc<dyn JwksSource>) -> Self {
+        self.rotation = Some(Arc::new(Rotation::new(source)));
+        self
+    }
+
+    fn keys(&self) -> Arc<[Key]> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The audience: the resource this server is.
@@ -132,7 +146,7 @@ impl JwtAuth {
         let signature = URL_SAFE_NO_PAD.decode(sig).map_err(|_| invalid)?;
         let signed = &token.as_bytes()[..header_len(token)];
         let verified = self
-            .keys
+            .keys()
             .iter()
             .filter(|k| k.alg == alg && (kid.is_none() || k.kid.as_deref() == kid))
             .any(|k| k.verifies(signed, &signature));
@@ -203,6 +217,31 @@ impl Key {
             _ => false,
         }
     }
+}
+
+/// The usable signing keys of a JWKS document.
+fn parse_keys(jwks: &str) -> Result<Arc<[Key]>, AuthConfigError> {
+    let document: Value =
+        serde_json::from_str(jwks).map_err(|_| AuthConfigError::Jwks("is not JSON"))?;
+    let keys = document
+        .get("keys")
+        .and_then(Value::as_array)
+        .ok_or(AuthConfigError::Jwks("has no `keys` array"))?
+        .iter()
+        .filter_map(key)
+        .collect::<Vec<_>>();
+    if keys.is_empty() {
+        return Err(AuthConfigError::Jwks(
+            "has no RS256 or ES256 (P-256) signing key",
+        ));
+    }
+    Ok(keys.into())
+}
+
+/// The `kid` a compact JWS's header names.
+fn token_kid(token: &[u8]) -> Option<String> {
+    let header = std::str::from_utf8(token).ok()?.split('.').next()?;
+    decode_json(header)?.get("kid")?.as_str().map(str::to_owned)
 }
 
 /// A usable signing key of a JWKS, or `None` (other types, encryption keys).

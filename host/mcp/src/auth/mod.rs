@@ -24,7 +24,7 @@ use hyper::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-pub use jwt::{JwtAuth, LEEWAY_SECS};
+pub use jwt::{JwksSource, JwtAuth, KEY_REFETCH_INTERVAL, LEEWAY_SECS};
 
 /// Where the protected-resource metadata (RFC 9728) is served in OAuth mode.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -164,6 +164,16 @@ impl HttpAuth {
             }),
             HttpAuth::Bearer(_) => Err(Rejection::InvalidToken),
             HttpAuth::Jwt(jwt) => jwt.verify(token, now),
+        }
+    }
+
+    /// After a refused token: whether the signing keys were fetched again
+    /// because the token names a key this server does not know (check it
+    /// once more).
+    pub(crate) async fn refresh_keys(&self, headers: &HeaderMap) -> bool {
+        match (self, bearer(headers)) {
+            (HttpAuth::Jwt(jwt), Ok(token)) => jwt.refresh_keys_for(token).await,
+            _ => false,
         }
     }
 

@@ -156,7 +156,7 @@ impl Approvals {
     /// allowed calls run, gated ones claim an earlier approval of the same
     /// call or wait on a persisted approval request, denied ones fail with
     /// [`ToolFailure::Denied`].
-    pub fn check(
+    pub async fn check(
         &self,
         authorizer: &Authorizer,
         policy: &ToolPolicy,
@@ -173,12 +173,13 @@ impl Approvals {
                 // grant is consulted, so an approve-and-grant's own lease is
                 // never left over to run the call again after the grant is
                 // revoked.
-                if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now)? {
+                if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now).await? {
                     return Ok(Gate::Approved(dispatch));
                 }
                 let grants = self
                     .store
-                    .grants(&policy.capability_id, &scope.location, now)?;
+                    .grants(&policy.capability_id, &scope.location, now)
+                    .await?;
                 authorizer.authorize(policy, scope, invocation.origin, &grants, now)
             }
             decided => decided,
@@ -187,9 +188,9 @@ impl Approvals {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => {
                 // An identical call waits on the pending request, if any.
-                let request = match self.store.pending_with(&fingerprint)? {
+                let request = match self.store.pending_with(&fingerprint).await? {
                     Some(waiting) => waiting,
-                    None => self.request(invocation, rule, now)?,
+                    None => self.request(invocation, rule, now).await?,
                 };
                 Ok(Gate::Blocked(Box::new(request)))
             }
@@ -200,18 +201,19 @@ impl Approvals {
     /// "Approve, then call again": claims the lease of an approved,
     /// unexpired, unclaimed request identical to `invocation` (same
     /// `fingerprint`: tool, package, input, origin, scope).
-    fn claim_identical(
+    async fn claim_identical(
         &self,
         invocation: &Invocation,
         fingerprint: &Fingerprint,
         now: UnixMillis,
     ) -> Result<Option<Dispatch>, ApprovalError> {
-        let Some(approval_id) = self.store.claim_approved(fingerprint, now)? else {
+        let Some(approval_id) = self.store.claim_approved(fingerprint, now).await? else {
             return Ok(None);
         };
         let lease = self
             .store
-            .lease(&approval_id)?
+            .lease(&approval_id)
+            .await?
             .ok_or_else(|| missing_lease(&approval_id))?;
         Ok(Some(Dispatch {
             approval_id,
@@ -222,7 +224,7 @@ impl Approvals {
 
     /// Persists a pending request for `invocation` (needing approval because
     /// of `rule`) and returns it.
-    pub fn request(
+    pub async fn request(
         &self,
         invocation: &Invocation,
         rule: Rule,
@@ -242,32 +244,35 @@ impl Approvals {
             state: ApprovalState::Pending,
             resolved_at: None,
         };
-        self.store.insert_approval(&request)?;
+        self.store.insert_approval(&request).await?;
         Ok(request)
     }
 
     /// Pending requests of a Location, oldest first.
-    pub fn pending(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        Ok(self.store.pending_approvals(location)?)
+    pub async fn pending(
+        &self,
+        location: &LocationId,
+    ) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        Ok(self.store.pending_approvals(location).await?)
     }
 
     /// The live grants of a Location, oldest first.
-    pub fn grants(
+    pub async fn grants(
         &self,
         location: &LocationId,
         now: UnixMillis,
     ) -> Result<Vec<Grant>, ApprovalError> {
-        Ok(self.store.live_grants(location, now)?)
+        Ok(self.store.live_grants(location, now).await?)
     }
 
     /// Revokes a grant; false when no live grant has that id.
-    pub fn revoke_grant(&self, id: &GrantId) -> Result<bool, ApprovalError> {
-        Ok(self.store.revoke_grant(id)?)
+    pub async fn revoke_grant(&self, id: &GrantId) -> Result<bool, ApprovalError> {
+        Ok(self.store.revoke_grant(id).await?)
     }
 
     /// Records a person's answer. Approvals issue a lease; approve-and-grant
     /// also stores a grant. Answers to a non-pending request are refused.
-    pub fn resolve(
+    pub async fn resolve(
         &self,
         id: &ApprovalId,
         resolution: Resolution,
@@ -275,7 +280,8 @@ impl Approvals {
     ) -> Result<Resolved, ApprovalError> {
         let approval = self
             .store
-            .approval(id)?
+            .approval(id)
+            .await?
             .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
         let lease = || Lease {
             id: LeaseId(new_id("lea", &id.0)),
@@ -321,7 +327,7 @@ impl Approvals {
             grant,
             at: now,
         };
-        if self.store.resolve(id, &resolved)? {
+        if self.store.resolve(id, &resolved).await? {
             Ok(resolved)
         } else {
             Err(ApprovalError::AlreadyResolved(id.clone()))
@@ -331,7 +337,7 @@ impl Approvals {
     /// Resumes a blocked call: refuses changed input, surfaces declines and
     /// dismissals as tool failures, and claims the lease atomically. Exactly
     /// one resume of an approval ever returns a [`Dispatch`].
-    pub fn resume(
+    pub async fn resume(
         &self,
         id: &ApprovalId,
         invocation: &Invocation,
@@ -339,7 +345,8 @@ impl Approvals {
     ) -> Result<Dispatch, ApprovalError> {
         let approval = self
             .store
-            .approval(id)?
+            .approval(id)
+            .await?
             .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
         let approval_id = id.clone();
         let fingerprint = invocation.fingerprint();
@@ -370,15 +377,19 @@ impl Approvals {
             ApprovalState::Dismissed => return Err(ToolFailure::Dismissed { approval_id }.into()),
             ApprovalState::Approved => {}
         }
-        if self.store.claim_lease(id, &fingerprint, now)? {
-            let lease = self.store.lease(id)?.ok_or_else(|| missing_lease(id))?;
+        if self.store.claim_lease(id, &fingerprint, now).await? {
+            let lease = self
+                .store
+                .lease(id)
+                .await?
+                .ok_or_else(|| missing_lease(id))?;
             return Ok(Dispatch {
                 approval_id,
                 lease_id: lease.id,
                 invocation: invocation.clone(),
             });
         }
-        match self.store.lease(id)? {
+        match self.store.lease(id).await? {
             Some(lease) if lease.state == LeaseState::Claimed => {
                 Err(ApprovalError::AlreadyDispatched(approval_id))
             }

@@ -1,4 +1,6 @@
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
+
+use tokio::sync::Barrier;
 
 use serde_json::json;
 use warden_core::{Effect, GateMatrix, GatePolicy, Permission, Visibility};
@@ -61,9 +63,10 @@ fn memory() -> Approvals {
     Approvals::new(Arc::new(MemoryStore::new()), ApprovalConfig::default())
 }
 
-fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> ApprovalRequest {
+async fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> ApprovalRequest {
     match approvals
         .check(&Authorizer::default(), policy, inv, NOW)
+        .await
         .unwrap()
     {
         Gate::Blocked(request) => *request,
@@ -72,16 +75,17 @@ fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> Appr
     }
 }
 
-#[test]
-fn calling_again_after_approval_claims_it_once() {
+#[tokio::test]
+async fn calling_again_after_approval_claims_it_once() {
     let approvals = memory();
     let policy = gated(GatePolicy::AskAlways);
     let inv = call(json!({"title": "again"}));
-    let id = blocked(&approvals, &policy, &inv).id;
+    let id = blocked(&approvals, &policy, &inv).await.id;
     // Calling again before anyone answered waits on the same request.
-    assert_eq!(blocked(&approvals, &policy, &inv).id, id);
+    assert_eq!(blocked(&approvals, &policy, &inv).await.id, id);
     approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     // Not the same call: another input, origin, session or package.
     let others = [
@@ -107,7 +111,7 @@ fn calling_again_after_approval_claims_it_once() {
             ..policy
         };
         assert_ne!(
-            blocked(&approvals, &other_policy, other).id,
+            blocked(&approvals, &other_policy, other).await.id,
             id,
             "{other:?}"
         );
@@ -115,6 +119,7 @@ fn calling_again_after_approval_claims_it_once() {
     // The identical call claims the approval and runs.
     let gate = approvals
         .check(&Authorizer::default(), &policy, &inv, NOW + 1)
+        .await
         .unwrap();
     let Gate::Approved(dispatch) = gate else {
         panic!("expected the approved call to run, got {gate:?}")
@@ -123,32 +128,34 @@ fn calling_again_after_approval_claims_it_once() {
     assert_eq!(dispatch.invocation, inv);
     // Exactly once: neither a resume nor another identical call runs it again.
     assert!(matches!(
-        approvals.resume(&id, &inv, NOW + 2),
+        approvals.resume(&id, &inv, NOW + 2).await,
         Err(ApprovalError::AlreadyDispatched(_))
     ));
-    let next = blocked(&approvals, &policy, &inv);
+    let next = blocked(&approvals, &policy, &inv).await;
     assert_ne!(next.id, id);
     assert_eq!(next.state, ApprovalState::Pending);
 }
 
-#[test]
-fn calling_again_after_the_lease_expired_asks_again() {
+#[tokio::test]
+async fn calling_again_after_the_lease_expired_asks_again() {
     let approvals = memory();
     let policy = gated(GatePolicy::GatedUnlessGranted);
     let inv = call(json!({"title": "late"}));
-    let id = blocked(&approvals, &policy, &inv).id;
+    let id = blocked(&approvals, &policy, &inv).await.id;
     let resolved = approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     let expires_at = resolved.lease.unwrap().expires_at;
     let gate = approvals
         .check(&Authorizer::default(), &policy, &inv, expires_at)
+        .await
         .unwrap();
     assert!(matches!(&gate, Gate::Blocked(r) if r.id != id), "{gate:?}");
 }
 
-#[test]
-fn resumes_and_identical_calls_racing_across_connections_dispatch_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resumes_and_identical_calls_racing_across_connections_dispatch_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
     let inv = call(json!({"title": "race again"}));
@@ -158,8 +165,11 @@ fn resumes_and_identical_calls_racing_across_connections_dispatch_once() {
         ApprovalConfig::default(),
     );
     for round in 0..5 {
-        let id = blocked(&setup, &policy, &inv).id;
-        setup.resolve(&id, Resolution::ApproveOnce, NOW).unwrap();
+        let id = blocked(&setup, &policy, &inv).await.id;
+        setup
+            .resolve(&id, Resolution::ApproveOnce, NOW)
+            .await
+            .unwrap();
         let barrier = Arc::new(Barrier::new(4));
         let handles: Vec<_> = (0..4)
             .map(|i| {
@@ -170,76 +180,88 @@ fn resumes_and_identical_calls_racing_across_connections_dispatch_once() {
                 );
                 let (barrier, id, inv, policy) =
                     (barrier.clone(), id.clone(), inv.clone(), policy.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
+                tokio::spawn(async move {
+                    barrier.wait().await;
                     if i % 2 == 0 {
-                        approvals.resume(&id, &inv, NOW + 1).is_ok()
+                        approvals.resume(&id, &inv, NOW + 1).await.is_ok()
                     } else {
-                        let gate = approvals.check(&Authorizer::default(), &policy, &inv, NOW + 1);
+                        let gate = approvals
+                            .check(&Authorizer::default(), &policy, &inv, NOW + 1)
+                            .await;
                         matches!(gate, Ok(Gate::Approved(_)))
                     }
                 })
             })
             .collect();
-        let dispatched = handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .filter(|ran| *ran)
-            .count();
+        let mut dispatched = 0;
+        for handle in handles {
+            dispatched += usize::from(handle.await.unwrap());
+        }
         assert_eq!(dispatched, 1, "round {round}");
     }
 }
 
-#[test]
-fn request_is_persisted_with_fingerprint_before_resolution() {
+#[tokio::test]
+async fn request_is_persisted_with_fingerprint_before_resolution() {
     let approvals = memory();
     let inv = call(json!({"title": "bug"}));
-    let request = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv);
-    let stored = approvals.store().approval(&request.id).unwrap().unwrap();
+    let request = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).await;
+    let stored = approvals
+        .store()
+        .approval(&request.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.state, ApprovalState::Pending);
     assert_eq!(stored.fingerprint, inv.fingerprint());
     assert_eq!(stored.rule, Rule::GatedNoGrant);
-    assert_eq!(approvals.pending(&"loc".into()).unwrap(), [stored]);
+    assert_eq!(approvals.pending(&"loc".into()).await.unwrap(), [stored]);
     assert!(matches!(
-        approvals.resume(&request.id, &inv, NOW),
+        approvals.resume(&request.id, &inv, NOW).await,
         Err(ApprovalError::Pending(_))
     ));
 }
 
-#[test]
-fn approval_survives_a_restart() {
+#[tokio::test]
+async fn approval_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
     let inv = call(json!({"title": "bug"}));
     let id = {
         let store = Arc::new(SqliteStore::open(&path).unwrap());
         let approvals = Approvals::new(store, ApprovalConfig::default());
-        blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id
+        blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv)
+            .await
+            .id
     }; // store dropped: the "host" is gone
     let store = Arc::new(SqliteStore::open(&path).unwrap());
     let approvals = Approvals::new(store, ApprovalConfig::default());
-    assert_eq!(approvals.pending(&"loc".into()).unwrap()[0].id, id);
+    assert_eq!(approvals.pending(&"loc".into()).await.unwrap()[0].id, id);
     approvals
         .resolve(&id, Resolution::ApproveOnce, NOW + 5)
+        .await
         .unwrap();
-    let dispatch = approvals.resume(&id, &inv, NOW + 6).unwrap();
+    let dispatch = approvals.resume(&id, &inv, NOW + 6).await.unwrap();
     assert_eq!(dispatch.invocation, inv);
     assert!(matches!(
-        approvals.resume(&id, &inv, NOW + 7),
+        approvals.resume(&id, &inv, NOW + 7).await,
         Err(ApprovalError::AlreadyDispatched(_))
     ));
 }
 
-#[test]
-fn resume_with_mutated_input_is_refused() {
+#[tokio::test]
+async fn resume_with_mutated_input_is_refused() {
     let approvals = memory();
     let inv = call(json!({"title": "bug"}));
-    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv)
+        .await
+        .id;
     approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     let mutated = call(json!({"title": "bug", "labels": ["prod"]}));
-    let err = approvals.resume(&id, &mutated, NOW).unwrap_err();
+    let err = approvals.resume(&id, &mutated, NOW).await.unwrap_err();
     assert!(
         matches!(
             err.into_tool_failure(),
@@ -248,21 +270,25 @@ fn resume_with_mutated_input_is_refused() {
         "changed input must be a typed failure"
     );
     // The refused resume did not spend the lease.
-    assert!(approvals.resume(&id, &inv, NOW).is_ok());
+    assert!(approvals.resume(&id, &inv, NOW).await.is_ok());
 }
 
-#[test]
-fn resume_after_the_package_changed_is_refused_as_such() {
+#[tokio::test]
+async fn resume_after_the_package_changed_is_refused_as_such() {
     let approvals = memory();
     let inv = call(json!({"title": "bug"}));
-    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv)
+        .await
+        .id;
     approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     // Same capability id, same input: only the package content changed.
     let replaced = call_of(v2(), json!({"title": "bug"}));
     let failure = approvals
         .resume(&id, &replaced, NOW)
+        .await
         .unwrap_err()
         .into_tool_failure()
         .unwrap();
@@ -280,11 +306,11 @@ fn resume_after_the_package_changed_is_refused_as_such() {
         "{failure}"
     );
     // The refusal did not spend the lease: the approved package still runs once.
-    assert!(approvals.resume(&id, &inv, NOW).is_ok());
+    assert!(approvals.resume(&id, &inv, NOW).await.is_ok());
 }
 
-#[test]
-fn a_grant_covers_only_the_package_it_was_given_to() {
+#[tokio::test]
+async fn a_grant_covers_only_the_package_it_was_given_to() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
     let authorizer = Authorizer::default();
@@ -295,9 +321,10 @@ fn a_grant_covers_only_the_package_it_was_given_to() {
             ApprovalConfig::default(),
         );
         let inv = call(json!({"title": "one"}));
-        let id = blocked(&approvals, &policy, &inv).id;
+        let id = blocked(&approvals, &policy, &inv).await.id;
         approvals
             .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+            .await
             .unwrap();
     } // restart
     let approvals = Approvals::new(
@@ -306,7 +333,10 @@ fn a_grant_covers_only_the_package_it_was_given_to() {
     );
     let next = call(json!({"title": "two"}));
     assert!(matches!(
-        approvals.check(&authorizer, &policy, &next, NOW).unwrap(),
+        approvals
+            .check(&authorizer, &policy, &next, NOW)
+            .await
+            .unwrap(),
         Gate::Run(Rule::GrantCovers { .. })
     ));
     let impostor = gated_of(v2(), GatePolicy::GatedUnlessGranted);
@@ -314,13 +344,14 @@ fn a_grant_covers_only_the_package_it_was_given_to() {
         &approvals,
         &impostor,
         &call_of(v2(), json!({"title": "two"})),
-    );
+    )
+    .await;
     assert_eq!(request.rule, Rule::GatedNoGrant);
     assert_eq!(request.package, Some(v2()));
 }
 
-#[test]
-fn two_concurrent_resumes_dispatch_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_resumes_dispatch_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
     let inv = call(json!({"title": "race"}));
@@ -329,8 +360,13 @@ fn two_concurrent_resumes_dispatch_once() {
         ApprovalConfig::default(),
     );
     for round in 0..10 {
-        let id = blocked(&setup, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
-        setup.resolve(&id, Resolution::ApproveOnce, NOW).unwrap();
+        let id = blocked(&setup, &gated(GatePolicy::GatedUnlessGranted), &inv)
+            .await
+            .id;
+        setup
+            .resolve(&id, Resolution::ApproveOnce, NOW)
+            .await
+            .unwrap();
         let barrier = Arc::new(Barrier::new(2));
         let handles: Vec<_> = (0..2)
             .map(|_| {
@@ -340,13 +376,16 @@ fn two_concurrent_resumes_dispatch_once() {
                     ApprovalConfig::default(),
                 );
                 let (barrier, id, inv) = (barrier.clone(), id.clone(), inv.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    approvals.resume(&id, &inv, NOW + 1)
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    approvals.resume(&id, &inv, NOW + 1).await
                 })
             })
             .collect();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let mut results = Vec::new();
+        for handle in handles {
+            results.push(handle.await.unwrap());
+        }
         let dispatched = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(dispatched, 1, "round {round}: {results:?}");
         assert!(
@@ -365,14 +404,17 @@ async fn concurrent_resumes_on_one_shared_store_dispatch_once() {
         ApprovalConfig::default(),
     );
     let inv = call(json!({"title": "tasks"}));
-    let id = blocked(&approvals, &gated(GatePolicy::AskAlways), &inv).id;
+    let id = blocked(&approvals, &gated(GatePolicy::AskAlways), &inv)
+        .await
+        .id;
     approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let (approvals, id, inv) = (approvals.clone(), id.clone(), inv.clone());
-            tokio::task::spawn_blocking(move || approvals.resume(&id, &inv, NOW + 1))
+            tokio::spawn(async move { approvals.resume(&id, &inv, NOW + 1).await })
         })
         .collect();
     let mut dispatched = 0;
@@ -384,8 +426,8 @@ async fn concurrent_resumes_on_one_shared_store_dispatch_once() {
     assert_eq!(dispatched, 1);
 }
 
-#[test]
-fn leases_expire() {
+#[tokio::test]
+async fn leases_expire() {
     let approvals = Approvals::new(
         Arc::new(MemoryStore::new()),
         ApprovalConfig {
@@ -393,20 +435,23 @@ fn leases_expire() {
         },
     );
     let inv = call(json!({}));
-    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv).id;
+    let id = blocked(&approvals, &gated(GatePolicy::GatedUnlessGranted), &inv)
+        .await
+        .id;
     let resolved = approvals
         .resolve(&id, Resolution::ApproveOnce, NOW)
+        .await
         .unwrap();
     assert_eq!(resolved.lease.unwrap().expires_at, NOW + 60_000);
-    let err = approvals.resume(&id, &inv, NOW + 60_000).unwrap_err();
+    let err = approvals.resume(&id, &inv, NOW + 60_000).await.unwrap_err();
     assert!(matches!(
         err,
         ApprovalError::Failure(ToolFailure::ApprovalExpired { .. })
     ));
 }
 
-#[test]
-fn declines_and_dismissals_are_typed_failures() {
+#[tokio::test]
+async fn declines_and_dismissals_are_typed_failures() {
     let approvals = memory();
     let policy = gated(GatePolicy::GatedUnlessGranted);
     let cases = [
@@ -418,10 +463,11 @@ fn declines_and_dismissals_are_typed_failures() {
     ];
     for (resolution, feedback) in cases {
         let inv = call(json!({"case": feedback}));
-        let id = blocked(&approvals, &policy, &inv).id;
-        approvals.resolve(&id, resolution, NOW).unwrap();
+        let id = blocked(&approvals, &policy, &inv).await.id;
+        approvals.resolve(&id, resolution, NOW).await.unwrap();
         let failure = approvals
             .resume(&id, &inv, NOW)
+            .await
             .unwrap_err()
             .into_tool_failure();
         let Ok(ToolFailure::Declined { feedback: got, .. }) = failure else {
@@ -430,23 +476,27 @@ fn declines_and_dismissals_are_typed_failures() {
         assert_eq!(got.as_deref(), feedback);
     }
     let inv = call(json!({"case": "dismiss"}));
-    let id = blocked(&approvals, &policy, &inv).id;
-    approvals.resolve(&id, Resolution::Dismiss, NOW).unwrap();
+    let id = blocked(&approvals, &policy, &inv).await.id;
+    approvals
+        .resolve(&id, Resolution::Dismiss, NOW)
+        .await
+        .unwrap();
     assert!(matches!(
         approvals
             .resume(&id, &inv, NOW)
+            .await
             .unwrap_err()
             .into_tool_failure(),
         Ok(ToolFailure::Dismissed { .. })
     ));
     assert!(matches!(
-        approvals.resolve(&id, Resolution::ApproveOnce, NOW),
+        approvals.resolve(&id, Resolution::ApproveOnce, NOW).await,
         Err(ApprovalError::AlreadyResolved(_))
     ));
 }
 
-#[test]
-fn interruption_and_defects_are_never_tool_failures() {
+#[tokio::test]
+async fn interruption_and_defects_are_never_tool_failures() {
     assert!(ApprovalError::Interrupted.into_tool_failure().is_err());
     let defect = ApprovalError::Store(StoreError::Corrupt { what: "row".into() });
     assert!(defect.is_defect());
@@ -460,33 +510,40 @@ fn interruption_and_defects_are_never_tool_failures() {
     assert!(denied.into_tool_failure().is_ok());
 }
 
-#[test]
-fn approve_and_grant_covers_later_calls_except_ask_always() {
+#[tokio::test]
+async fn approve_and_grant_covers_later_calls_except_ask_always() {
     let approvals = memory();
     let inv = call(json!({"title": "one"}));
     let policy = gated(GatePolicy::GatedUnlessGranted);
-    let id = blocked(&approvals, &policy, &inv).id;
+    let id = blocked(&approvals, &policy, &inv).await.id;
     let resolved = approvals
         .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+        .await
         .unwrap();
     let grant_id = resolved.grant.unwrap().id;
-    let _ = approvals.resume(&id, &inv, NOW).unwrap();
+    let _ = approvals.resume(&id, &inv, NOW).await.unwrap();
     let next = call(json!({"title": "two"}));
     let authorizer = Authorizer::default();
     assert_eq!(
-        approvals.check(&authorizer, &policy, &next, NOW).unwrap(),
+        approvals
+            .check(&authorizer, &policy, &next, NOW)
+            .await
+            .unwrap(),
         Gate::Run(Rule::GrantCovers { grant_id })
     );
     // The same grant never counts for ask_always.
     let always = gated(GatePolicy::AskAlways);
     assert!(matches!(
-        approvals.check(&authorizer, &always, &next, NOW).unwrap(),
+        approvals
+            .check(&authorizer, &always, &next, NOW)
+            .await
+            .unwrap(),
         Gate::Blocked(_)
     ));
 }
 
-#[test]
-fn denied_calls_fail_typed_without_a_request() {
+#[tokio::test]
+async fn denied_calls_fail_typed_without_a_request() {
     let approvals = memory();
     let err = approvals
         .check(
@@ -495,6 +552,7 @@ fn denied_calls_fail_typed_without_a_request() {
             &call(json!({})),
             NOW,
         )
+        .await
         .unwrap_err();
     assert!(matches!(
         err,
@@ -502,11 +560,11 @@ fn denied_calls_fail_typed_without_a_request() {
             rule: Rule::GateForbidden { .. }
         })
     ));
-    assert!(approvals.pending(&"loc".into()).unwrap().is_empty());
+    assert!(approvals.pending(&"loc".into()).await.unwrap().is_empty());
 }
 
-#[test]
-fn filtering_is_not_authorization() {
+#[tokio::test]
+async fn filtering_is_not_authorization() {
     let registry = Registry::new("loc".into());
     let _r = registry
         .transform("builtin", |d| {
@@ -548,27 +606,34 @@ fn filtering_is_not_authorization() {
     );
 }
 
-#[test]
-fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
+#[tokio::test]
+async fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
     let approvals = memory();
     let authorizer = Authorizer::default();
     let policy = gated(GatePolicy::GatedUnlessGranted);
     let inv = call(json!({"title": "granted"}));
-    let id = blocked(&approvals, &policy, &inv).id;
+    let id = blocked(&approvals, &policy, &inv).await.id;
     let grant_id = approvals
         .resolve(&id, Resolution::ApproveAndGrant(GrantTerms::default()), NOW)
+        .await
         .unwrap()
         .grant
         .unwrap()
         .id;
     // The approved call itself spends its approval; later ones use the grant.
-    let first = approvals.check(&authorizer, &policy, &inv, NOW).unwrap();
+    let first = approvals
+        .check(&authorizer, &policy, &inv, NOW)
+        .await
+        .unwrap();
     assert!(
         matches!(&first, Gate::Approved(d) if d.approval_id == id),
         "{first:?}"
     );
     assert_eq!(
-        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        approvals
+            .check(&authorizer, &policy, &inv, NOW)
+            .await
+            .unwrap(),
         Gate::Run(Rule::GrantCovers {
             grant_id: grant_id.clone()
         })
@@ -576,16 +641,26 @@ fn an_approve_and_grant_leaves_nothing_to_run_after_the_grant_is_revoked() {
     assert_eq!(
         approvals
             .grants(&"loc".into(), NOW)
+            .await
             .unwrap()
             .into_iter()
             .map(|g| g.id.0)
             .collect::<Vec<_>>(),
         [grant_id.0.as_str()]
     );
-    assert!(approvals.revoke_grant(&grant_id).unwrap());
-    assert!(approvals.grants(&"loc".into(), NOW).unwrap().is_empty());
+    assert!(approvals.revoke_grant(&grant_id).await.unwrap());
+    assert!(
+        approvals
+            .grants(&"loc".into(), NOW)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
-        approvals.check(&authorizer, &policy, &inv, NOW).unwrap(),
+        approvals
+            .check(&authorizer, &policy, &inv, NOW)
+            .await
+            .unwrap(),
         Gate::Blocked(_)
     ));
 }

@@ -1,11 +1,17 @@
-//! Behaviour every [`ApprovalStore`] must have; run against each backend.
+//! Behaviour every [`ApprovalStore`] must have, run against each backend:
+//! [`run`] on an empty store, [`claims_race`] on another empty store.
+//! Exported with the `testing` feature so a backend outside this crate (and
+//! the PostgreSQL run in `tests/`) is held to the same suite.
+
+use std::sync::Arc;
 
 use serde_json::json;
 use warden_core::Origin;
 
 use super::*;
 
-pub(crate) fn request(id: &str, location: &str, created_at: UnixMillis) -> ApprovalRequest {
+/// A pending request `id` of `location`, made at `created_at`.
+pub fn request(id: &str, location: &str, created_at: UnixMillis) -> ApprovalRequest {
     ApprovalRequest {
         id: ApprovalId(id.into()),
         capability_id: "gh.op".into(),
@@ -34,20 +40,32 @@ fn grant(id: &str, expires_at: Option<UnixMillis>) -> Grant {
     }
 }
 
-pub(crate) fn run(store: &dyn ApprovalStore) {
+/// Round trips, resolution, lease claims, "approve, then call again" and
+/// grants on an empty `store`.
+pub async fn run(store: &dyn ApprovalStore) {
     // Requests round-trip and are listed per Location, oldest first.
     let a = request("a", "loc", 20);
-    store.insert_approval(&a).unwrap();
-    store.insert_approval(&request("b", "loc", 10)).unwrap();
-    store.insert_approval(&request("c", "other", 5)).unwrap();
+    store.insert_approval(&a).await.unwrap();
+    store
+        .insert_approval(&request("b", "loc", 10))
+        .await
+        .unwrap();
+    store
+        .insert_approval(&request("c", "other", 5))
+        .await
+        .unwrap();
     assert!(matches!(
-        store.insert_approval(&a),
+        store.insert_approval(&a).await,
         Err(StoreError::Duplicate { .. })
     ));
-    assert_eq!(store.approval(&a.id).unwrap().as_ref(), Some(&a));
-    assert_eq!(store.approval(&ApprovalId("zz".into())).unwrap(), None);
+    assert_eq!(store.approval(&a.id).await.unwrap().as_ref(), Some(&a));
+    assert_eq!(
+        store.approval(&ApprovalId("zz".into())).await.unwrap(),
+        None
+    );
     let pending: Vec<_> = store
         .pending_approvals(&"loc".into())
+        .await
         .unwrap()
         .into_iter()
         .map(|r| r.id.0)
@@ -70,14 +88,14 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
         grant: Some(grant("g1", None)),
         at: 30,
     };
-    assert!(store.resolve(&a.id, &resolved).unwrap());
-    assert!(!store.resolve(&a.id, &resolved).unwrap());
-    let stored = store.approval(&a.id).unwrap().unwrap();
+    assert!(store.resolve(&a.id, &resolved).await.unwrap());
+    assert!(!store.resolve(&a.id, &resolved).await.unwrap());
+    let stored = store.approval(&a.id).await.unwrap().unwrap();
     assert_eq!(
         (stored.state, stored.resolved_at),
         (ApprovalState::Approved, Some(30))
     );
-    assert_eq!(store.lease(&a.id).unwrap(), Some(lease));
+    assert_eq!(store.lease(&a.id).await.unwrap(), Some(lease));
 
     // Denial feedback is kept.
     let denied = Resolved {
@@ -88,18 +106,27 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
         grant: None,
         at: 31,
     };
-    assert!(store.resolve(&ApprovalId("b".into()), &denied).unwrap());
-    let b = store.approval(&ApprovalId("b".into())).unwrap().unwrap();
+    assert!(
+        store
+            .resolve(&ApprovalId("b".into()), &denied)
+            .await
+            .unwrap()
+    );
+    let b = store
+        .approval(&ApprovalId("b".into()))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(b.state, denied.state);
 
     // A lease is claimed once, only with its fingerprint, only before expiry.
     let wrong = Fingerprint("other".into());
-    assert!(!store.claim_lease(&a.id, &wrong, 40).unwrap());
-    assert!(!store.claim_lease(&a.id, &a.fingerprint, 100).unwrap());
-    assert!(store.claim_lease(&a.id, &a.fingerprint, 40).unwrap());
-    assert!(!store.claim_lease(&a.id, &a.fingerprint, 41).unwrap());
+    assert!(!store.claim_lease(&a.id, &wrong, 40).await.unwrap());
+    assert!(!store.claim_lease(&a.id, &a.fingerprint, 100).await.unwrap());
+    assert!(store.claim_lease(&a.id, &a.fingerprint, 40).await.unwrap());
+    assert!(!store.claim_lease(&a.id, &a.fingerprint, 41).await.unwrap());
     assert_eq!(
-        store.lease(&a.id).unwrap().unwrap().state,
+        store.lease(&a.id).await.unwrap().unwrap().state,
         LeaseState::Claimed
     );
 
@@ -107,10 +134,10 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
     // approved, unexpired, unclaimed request with its fingerprint, once;
     // and waits on a pending one instead of opening another.
     let same = Fingerprint("fp-same".into());
-    let approve = |id: &str, issued_at: UnixMillis, expires_at: UnixMillis| {
+    let approve = async |id: &str, issued_at: UnixMillis, expires_at: UnixMillis| {
         let mut r = request(id, "loc", issued_at);
         r.fingerprint = same.clone();
-        store.insert_approval(&r).unwrap();
+        store.insert_approval(&r).await.unwrap();
         let lease = Lease {
             id: LeaseId(format!("lease-{id}")),
             approval_id: r.id.clone(),
@@ -126,80 +153,144 @@ pub(crate) fn run(store: &dyn ApprovalStore) {
             grant: None,
             at: issued_at,
         };
-        assert!(store.resolve(&r.id, &resolved).unwrap());
+        assert!(store.resolve(&r.id, &resolved).await.unwrap());
         r.id
     };
-    let expired = approve("e0", 10, 35);
-    let older = approve("e1", 20, 100);
-    let newer = approve("e2", 30, 100);
-    assert_eq!(store.pending_with(&same).unwrap(), None);
+    let expired = approve("e0", 10, 35).await;
+    let older = approve("e1", 20, 100).await;
+    let newer = approve("e2", 30, 100).await;
+    assert_eq!(store.pending_with(&same).await.unwrap(), None);
     let mut waiting = request("e3", "loc", 32);
     waiting.fingerprint = same.clone();
-    store.insert_approval(&waiting).unwrap();
-    assert_eq!(store.pending_with(&same).unwrap(), Some(waiting));
-    assert_eq!(store.claim_approved(&wrong, 40).unwrap(), None);
+    store.insert_approval(&waiting).await.unwrap();
+    assert_eq!(store.pending_with(&same).await.unwrap(), Some(waiting));
+    assert_eq!(store.claim_approved(&wrong, 40).await.unwrap(), None);
     assert_eq!(
-        store.claim_approved(&same, 40).unwrap(),
+        store.claim_approved(&same, 40).await.unwrap(),
         Some(older.clone())
     );
-    assert!(!store.claim_lease(&older, &same, 41).unwrap());
-    assert!(store.claim_lease(&newer, &same, 41).unwrap());
-    assert_eq!(store.claim_approved(&same, 42).unwrap(), None);
+    assert!(!store.claim_lease(&older, &same, 41).await.unwrap());
+    assert!(store.claim_lease(&newer, &same, 41).await.unwrap());
+    assert_eq!(store.claim_approved(&same, 42).await.unwrap(), None);
     assert_eq!(
-        store.lease(&expired).unwrap().unwrap().state,
+        store.lease(&expired).await.unwrap().unwrap().state,
         LeaseState::Issued,
         "an expired lease is never claimed"
     );
-    assert_eq!(store.lease(&older).unwrap().unwrap().claimed_at, Some(40));
+    assert_eq!(
+        store.lease(&older).await.unwrap().unwrap().claimed_at,
+        Some(40)
+    );
 
     // Grants: live ones only, revocable once, with the package they cover.
-    store.insert_grant(&grant("g2", Some(50))).unwrap();
-    let g2 = &store.grants("gh.op", &"loc".into(), 40).unwrap()[1];
+    store.insert_grant(&grant("g2", Some(50))).await.unwrap();
+    let g2 = &store.grants("gh.op", &"loc".into(), 40).await.unwrap()[1];
     assert_eq!(g2, &grant("g2", Some(50)));
     let unpackaged = Grant {
         package_digest: None,
         ..grant("g3", None)
     };
-    store.insert_grant(&unpackaged).unwrap();
-    assert!(store.revoke_grant(&GrantId("g3".into())).unwrap());
-    let ids = |now| -> Vec<String> {
+    store.insert_grant(&unpackaged).await.unwrap();
+    assert!(store.revoke_grant(&GrantId("g3".into())).await.unwrap());
+    let ids = async |now| -> Vec<String> {
         store
             .grants("gh.op", &"loc".into(), now)
+            .await
             .unwrap()
             .into_iter()
             .map(|g| g.id.0)
             .collect()
     };
-    assert_eq!(ids(40), ["g1", "g2"]);
-    assert_eq!(ids(50), ["g1"]);
+    assert_eq!(ids(40).await, ["g1", "g2"]);
+    assert_eq!(ids(50).await, ["g1"]);
     let mut other = grant("g4", None);
     other.capability_id = "gh.other".into();
-    store.insert_grant(&other).unwrap();
+    store.insert_grant(&other).await.unwrap();
     store
         .insert_grant(&Grant {
             location: "elsewhere".into(),
             ..grant("g5", None)
         })
+        .await
         .unwrap();
-    let live = |now| -> Vec<String> {
+    let live = async |now| -> Vec<String> {
         store
             .live_grants(&"loc".into(), now)
+            .await
             .unwrap()
             .into_iter()
             .map(|g| g.id.0)
             .collect()
     };
-    assert_eq!(live(40), ["g1", "g2", "g4"]);
-    assert_eq!(live(50), ["g1", "g4"]);
-    assert_eq!(store.live_grants(&"loc".into(), 40).unwrap()[2], other);
+    assert_eq!(live(40).await, ["g1", "g2", "g4"]);
+    assert_eq!(live(50).await, ["g1", "g4"]);
+    assert_eq!(
+        store.live_grants(&"loc".into(), 40).await.unwrap()[2],
+        other
+    );
     assert!(
         store
             .grants("gh.none", &"loc".into(), 40)
+            .await
             .unwrap()
             .is_empty()
     );
-    assert!(store.revoke_grant(&GrantId("g1".into())).unwrap());
-    assert!(!store.revoke_grant(&GrantId("g1".into())).unwrap());
-    assert!(ids(40) == ["g2"]);
-    assert_eq!(live(40), ["g2", "g4"]);
+    assert!(store.revoke_grant(&GrantId("g1".into())).await.unwrap());
+    assert!(!store.revoke_grant(&GrantId("g1".into())).await.unwrap());
+    assert!(ids(40).await == ["g2"]);
+    assert_eq!(live(40).await, ["g2", "g4"]);
+}
+
+/// Sixteen concurrent claims of one approved call, half by approval id
+/// (resume) and half by fingerprint (call again): exactly one wins. On a
+/// backend shared by several hosts, this is "dispatch exactly once".
+pub async fn claims_race(store: Arc<dyn ApprovalStore>) {
+    let mut approved = request("race", "loc", 1);
+    approved.fingerprint = Fingerprint("fp-race".into());
+    store.insert_approval(&approved).await.unwrap();
+    let lease = Lease {
+        id: LeaseId("lease-race".into()),
+        approval_id: approved.id.clone(),
+        fingerprint: approved.fingerprint.clone(),
+        issued_at: 2,
+        expires_at: 1_000,
+        state: LeaseState::Issued,
+        claimed_at: None,
+    };
+    let resolved = Resolved {
+        state: ApprovalState::Approved,
+        lease: Some(lease),
+        grant: None,
+        at: 2,
+    };
+    assert!(store.resolve(&approved.id, &resolved).await.unwrap());
+    let racers: Vec<_> = (0..16)
+        .map(|i| {
+            let (store, approved) = (store.clone(), approved.clone());
+            tokio::spawn(async move {
+                if i % 2 == 0 {
+                    store
+                        .claim_lease(&approved.id, &approved.fingerprint, 3)
+                        .await
+                        .unwrap()
+                } else {
+                    store
+                        .claim_approved(&approved.fingerprint, 3)
+                        .await
+                        .unwrap()
+                        .is_some()
+                }
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for racer in racers {
+        winners += usize::from(racer.await.unwrap());
+    }
+    assert_eq!(winners, 1, "one approved call must be claimed exactly once");
+    let lease = store.lease(&approved.id).await.unwrap().unwrap();
+    assert_eq!(
+        (lease.state, lease.claimed_at),
+        (LeaseState::Claimed, Some(3))
+    );
 }

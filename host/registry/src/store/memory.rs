@@ -35,8 +35,9 @@ impl MemoryStore {
     }
 }
 
+#[async_trait::async_trait]
 impl ApprovalStore for MemoryStore {
-    fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
+    async fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
         let mut state = self.lock();
         if state.approvals.contains_key(&request.id) {
             return Err(StoreError::Duplicate {
@@ -47,11 +48,14 @@ impl ApprovalStore for MemoryStore {
         Ok(())
     }
 
-    fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {
+    async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {
         Ok(self.lock().approvals.get(id).cloned())
     }
 
-    fn pending_approvals(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, StoreError> {
+    async fn pending_approvals(
+        &self,
+        location: &LocationId,
+    ) -> Result<Vec<ApprovalRequest>, StoreError> {
         let mut pending: Vec<_> = self
             .lock()
             .approvals
@@ -63,7 +67,7 @@ impl ApprovalStore for MemoryStore {
         Ok(pending)
     }
 
-    fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError> {
+    async fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError> {
         let mut state = self.lock();
         let Some(approval) = state.approvals.get_mut(id) else {
             return Ok(false);
@@ -84,11 +88,11 @@ impl ApprovalStore for MemoryStore {
         Ok(true)
     }
 
-    fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError> {
+    async fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError> {
         Ok(self.lock().leases.get(approval_id).cloned())
     }
 
-    fn claim_lease(
+    async fn claim_lease(
         &self,
         approval_id: &ApprovalId,
         fingerprint: &Fingerprint,
@@ -109,7 +113,7 @@ impl ApprovalStore for MemoryStore {
         }
     }
 
-    fn claim_approved(
+    async fn claim_approved(
         &self,
         fingerprint: &Fingerprint,
         now: UnixMillis,
@@ -129,7 +133,7 @@ impl ApprovalStore for MemoryStore {
         }))
     }
 
-    fn pending_with(
+    async fn pending_with(
         &self,
         fingerprint: &Fingerprint,
     ) -> Result<Option<ApprovalRequest>, StoreError> {
@@ -142,7 +146,7 @@ impl ApprovalStore for MemoryStore {
             .cloned())
     }
 
-    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+    async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
         let mut state = self.lock();
         if state.grants.contains_key(&grant.id) {
             return Err(StoreError::Duplicate {
@@ -155,7 +159,7 @@ impl ApprovalStore for MemoryStore {
         Ok(())
     }
 
-    fn grants(
+    async fn grants(
         &self,
         capability_id: &str,
         location: &LocationId,
@@ -175,7 +179,7 @@ impl ApprovalStore for MemoryStore {
             .collect())
     }
 
-    fn live_grants(
+    async fn live_grants(
         &self,
         location: &LocationId,
         now: UnixMillis,
@@ -193,7 +197,7 @@ impl ApprovalStore for MemoryStore {
         Ok(live)
     }
 
-    fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
+    async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
         Ok(match self.lock().grants.get_mut(id) {
             Some((_, revoked)) if !*revoked => {
                 *revoked = true;
@@ -208,8 +212,9 @@ impl ApprovalStore for MemoryStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn memory_store_conforms() {
-        crate::store::conformance::run(&MemoryStore::new());
+    #[tokio::test]
+    async fn memory_store_conforms() {
+        crate::store::conformance::run(&MemoryStore::new()).await;
+        crate::store::conformance::claims_race(std::sync::Arc::new(MemoryStore::new())).await;
     }
 }

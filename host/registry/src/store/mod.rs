@@ -1,11 +1,18 @@
 //! Durable state of approvals, grants and leases behind [`ApprovalStore`].
 //!
-//! [`SqliteStore`] is the embedded default; [`MemoryStore`] is for tests and
-//! hosts that want nothing on disk. An embedder can bring its own store by
-//! implementing the trait; the atomicity each method promises is what makes
-//! "dispatch exactly once" hold.
+//! [`SqliteStore`] is the embedded default (its blocking work runs on
+//! Tokio's blocking pool); [`PgStore`] is the server option, shared by many
+//! hosts; [`MemoryStore`] is for tests and hosts that want nothing on disk.
+//! An embedder can bring its own store by implementing the trait; the
+//! atomicity each method promises is what makes "dispatch exactly once"
+//! hold, across hosts when they share the store. Every backend must pass
+//! the conformance suite (`warden_registry::testing`, feature `testing`).
 
+mod columns;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod memory;
+mod postgres;
 mod sqlite;
 
 use std::fmt;
@@ -14,6 +21,7 @@ use serde_json::Value;
 use warden_core::Origin;
 
 pub use memory::MemoryStore;
+pub use postgres::{DEFAULT_POOL_SIZE, PgStore};
 pub use sqlite::SqliteStore;
 
 use crate::approvals::Fingerprint;
@@ -33,10 +41,13 @@ pub enum StoreError {
         /// What could not be decoded.
         what: String,
     },
+    /// The store's address or settings are unusable (named in the text).
+    #[error("approval store configuration: {0}")]
+    Config(String),
     /// The database was written by a newer schema than this build knows.
     #[error("approval store schema version {found} is newer than the supported {supported}")]
     UnsupportedSchema {
-        /// `PRAGMA user_version` found.
+        /// The schema version found.
         found: i64,
         /// The newest version this build migrates to.
         supported: i64,
@@ -175,27 +186,32 @@ pub struct Resolved {
     pub at: UnixMillis,
 }
 
-/// Storage of approvals, grants and leases.
+/// Storage of approvals, grants and leases. Every method is async: a
+/// backend may wait on a database without holding a runtime thread.
+#[async_trait::async_trait]
 pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// Persists a new pending request; [`StoreError::Duplicate`] if the id exists.
-    fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError>;
+    async fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError>;
 
     /// One request by id.
-    fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError>;
+    async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError>;
 
     /// Pending requests of a Location, oldest first.
-    fn pending_approvals(&self, location: &LocationId) -> Result<Vec<ApprovalRequest>, StoreError>;
+    async fn pending_approvals(
+        &self,
+        location: &LocationId,
+    ) -> Result<Vec<ApprovalRequest>, StoreError>;
 
     /// Atomically moves a *pending* request to `resolved.state` and writes its
     /// lease and grant; `Ok(false)` (and no writes) when it was not pending.
-    fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError>;
+    async fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError>;
 
     /// The lease issued for an approval.
-    fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError>;
+    async fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError>;
 
     /// Atomically claims the issued, unexpired lease of `approval_id` whose
     /// fingerprint is `fingerprint`. Exactly one caller ever gets `Ok(true)`.
-    fn claim_lease(
+    async fn claim_lease(
         &self,
         approval_id: &ApprovalId,
         fingerprint: &Fingerprint,
@@ -206,7 +222,7 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// request whose fingerprint is `fingerprint`, returning that request's
     /// id: "approve, then call again". Exactly one caller ever gets a given
     /// approval's id, here or from [`ApprovalStore::claim_lease`].
-    fn claim_approved(
+    async fn claim_approved(
         &self,
         fingerprint: &Fingerprint,
         now: UnixMillis,
@@ -214,18 +230,18 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
 
     /// The oldest still pending request whose fingerprint is `fingerprint`,
     /// so an identical call waits on it instead of opening another.
-    fn pending_with(
+    async fn pending_with(
         &self,
         fingerprint: &Fingerprint,
     ) -> Result<Option<ApprovalRequest>, StoreError>;
 
     /// Persists a grant.
-    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
+    async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
 
     /// Unrevoked, unexpired grants of `capability_id` in `location` (for
     /// every package; [`Grant::covers`] checks the package digest). Grants
     /// stored before package identity was recorded are never returned.
-    fn grants(
+    async fn grants(
         &self,
         capability_id: &str,
         location: &LocationId,
@@ -235,12 +251,12 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// Every unrevoked, unexpired grant of `location` (any capability),
     /// oldest first; those stored before package identity was recorded are
     /// never returned (they cover nothing).
-    fn live_grants(&self, location: &LocationId, now: UnixMillis)
-    -> Result<Vec<Grant>, StoreError>;
+    async fn live_grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError>;
 
     /// Revokes a grant; false when there was no live grant with that id.
-    fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
+    async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
 }
-
-#[cfg(test)]
-pub(crate) mod conformance;

@@ -1,5 +1,8 @@
 //! The embedded default [`ApprovalStore`]: one SQLite file in WAL mode.
 //!
+//! SQLite is synchronous: every method runs on Tokio's blocking pool, so a
+//! write waiting on the file lock never stalls the threads that run calls.
+//!
 //! Schema versions are tracked with `PRAGMA user_version`; the migrations
 //! run in order, each in its own transaction. Several stores (threads or
 //! processes) may open the same file: writes wait up to the busy timeout,
@@ -7,17 +10,18 @@
 //! count decides the one winner.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
+use super::columns::{APPROVAL_COLUMNS, Columns, approval_from, corrupt, encoded};
 use super::{
     ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState,
     Resolved, StoreError,
 };
 use crate::approvals::Fingerprint;
-use crate::{Grant, GrantId, InvocationScope, LocationId, UnixMillis};
+use crate::{Grant, GrantId, LocationId, UnixMillis};
 use schema::{MIGRATIONS, migrate};
 
 mod schema;
@@ -29,28 +33,49 @@ fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(e))
 }
 
-fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt { what: what.into() }
+/// An [`ApprovalStore`] in a SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    db: Arc<Db>,
 }
 
-/// An [`ApprovalStore`] in a SQLite database.
+/// The connection and the synchronous queries the store runs off the
+/// async threads.
 #[derive(Debug)]
-pub struct SqliteStore {
+struct Db {
     conn: Mutex<Connection>,
 }
 
 impl SqliteStore {
     /// Opens (creating and migrating as needed) the database at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::setup(Connection::open(path).map_err(backend)?)
+        Db::setup(Connection::open(path).map_err(backend)?)
     }
 
     /// A private in-memory database (for tests).
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::setup(Connection::open_in_memory().map_err(backend)?)
+        Db::setup(Connection::open_in_memory().map_err(backend)?)
     }
 
-    fn setup(mut conn: Connection) -> Result<Self, StoreError> {
+    /// The schema version this build migrates to.
+    pub fn schema_version() -> i64 {
+        MIGRATIONS.len() as i64
+    }
+
+    /// Runs `query` on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Db) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || query(&db))
+            .await
+            .map_err(|e| StoreError::Backend(Box::new(e)))?
+    }
+}
+
+impl Db {
+    fn setup(mut conn: Connection) -> Result<SqliteStore, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(backend)?;
@@ -60,13 +85,10 @@ impl SqliteStore {
             .map_err(backend)?;
         migrate(&mut conn)?;
         Ok(SqliteStore {
-            conn: Mutex::new(conn),
+            db: Arc::new(Db {
+                conn: Mutex::new(conn),
+            }),
         })
-    }
-
-    /// The schema version this build migrates to.
-    pub fn schema_version() -> i64 {
-        MIGRATIONS.len() as i64
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -74,52 +96,19 @@ impl SqliteStore {
     }
 }
 
-fn approval_from_row(row: &Row<'_>) -> Result<ApprovalRequest, StoreError> {
-    let get = |i: usize| -> Result<Option<String>, StoreError> { row.get(i).map_err(backend) };
-    let text = |i: usize, what: &str| get(i)?.ok_or_else(|| corrupt(what));
-    let feedback = get(10)?;
-    let state = match text(9, "approval state")?.as_str() {
-        "pending" => ApprovalState::Pending,
-        "approved" => ApprovalState::Approved,
-        "denied" => ApprovalState::Denied { feedback },
-        "dismissed" => ApprovalState::Dismissed,
-        _ => return Err(corrupt("approval state")),
-    };
-    Ok(ApprovalRequest {
-        id: ApprovalId(text(0, "approval id")?),
-        capability_id: text(1, "capability id")?,
-        scope: InvocationScope {
-            location: LocationId(text(2, "location")?),
-            session: get(3)?,
-        },
-        origin: text(4, "origin")?
-            .parse()
-            .map_err(|_| corrupt("approval origin"))?,
-        input: serde_json::from_str(&text(5, "input")?).map_err(|_| corrupt("approval input"))?,
-        fingerprint: Fingerprint(text(6, "fingerprint")?),
-        rule: serde_json::from_str(&text(7, "rule")?).map_err(|_| corrupt("approval rule"))?,
-        created_at: row.get(8).map_err(backend)?,
-        state,
-        resolved_at: row.get(11).map_err(backend)?,
-        package: get(12)?
-            .map(|json| serde_json::from_str(&json))
-            .transpose()
-            .map_err(|_| corrupt("approval package"))?,
-    })
+impl Columns for Row<'_> {
+    fn text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        self.get(i).map_err(backend)
+    }
+
+    fn int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        self.get(i).map_err(backend)
+    }
 }
 
-const APPROVAL_COLUMNS: &str = "id, capability_id, location, session, origin, input, \
-     fingerprint, rule, created_at, state, feedback, resolved_at, package";
-
-impl ApprovalStore for SqliteStore {
+impl Db {
     fn insert_approval(&self, r: &ApprovalRequest) -> Result<(), StoreError> {
-        let rule = serde_json::to_string(&r.rule).map_err(|_| corrupt("rule"))?;
-        let package = r
-            .package
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|_| corrupt("package"))?;
+        let (rule, package) = encoded(r)?;
         let result = self.conn().execute(
             "INSERT INTO approvals (id, capability_id, location, session, origin, input, \
              fingerprint, rule, created_at, state, feedback, resolved_at, package) \
@@ -158,7 +147,7 @@ impl ApprovalStore for SqliteStore {
             .map_err(backend)?;
         let mut rows = stmt.query([&id.0]).map_err(backend)?;
         match rows.next().map_err(backend)? {
-            Some(row) => approval_from_row(row).map(Some),
+            Some(row) => approval_from(row).map(Some),
             None => Ok(None),
         }
     }
@@ -174,7 +163,7 @@ impl ApprovalStore for SqliteStore {
         let mut rows = stmt.query([&location.0]).map_err(backend)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(backend)? {
-            out.push(approval_from_row(row)?);
+            out.push(approval_from(row)?);
         }
         Ok(out)
     }
@@ -311,30 +300,9 @@ impl ApprovalStore for SqliteStore {
             .map_err(backend)?;
         let mut rows = stmt.query([&fingerprint.0]).map_err(backend)?;
         match rows.next().map_err(backend)? {
-            Some(row) => approval_from_row(row).map(Some),
+            Some(row) => approval_from(row).map(Some),
             None => Ok(None),
         }
-    }
-
-    fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
-        insert_grant(&self.conn(), grant)
-    }
-
-    fn grants(
-        &self,
-        capability_id: &str,
-        location: &LocationId,
-        now: UnixMillis,
-    ) -> Result<Vec<Grant>, StoreError> {
-        live_grants(&self.conn(), Some(capability_id), location, now)
-    }
-
-    fn live_grants(
-        &self,
-        location: &LocationId,
-        now: UnixMillis,
-    ) -> Result<Vec<Grant>, StoreError> {
-        live_grants(&self.conn(), None, location, now)
     }
 
     fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
@@ -346,6 +314,99 @@ impl ApprovalStore for SqliteStore {
             )
             .map_err(backend)?;
         Ok(changed == 1)
+    }
+}
+
+#[async_trait::async_trait]
+impl ApprovalStore for SqliteStore {
+    async fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
+        let request = request.clone();
+        self.blocking(move |db| db.insert_approval(&request)).await
+    }
+
+    async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {
+        let id = id.clone();
+        self.blocking(move |db| db.approval(&id)).await
+    }
+
+    async fn pending_approvals(
+        &self,
+        location: &LocationId,
+    ) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let location = location.clone();
+        self.blocking(move |db| db.pending_approvals(&location))
+            .await
+    }
+
+    async fn resolve(&self, id: &ApprovalId, resolved: &Resolved) -> Result<bool, StoreError> {
+        let (id, resolved) = (id.clone(), resolved.clone());
+        self.blocking(move |db| db.resolve(&id, &resolved)).await
+    }
+
+    async fn lease(&self, approval_id: &ApprovalId) -> Result<Option<Lease>, StoreError> {
+        let approval_id = approval_id.clone();
+        self.blocking(move |db| db.lease(&approval_id)).await
+    }
+
+    async fn claim_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<bool, StoreError> {
+        let (approval_id, fingerprint) = (approval_id.clone(), fingerprint.clone());
+        self.blocking(move |db| db.claim_lease(&approval_id, &fingerprint, now))
+            .await
+    }
+
+    async fn claim_approved(
+        &self,
+        fingerprint: &Fingerprint,
+        now: UnixMillis,
+    ) -> Result<Option<ApprovalId>, StoreError> {
+        let fingerprint = fingerprint.clone();
+        self.blocking(move |db| db.claim_approved(&fingerprint, now))
+            .await
+    }
+
+    async fn pending_with(
+        &self,
+        fingerprint: &Fingerprint,
+    ) -> Result<Option<ApprovalRequest>, StoreError> {
+        let fingerprint = fingerprint.clone();
+        self.blocking(move |db| db.pending_with(&fingerprint)).await
+    }
+
+    async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        let grant = grant.clone();
+        self.blocking(move |db| insert_grant(&db.conn(), &grant))
+            .await
+    }
+
+    async fn grants(
+        &self,
+        capability_id: &str,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let (capability_id, location) = (capability_id.to_owned(), location.clone());
+        self.blocking(move |db| live_grants(&db.conn(), Some(&capability_id), &location, now))
+            .await
+    }
+
+    async fn live_grants(
+        &self,
+        location: &LocationId,
+        now: UnixMillis,
+    ) -> Result<Vec<Grant>, StoreError> {
+        let location = location.clone();
+        self.blocking(move |db| live_grants(&db.conn(), None, &location, now))
+            .await
+    }
+
+    async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
+        let id = id.clone();
+        self.blocking(move |db| db.revoke_grant(&id)).await
     }
 }
 

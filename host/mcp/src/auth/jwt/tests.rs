@@ -7,6 +7,8 @@ use ring::rsa::PublicKeyComponents;
 use ring::signature::{
     ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RSA_PKCS1_SHA256, RsaKeyPair,
 };
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::*;
@@ -227,4 +229,79 @@ fn configuration_names_what_is_wrong() {
     let metadata = server(&issuer).metadata();
     assert_eq!(metadata["resource"], AUDIENCE);
     assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+}
+
+/// A JWKS the test publishes and replaces, counting fetches.
+#[derive(Debug)]
+struct Published {
+    jwks: std::sync::Mutex<String>,
+    fetches: std::sync::atomic::AtomicUsize,
+}
+
+impl Published {
+    fn new(jwks: String) -> Arc<Self> {
+        Arc::new(Published {
+            jwks: std::sync::Mutex::new(jwks),
+            fetches: Default::default(),
+        })
+    }
+
+    fn publish(&self, jwks: String) {
+        *self.jwks.lock().unwrap() = jwks;
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[async_trait::async_trait]
+impl JwksSource for Published {
+    async fn fetch(&self) -> Result<String, String> {
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(self.jwks.lock().unwrap().clone())
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_once_and_the_withdrawn_one_stops_verifying() {
+    let (old, new) = (Issuer::new(), Issuer::new());
+    let source = Published::new(old.jwks());
+    let auth = server(&old).with_rotation(source.clone());
+    let connection = auth.clone();
+    // The issuer replaces its EC key (kid ec1) with another (kid ec2).
+    source.publish(new.jwks().replace("\"ec1\"", "\"ec2\""));
+    let rotated = new.sign(&json!({"alg": "ES256", "kid": "ec2"}), &claims());
+    let before = old.token(&claims());
+    assert!(auth.verify(rotated.as_bytes(), NOW).is_err());
+    // A token naming a known key never makes a fetch.
+    assert!(!auth.refresh_keys_for(before.as_bytes()).await);
+    assert_eq!(source.fetches(), 0);
+
+    assert!(auth.refresh_keys_for(rotated.as_bytes()).await);
+    assert_eq!(source.fetches(), 1);
+    // Every clone (another connection) sees the new keys.
+    let caller = connection.verify(rotated.as_bytes(), NOW).unwrap();
+    assert_eq!(caller.subject, "alice");
+    assert!(
+        auth.verify(before.as_bytes(), NOW).is_err(),
+        "the withdrawn key still verifies"
+    );
+    // Made-up kids within the interval fetch nothing.
+    let bogus = new.sign(&json!({"alg": "ES256", "kid": "made-up"}), &claims());
+    assert!(!auth.refresh_keys_for(bogus.as_bytes()).await);
+    assert_eq!(source.fetches(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_fetch_keeps_the_current_keys() {
+    let issuer = Issuer::new();
+    let source = Published::new("not json".into());
+    let auth = server(&issuer).with_rotation(source.clone());
+    let unknown = issuer.sign(&json!({"alg": "ES256", "kid": "ec9"}), &claims());
+    assert!(!auth.refresh_keys_for(unknown.as_bytes()).await);
+    assert_eq!(source.fetches(), 1);
+    let token = issuer.token(&claims());
+    assert_eq!(auth.verify(token.as_bytes(), NOW).unwrap().subject, "alice");
 }

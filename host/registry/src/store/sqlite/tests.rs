@@ -1,8 +1,11 @@
 use super::*;
 
-#[test]
-fn sqlite_store_conforms() {
-    crate::store::conformance::run(&SqliteStore::open_in_memory().unwrap());
+#[tokio::test]
+async fn sqlite_store_conforms() {
+    crate::store::conformance::run(&SqliteStore::open_in_memory().unwrap()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("race.db")).unwrap();
+    crate::store::conformance::claims_race(Arc::new(store)).await;
 }
 
 #[test]
@@ -31,8 +34,8 @@ fn migrations_set_user_version_and_refuse_newer_files() {
 /// Rows written by schema version 1 (no package identity): a grant must
 /// not cover any package after the migration, and an approval reads back
 /// without a package.
-#[test]
-fn rows_from_before_package_identity_bind_to_nothing() {
+#[tokio::test]
+async fn rows_from_before_package_identity_bind_to_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
     {
@@ -52,11 +55,16 @@ fn rows_from_before_package_identity_bind_to_nothing() {
     assert!(
         store
             .grants("github.get_repo", &"loc".into(), 2)
+            .await
             .unwrap()
             .is_empty(),
         "a grant stored without a package digest must cover no package"
     );
-    let approval = store.approval(&ApprovalId("apr".into())).unwrap().unwrap();
+    let approval = store
+        .approval(&ApprovalId("apr".into()))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(approval.package, None);
 }
 
@@ -66,7 +74,7 @@ fn rows_from_before_package_identity_bind_to_nothing() {
 fn concurrent_identical_calls_claim_an_approval_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.db");
-    let store = SqliteStore::open(&path).unwrap();
+    let store = SqliteStore::open(&path).unwrap().db;
     let mut approved = crate::store::conformance::request("r", "loc", 1);
     approved.fingerprint = Fingerprint("fp-race".into());
     store.insert_approval(&approved).unwrap();
@@ -92,7 +100,7 @@ fn concurrent_identical_calls_claim_an_approval_once() {
                 let path = &path;
                 let fingerprint = &approved.fingerprint;
                 s.spawn(move || {
-                    let store = SqliteStore::open(path).unwrap();
+                    let store = SqliteStore::open(path).unwrap().db;
                     store.claim_approved(fingerprint, 3).unwrap().is_some() as usize
                 })
             })

@@ -1,0 +1,105 @@
+//! Behaviour every [`SecretStore`] that persists bindings must have, run
+//! against each backend ([`MemoryStore`](super::MemoryStore),
+//! [`EncryptedFileStore`](super::EncryptedFileStore), and
+//! [`PgSecretStore`](super::PgSecretStore) in the end-to-end tests).
+//! Exported with the `testing` feature.
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::{
+    AccountAudience, AccountBinding, AccountKey, CredentialRequest, Lookup, SecretError,
+    SecretStore,
+};
+
+fn audience(host: &str) -> AccountAudience {
+    AccountAudience {
+        scheme: "https".into(),
+        host: host.into(),
+        port: 443,
+    }
+}
+
+fn value(store: &dyn SecretStore, key: &AccountKey) -> Option<String> {
+    store
+        .get(key)
+        .unwrap()
+        .map(|v| v.expose_secret().to_owned())
+}
+
+/// Values, bindings, listing, deletion and the lookup a call makes, on an
+/// empty `store`.
+pub fn run(store: &dyn SecretStore) {
+    let repo = AccountKey::new("github", "github_token", ["repo"]);
+    let admin = AccountKey::new("github", "github_token", ["admin", "repo"]);
+    let api = audience("api.github.com");
+    assert_eq!(store.list().unwrap(), []);
+    assert_eq!(value(store, &repo), None);
+
+    // A bound account round-trips; `put` replaces the value, keeps the binding.
+    let binding = AccountBinding::new("github", [api.clone()]);
+    store
+        .put_bound(&repo, &binding, SecretString::from("ghp_one"))
+        .unwrap();
+    assert_eq!(value(store, &repo).as_deref(), Some("ghp_one"));
+    assert_eq!(store.binding(&repo).unwrap(), Some(binding.clone()));
+    store.put(&repo, SecretString::from("ghp_two")).unwrap();
+    assert_eq!(value(store, &repo).as_deref(), Some("ghp_two"));
+    assert_eq!(store.binding(&repo).unwrap(), Some(binding.clone()));
+
+    // An account stored with `put` alone is unbound until bound.
+    store.put(&admin, SecretString::from("ghp_admin")).unwrap();
+    assert_eq!(store.binding(&admin).unwrap(), None);
+    let mut keys = store.list().unwrap();
+    keys.sort();
+    assert_eq!(keys, [admin.clone(), repo.clone()]);
+    let accounts = store.accounts().unwrap();
+    assert_eq!(accounts.len(), 2);
+    assert!(
+        accounts
+            .iter()
+            .any(|a| a.key == repo && a.binding == binding)
+    );
+
+    // The lookup a call makes applies the binding.
+    let scopes = vec!["repo".to_owned()];
+    let request = |extension, host| CredentialRequest {
+        vendor: "github",
+        handle: "github_token",
+        scopes: &scopes,
+        extension,
+        audience: audience(host),
+    };
+    match store.lookup(&request("github", "api.github.com")).unwrap() {
+        Lookup::Found(found) => assert_eq!(found.expose_secret(), "ghp_two"),
+        Lookup::Refused(reason) => panic!("the bound account is refused: {reason}"),
+    }
+    assert!(matches!(
+        store.lookup(&request("thief", "api.github.com")).unwrap(),
+        Lookup::Refused(_)
+    ));
+    assert!(matches!(
+        store.lookup(&request("github", "evil.example")).unwrap(),
+        Lookup::Refused(_)
+    ));
+
+    // Binding changes persist; a binding for no account is refused.
+    let shared = AccountBinding {
+        extensions: vec!["github".into(), "helper".into()],
+        ..binding.clone()
+    };
+    store.set_binding(&repo, &shared).unwrap();
+    assert_eq!(store.binding(&repo).unwrap(), Some(shared));
+    let missing = AccountKey::new("gitlab", "token", ["api"]);
+    assert!(matches!(
+        store.set_binding(&missing, &binding),
+        Err(SecretError::NoSuchAccount(_))
+    ));
+    assert_eq!(value(store, &missing), None);
+
+    // Deletion removes the value and the binding, once.
+    assert!(store.delete(&admin).unwrap());
+    assert!(!store.delete(&admin).unwrap());
+    assert_eq!(value(store, &admin), None);
+    assert_eq!(store.binding(&admin).unwrap(), None);
+    assert_eq!(store.list().unwrap(), [repo]);
+}
