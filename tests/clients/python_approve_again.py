@@ -4,13 +4,12 @@ A client without an elicitation callback (so Warden cannot ask in-band) gets
 the approval id, a person approves with the CLI, and the identical call then
 runs exactly once; the next identical call needs a new approval.
 
-Not run by `cargo xtask test` (it needs the `mcp` package from PyPI, and the
-tests run offline); the Rust e2e test `approve_again` covers the same flow
-with rmcp's client. Run it by hand:
+Run by the e2e test `python_sdk` with the interpreter `cargo xtask test`
+installs the SDK into (`target/python`, from PyPI); by hand:
 
-    python3 -m venv /tmp/venv && /tmp/venv/bin/pip install mcp
+    python3 -m venv target/python && target/python/bin/pip install 'mcp>=2,<3'
     cargo build -p warden
-    /tmp/venv/bin/python tests/clients/python_approve_again.py target/debug/warden
+    target/python/bin/python tests/clients/python_approve_again.py target/debug/warden
 """
 
 import asyncio

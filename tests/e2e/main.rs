@@ -15,6 +15,7 @@ mod install;
 mod live_catalog;
 mod mcp;
 mod postgres;
+mod python_sdk;
 mod serve_auth;
 mod stateless;
 mod tape;

@@ -21,6 +21,7 @@ mod demo;
 mod digest;
 mod guests;
 mod new;
+mod setup;
 mod test;
 mod workspace;
 

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::{bundle, workspace};
+use crate::{bundle, setup, workspace};
 
 /// Options of `cargo xtask test`.
 #[derive(clap::Args, Debug)]
@@ -17,8 +17,10 @@ pub(crate) struct Args {
 
 /// Bundle what is stale, lint, then run every test of the workspace.
 pub(crate) fn run(args: &Args) -> Result<()> {
-    // The store tests start throwaway PostgreSQL clusters.
-    ensure_postgres()?;
+    // The store tests start throwaway PostgreSQL clusters; one e2e test
+    // drives `warden serve` with the official Python MCP SDK.
+    setup::ensure_postgres()?;
+    let python = setup::ensure_python_mcp()?;
     // Every guest with `bundle = true`: the bundled packages and the test fixtures.
     bundle::run(&bundle::Args::default())?;
     if !args.no_lint {
@@ -54,14 +56,23 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     )?;
     let mut test = vec!["test", "--workspace"];
     test.extend(args.cargo_args.iter().map(String::as_str));
-    step("cargo test", &test)
+    step_with(
+        "cargo test",
+        &test,
+        &[("WARDEN_PYTHON", python.as_os_str())],
+    )
 }
 
 fn step(what: &str, args: &[&str]) -> Result<()> {
+    step_with(what, args, &[])
+}
+
+fn step_with(what: &str, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<()> {
     println!("xtask test: {what}");
     let started = std::time::Instant::now();
     let status = workspace::cargo()
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(workspace::root())
         .status()
         .with_context(|| format!("starting {what}"))?;
@@ -70,49 +81,4 @@ fn step(what: &str, args: &[&str]) -> Result<()> {
     }
     println!("xtask test: {what} passed in {:.1?}", started.elapsed());
     Ok(())
-}
-
-/// Installs the distribution's PostgreSQL server when no `initdb` is found
-/// where the test harness (`warden_tests::postgres`) looks for it.
-fn ensure_postgres() -> Result<()> {
-    if postgres_installed() {
-        return Ok(());
-    }
-    println!("xtask test: installing PostgreSQL (apt-get install postgresql)");
-    let apt = |args: &[&str]| {
-        std::process::Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    };
-    let install = ["install", "-y", "--no-install-recommends", "postgresql"];
-    // A fresh machine's package lists may be empty: update once, then retry.
-    let installed = apt(&install) || (apt(&["update"]) && apt(&install));
-    if !installed {
-        bail!(
-            "PostgreSQL is needed by the store tests and apt-get could not install it; \
-             install the `postgresql` package (or set WARDEN_PG_BIN to its bin directory)"
-        );
-    }
-    if !postgres_installed() {
-        bail!("apt-get installed postgresql, but no initdb is in /usr/lib/postgresql/*/bin");
-    }
-    Ok(())
-}
-
-fn postgres_installed() -> bool {
-    if std::env::var_os("WARDEN_PG_BIN").is_some() {
-        return true;
-    }
-    let packaged = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|version| version.path().join("bin/initdb").is_file());
-    packaged
-        || std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| dir.join("initdb").is_file())
-        })
 }

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use warden_tests::{FakeGitHub, Serving, TestPostgres, Warden};
 
 fn main() {
+    // Set up before the first sample, which would otherwise include it.
+    world();
     divan::main();
     // Statics are never dropped: stop the hosts and the cluster here.
     if let Some(world) = WORLD.get() {
@@ -89,7 +91,8 @@ fn setup() -> World {
         .iter()
         .map(|(_, _, port)| {
             let uri = format!("http://127.0.0.1:{port}/mcp");
-            rt.block_on(().serve(StreamableHttpClientTransport::from_uri(uri)))
+            // The transport spawns its worker: made on the runtime.
+            rt.block_on(async { ().serve(StreamableHttpClientTransport::from_uri(uri)).await })
                 .expect("initialize")
         })
         .collect();

@@ -20,6 +20,8 @@ use warden_registry::{
 use warden_tests::TestPostgres;
 
 fn main() {
+    // Set up before the first sample, which would otherwise include it.
+    world();
     divan::main();
     // Statics are never dropped: stop the cluster here.
     if let Some(world) = WORLD.get() {

@@ -1,0 +1,93 @@
+//! What `cargo xtask test` installs on a fresh machine besides Rust
+//! targets: PostgreSQL for the store tests, and the official Python MCP SDK
+//! (in a virtual environment under `target/`) for the Python client test.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::workspace;
+
+/// The SDK version the Python client test is written against (2.x).
+const PYTHON_MCP: &str = "mcp>=2,<3";
+
+/// Installs the distribution's PostgreSQL server when no `initdb` is found
+/// where the test harness (`warden_tests::postgres`) looks for it.
+pub(crate) fn ensure_postgres() -> Result<()> {
+    if postgres_installed() {
+        return Ok(());
+    }
+    println!("xtask test: installing PostgreSQL (apt-get install postgresql)");
+    let apt = |args: &[&str]| {
+        std::process::Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    let install = ["install", "-y", "--no-install-recommends", "postgresql"];
+    // A fresh machine's package lists may be empty: update once, then retry.
+    let installed = apt(&install) || (apt(&["update"]) && apt(&install));
+    if !installed {
+        bail!(
+            "PostgreSQL is needed by the store tests and apt-get could not install it; \
+             install the `postgresql` package (or set WARDEN_PG_BIN to its bin directory)"
+        );
+    }
+    if !postgres_installed() {
+        bail!("apt-get installed postgresql, but no initdb is in /usr/lib/postgresql/*/bin");
+    }
+    Ok(())
+}
+
+fn postgres_installed() -> bool {
+    if std::env::var_os("WARDEN_PG_BIN").is_some() {
+        return true;
+    }
+    let packaged = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|version| version.path().join("bin/initdb").is_file());
+    packaged
+        || std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join("initdb").is_file())
+        })
+}
+
+/// `target/python`: a virtual environment with the `mcp` package; its
+/// interpreter (what the e2e tests run as `$WARDEN_PYTHON`).
+pub(crate) fn ensure_python_mcp() -> Result<PathBuf> {
+    let venv = workspace::root().join("target/python");
+    let python = venv.join("bin/python");
+    let has_sdk = |python: &PathBuf| {
+        std::process::Command::new(python)
+            .args(["-c", "import mcp"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has_sdk(&python) {
+        return Ok(python);
+    }
+    println!("xtask test: installing the Python MCP SDK into target/python (pip)");
+    if !python.exists() {
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .context("running python3 -m venv (is Python 3 installed?)")?;
+        if !made.success() {
+            bail!("python3 -m venv failed (on Debian: apt-get install python3-venv)");
+        }
+    }
+    let installed = std::process::Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", PYTHON_MCP])
+        .status()
+        .context("running pip")?;
+    if !installed.success() || !has_sdk(&python) {
+        bail!("pip could not install the Python MCP SDK ({PYTHON_MCP})");
+    }
+    Ok(python)
+}
