@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use rmcp::model::CallToolResult;
 use secrecy::{ExposeSecret, SecretString};
-use warden_egress::secrets::{AccountKey, KeySource, PgSecretStore, SecretError, SecretStore};
+use warden_egress::secrets::{
+    AccountBinding, AccountKey, KeySource, PgSecretStore, SecretError, SecretStore,
+};
 use warden_registry::{PgStore, StoreError};
 use warden_tests::{FakeGitHub, TOKEN, TestPostgres, Warden};
 
@@ -63,13 +65,10 @@ async fn the_store_conformance_suite_passes_on_postgres() {
     assert!(!format!("{error:#?}").contains("hunter2"), "{error:?}");
 }
 
-/// A secret store on `url` keyed by the key file `key` (off the test's
-/// runtime: connecting waits for the store's connection thread).
+/// A secret store on `url` (a host's pool) keyed by the key file `key`.
 async fn secrets(url: &str, key: &Path) -> Result<PgSecretStore, SecretError> {
-    let (url, key) = (url.to_owned(), KeySource::File(key.to_owned()));
-    tokio::task::spawn_blocking(move || PgSecretStore::connect(&url, key))
-        .await
-        .unwrap()
+    let host = PgStore::connect(url).await.expect("connect");
+    PgSecretStore::open(host.pool().clone(), KeySource::File(key.to_owned())).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,9 +80,7 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
     let keys = tempfile::tempdir().unwrap();
     let key = keys.path().join("secret.key");
     let store = secrets(&url, &key).await.expect("connect");
-    tokio::task::spawn_blocking(move || warden_egress::secrets::conformance::run(&store))
-        .await
-        .unwrap();
+    warden_egress::secrets::conformance::run(&store).await;
 
     // Another host with the same key sees what this one wrote.
     let (one, two) = (
@@ -92,14 +89,31 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
     );
     let alice = AccountKey::new("notion", "token", ["read"]);
     let bob = AccountKey::new("notion", "token", ["write"]);
-    tokio::task::spawn_blocking(move || {
-        one.put(&alice, SecretString::from("secret_alice")).unwrap();
-        one.put(&bob, SecretString::from("secret_bob")).unwrap();
-        let read = two.get(&alice).unwrap().expect("written by the other host");
-        assert_eq!(read.expose_secret(), "secret_alice");
-    })
-    .await
-    .unwrap();
+    one.put(&alice, SecretString::from("secret_alice"))
+        .await
+        .unwrap();
+    one.put(&bob, SecretString::from("secret_bob"))
+        .await
+        .unwrap();
+    let read = two
+        .get(&alice)
+        .await
+        .unwrap()
+        .expect("written by the other host");
+    assert_eq!(read.expose_secret(), "secret_alice");
+
+    // Two hosts changing one account at once lose neither change.
+    let binding = |extension: &str| AccountBinding::new(extension, Vec::new());
+    let first = binding("first");
+    let (a, b) = tokio::join!(
+        one.set_binding(&alice, &first),
+        two.put(&alice, SecretString::from("secret_alice_2")),
+    );
+    a.unwrap();
+    b.unwrap();
+    let value = one.get(&alice).await.unwrap().unwrap();
+    assert_eq!(value.expose_secret(), "secret_alice_2");
+    assert_eq!(two.binding(&alice).await.unwrap(), Some(first));
 
     // No value is in the database in the clear.
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
@@ -130,20 +144,13 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
         )
         .await
         .unwrap();
+    assert!(matches!(one.get(&bob).await, Err(SecretError::Corrupt(_))));
     // Another key opens nothing.
-    let other_key = keys.path().join("other.key");
-    let (same, other) = (
-        secrets(&url, &key).await.unwrap(),
-        secrets(&url, &other_key).await.unwrap(),
-    );
-    tokio::task::spawn_blocking(move || {
-        let bob = AccountKey::new("notion", "token", ["write"]);
-        assert!(matches!(same.get(&bob), Err(SecretError::Corrupt(_))));
-        let alice = AccountKey::new("notion", "token", ["read"]);
-        assert!(matches!(other.get(&alice), Err(SecretError::Corrupt(_))));
-    })
-    .await
-    .unwrap();
+    let other = secrets(&url, &keys.path().join("other.key")).await.unwrap();
+    assert!(matches!(
+        other.get(&alice).await,
+        Err(SecretError::Corrupt(_))
+    ));
 }
 
 /// Appends `toml` to the data directory's `warden.toml`.

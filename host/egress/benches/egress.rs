@@ -103,6 +103,7 @@ fn egress_send() {
         let session = world
             .egress
             .session("github.get", "github", &[spec()], &[], u64::MAX)
+            .await
             .unwrap();
         let request = GuestRequest {
             method: "GET".into(),
@@ -124,8 +125,12 @@ fn egress_send() {
 fn egress_send_kept_session() {
     static SESSION: LazyLock<warden_egress::CallSession> = LazyLock::new(|| {
         WORLD
-            .egress
-            .session("github.get", "github", &[spec()], &[], u64::MAX)
+            .rt
+            .block_on(
+                WORLD
+                    .egress
+                    .session("github.get", "github", &[spec()], &[], u64::MAX),
+            )
             .unwrap()
     });
     let world = &*WORLD;

@@ -18,8 +18,13 @@
 //!     Arc::new(MemoryStore::new()),
 //!     Arc::new(SystemResolver),
 //! ).unwrap();
-//! let session = egress.session("example.search", "example", &[], &[], 1 << 20).unwrap();
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let session = egress
+//!     .session("example.search", "example", &[], &[], 1 << 20)
+//!     .await
+//!     .unwrap();
 //! assert!(session.acquire("undeclared").is_err());
+//! # });
 //! ```
 
 pub mod auth;

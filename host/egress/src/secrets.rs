@@ -1,8 +1,10 @@
 //! Secret stores: where credential values live between calls.
 //!
-//! [`SecretStore`] is the trait the host composes; [`EncryptedFileStore`] is
-//! the embedded default (ChaCha20-Poly1305 at rest), [`EnvStore`] reads the
-//! environment, and [`MemoryStore`] is for embedders and tests. Values are
+//! [`SecretStore`] is the (async) trait the host composes;
+//! [`EncryptedFileStore`] is the embedded default (ChaCha20-Poly1305 at rest,
+//! read once into memory; a change rewrites the small file),
+//! [`PgSecretStore`] keeps accounts in PostgreSQL for many hosts, [`EnvStore`]
+//! reads the environment, and [`MemoryStore`] is for embedders and tests. Values are
 //! [`SecretString`]s (zeroized on drop); listing returns keys only.
 //!
 //! Every account is bound ([`AccountBinding`]): the audiences it may be sent
@@ -12,11 +14,14 @@
 //! ```
 //! use secrecy::SecretString;
 //! use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore, SecretStore};
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let store = MemoryStore::new();
 //! let key = AccountKey::new("github", "github_token", ["repo"]);
 //! let api = AccountAudience { scheme: "https".into(), host: "api.github.com".into(), port: 443 };
-//! store.put_bound(&key, &AccountBinding::new("github", [api]), SecretString::from("ghp_example")).unwrap();
-//! assert_eq!(store.list().unwrap(), vec![key]);
+//! let binding = AccountBinding::new("github", [api]);
+//! store.put_bound(&key, &binding, SecretString::from("ghp_example")).await.unwrap();
+//! assert_eq!(store.list().await.unwrap(), vec![key]);
+//! # });
 //! ```
 
 pub mod account;
@@ -115,66 +120,70 @@ impl fmt::Display for AccountKey {
 }
 
 /// A store of credential values and the binding of each.
+#[async_trait::async_trait]
 pub trait SecretStore: Send + Sync + fmt::Debug {
     /// The value stored under exactly `key` (no binding check: for the
     /// host's own flows, never for a call).
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError>;
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError>;
 
     /// Store `value` under `key`, replacing any previous value and keeping
     /// its binding. A new account has none (unbound: refused) until
     /// [`SecretStore::set_binding`]; prefer [`SecretStore::put_bound`].
-    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError>;
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError>;
 
     /// Remove `key` and its binding; whether it existed.
-    fn delete(&self, key: &AccountKey) -> Result<bool, SecretError>;
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError>;
 
     /// Every stored key (never values).
-    fn list(&self) -> Result<Vec<AccountKey>, SecretError>;
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError>;
 
     /// The binding of `key`; `None` when none is recorded (such an account
     /// is refused as unbound). A store that keeps none records none.
-    fn binding(&self, _key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+    async fn binding(&self, _key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(None)
     }
 
     /// Record the binding of the stored account `key`.
-    fn set_binding(&self, _key: &AccountKey, _binding: &AccountBinding) -> Result<(), SecretError> {
+    async fn set_binding(
+        &self,
+        _key: &AccountKey,
+        _binding: &AccountBinding,
+    ) -> Result<(), SecretError> {
         Err(SecretError::ReadOnly)
     }
 
     /// Store `value` under `key` with `binding` (connecting an account).
-    fn put_bound(
+    async fn put_bound(
         &self,
         key: &AccountKey,
         binding: &AccountBinding,
         value: SecretString,
     ) -> Result<(), SecretError> {
-        self.put(key, value)?;
-        self.set_binding(key, binding)
+        self.put(key, value).await?;
+        self.set_binding(key, binding).await
     }
 
     /// Every account with its binding (never values).
-    fn accounts(&self) -> Result<Vec<Account>, SecretError> {
-        self.list()?
-            .into_iter()
-            .map(|key| {
-                let binding = self.binding(&key)?.unwrap_or_default();
-                Ok(Account { key, binding })
-            })
-            .collect()
+    async fn accounts(&self) -> Result<Vec<Account>, SecretError> {
+        let mut accounts = Vec::new();
+        for key in self.list().await? {
+            let binding = self.binding(&key).await?.unwrap_or_default();
+            accounts.push(Account { key, binding });
+        }
+        Ok(accounts)
     }
 
     /// The value a call may use for `request`, or why it may not: the
     /// account must cover the scopes, allow the extension and include the
     /// audience (see [`account`]).
-    fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
-        account::lookup(self, request)
+    async fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
+        account::lookup(self, request).await
     }
 
     /// Allow `extension` to use every bound account of `vendor` (toward
     /// those accounts' own audiences only); the accounts it now may use.
-    fn allow(&self, vendor: &str, extension: &str) -> Result<Vec<Account>, SecretError> {
-        account::allow(self, vendor, extension)
+    async fn allow(&self, vendor: &str, extension: &str) -> Result<Vec<Account>, SecretError> {
+        account::allow(self, vendor, extension).await
     }
 }
 
@@ -214,34 +223,39 @@ impl MemoryStore {
     }
 }
 
+#[async_trait::async_trait]
 impl SecretStore for MemoryStore {
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
         Ok(self.lock().get(key).map(|(value, _)| value.clone()))
     }
 
-    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
         let mut values = self.lock();
         let binding = values.remove(key).and_then(|(_, binding)| binding);
         values.insert(key.clone(), (value, binding));
         Ok(())
     }
 
-    fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
         Ok(self.lock().remove(key).is_some())
     }
 
-    fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(self.lock().keys().cloned().collect())
     }
 
-    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(self
             .lock()
             .get(key)
             .and_then(|(_, binding)| binding.clone()))
     }
 
-    fn set_binding(&self, key: &AccountKey, binding: &AccountBinding) -> Result<(), SecretError> {
+    async fn set_binding(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+    ) -> Result<(), SecretError> {
         match self.lock().get_mut(key) {
             Some((_, slot)) => {
                 *slot = Some(binding.clone());
@@ -295,68 +309,88 @@ mod tests {
         }
     }
 
-    #[test]
-    fn memory_store_conforms() {
-        conformance::run(&MemoryStore::new());
+    #[tokio::test]
+    async fn memory_store_conforms() {
+        conformance::run(&MemoryStore::new()).await;
     }
 
-    #[test]
-    fn lookup_prefers_exact_then_covering_scopes() {
+    #[tokio::test]
+    async fn lookup_prefers_exact_then_covering_scopes() {
         let wide = AccountKey::new("github", "gh", ["repo", "read:org"]);
         let bound = AccountBinding::new("github", [api("api.github.com")]);
         let store = MemoryStore::new().with(wide, bound, "wide-value");
         let repo = ["repo".to_owned()];
-        let lookup = store.lookup(&request("github", "gh", &repo, "api.github.com"));
+        let lookup = store
+            .lookup(&request("github", "gh", &repo, "api.github.com"))
+            .await;
         assert_eq!(found(lookup.unwrap()), "wide-value");
         let admin = ["admin".to_owned()];
-        let lookup = store.lookup(&request("github", "gh", &admin, "api.github.com"));
+        let lookup = store
+            .lookup(&request("github", "gh", &admin, "api.github.com"))
+            .await;
         assert_eq!(refused(lookup.unwrap()), AuthReason::Missing);
     }
 
-    #[test]
-    fn an_account_stored_without_scopes_serves_no_request_that_needs_one() {
+    #[tokio::test]
+    async fn an_account_stored_without_scopes_serves_no_request_that_needs_one() {
         let key = AccountKey::new("github", "gh", Vec::<String>::new());
         let bound = AccountBinding::new("github", [api("api.github.com")]);
         let store = MemoryStore::new().with(key, bound, "no-scopes");
         let repo = ["repo".to_owned()];
-        let lookup = store.lookup(&request("github", "gh", &repo, "api.github.com"));
+        let lookup = store
+            .lookup(&request("github", "gh", &repo, "api.github.com"))
+            .await;
         assert_eq!(refused(lookup.unwrap()), AuthReason::Missing);
-        let lookup = store.lookup(&request("github", "gh", &[], "api.github.com"));
+        let lookup = store
+            .lookup(&request("github", "gh", &[], "api.github.com"))
+            .await;
         assert_eq!(found(lookup.unwrap()), "no-scopes");
     }
 
-    #[test]
-    fn another_extension_needs_consent_and_then_only_reaches_the_accounts_audience() {
+    #[tokio::test]
+    async fn another_extension_needs_consent_and_then_only_reaches_the_accounts_audience() {
         let key = AccountKey::new("github", "gh", ["repo"]);
         let bound = AccountBinding::new("github", [api("api.github.com")]);
         let store = MemoryStore::new().with(key.clone(), bound, "ghp_value");
         let repo = ["repo".to_owned()];
         let thief = request("thief", "gh", &repo, "collector.thief.example");
-        assert_eq!(refused(store.lookup(&thief).unwrap()), AuthReason::Consent);
+        assert_eq!(
+            refused(store.lookup(&thief).await.unwrap()),
+            AuthReason::Consent
+        );
         let shared = request("github_extra", "gh", &repo, "api.github.com");
-        assert_eq!(refused(store.lookup(&shared).unwrap()), AuthReason::Consent);
+        assert_eq!(
+            refused(store.lookup(&shared).await.unwrap()),
+            AuthReason::Consent
+        );
 
-        let allowed = store.allow("github", "thief").unwrap();
+        let allowed = store.allow("github", "thief").await.unwrap();
         assert_eq!(allowed[0].binding.extensions, ["github", "thief"]);
-        assert_eq!(refused(store.lookup(&thief).unwrap()), AuthReason::Audience);
-        store.allow("github", "github_extra").unwrap();
-        assert_eq!(found(store.lookup(&shared).unwrap()), "ghp_value");
+        assert_eq!(
+            refused(store.lookup(&thief).await.unwrap()),
+            AuthReason::Audience
+        );
+        store.allow("github", "github_extra").await.unwrap();
+        assert_eq!(found(store.lookup(&shared).await.unwrap()), "ghp_value");
         // Allowing never widened the audiences.
         assert_eq!(
-            store.binding(&key).unwrap().unwrap().audiences,
+            store.binding(&key).await.unwrap().unwrap().audiences,
             [api("api.github.com")]
         );
     }
 
-    #[test]
-    fn a_legacy_account_is_refused_and_a_creators_account_binds_on_first_use() {
+    #[tokio::test]
+    async fn a_legacy_account_is_refused_and_a_creators_account_binds_on_first_use() {
         let legacy = AccountKey::new("github", "gh", ["repo"]);
         let store = MemoryStore::new().with_unbound(legacy, "old");
         let repo = ["repo".to_owned()];
         let call = request("github", "gh", &repo, "api.github.com");
-        assert_eq!(refused(store.lookup(&call).unwrap()), AuthReason::Unbound);
+        assert_eq!(
+            refused(store.lookup(&call).await.unwrap()),
+            AuthReason::Unbound
+        );
         // Nobody can claim it by allowing it either.
-        assert!(store.allow("github", "github").unwrap().is_empty());
+        assert!(store.allow("github", "github").await.unwrap().is_empty());
 
         let key = AccountKey::new("google", "g", Vec::<String>::new());
         let created = AccountBinding {
@@ -366,30 +400,36 @@ mod tests {
         let store = MemoryStore::new().with(key.clone(), created, "ya29");
         let mut other = request("thief", "g", &[], "collector.thief.example");
         other.vendor = "google";
-        assert_eq!(refused(store.lookup(&other).unwrap()), AuthReason::Consent);
+        assert_eq!(
+            refused(store.lookup(&other).await.unwrap()),
+            AuthReason::Consent
+        );
         let mut first = request("gmail", "g", &[], "gmail.googleapis.com");
         first.vendor = "google";
-        assert_eq!(found(store.lookup(&first).unwrap()), "ya29");
-        let binding = store.binding(&key).unwrap().unwrap();
+        assert_eq!(found(store.lookup(&first).await.unwrap()), "ya29");
+        let binding = store.binding(&key).await.unwrap().unwrap();
         assert_eq!(binding.audiences, [api("gmail.googleapis.com")]);
         assert_eq!(binding.extensions, ["gmail"]);
         // The creator's own later manifest cannot move it.
         let mut moved = request("gmail", "g", &[], "collector.thief.example");
         moved.vendor = "google";
-        assert_eq!(refused(store.lookup(&moved).unwrap()), AuthReason::Audience);
+        assert_eq!(
+            refused(store.lookup(&moved).await.unwrap()),
+            AuthReason::Audience
+        );
     }
 
-    #[test]
-    fn put_keeps_the_binding() {
+    #[tokio::test]
+    async fn put_keeps_the_binding() {
         let key = AccountKey::new("github", "gh", ["repo"]);
         let bound = AccountBinding::new("github", [api("api.github.com")]);
         let store = MemoryStore::new().with(key.clone(), bound.clone(), "old");
-        store.put(&key, SecretString::from("new")).unwrap();
-        assert_eq!(store.binding(&key).unwrap(), Some(bound));
+        store.put(&key, SecretString::from("new")).await.unwrap();
+        assert_eq!(store.binding(&key).await.unwrap(), Some(bound));
     }
 
-    #[test]
-    fn scopes_are_normalized() {
+    #[tokio::test]
+    async fn scopes_are_normalized() {
         assert_eq!(
             AccountKey::new("v", "h", ["b", "a", "b"]),
             AccountKey::new("v", "h", ["a", "b"])

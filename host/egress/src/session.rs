@@ -121,7 +121,7 @@ impl Egress {
 
     /// The network service of one call of `capability_id` (from extension
     /// `extension_id`), staging the secrets its credentials name.
-    pub fn session(
+    pub async fn session(
         &self,
         capability_id: &str,
         extension_id: &str,
@@ -129,7 +129,7 @@ impl Egress {
         targets: &[NetworkTarget],
         max_egress_bytes: u64,
     ) -> Result<CallSession, EgressError> {
-        let staged = Staged::stage(self.inner.store.as_ref(), extension_id, credentials)?;
+        let staged = Staged::stage(self.inner.store.as_ref(), extension_id, credentials).await?;
         Ok(self.session_with(
             capability_id,
             extension_id,

@@ -29,27 +29,27 @@ pub(crate) struct Staged {
 
 impl Staged {
     /// Look up every credential `specs` of `extension` declares in `store`.
-    pub(crate) fn stage(
+    pub(crate) async fn stage(
         store: &dyn SecretStore,
         extension: &str,
         specs: &[CredentialSpec],
     ) -> Result<Self, SecretError> {
-        let entries = specs
-            .iter()
-            .map(|spec| {
-                let (secret, refusal) =
-                    match store.lookup(&CredentialRequest::of(spec, extension))? {
-                        Lookup::Found(s) if !s.expose_secret().is_empty() => (Some(s), None),
-                        Lookup::Found(_) => (None, Some(AuthReason::Missing)),
-                        Lookup::Refused(reason) => (None, Some(reason)),
-                    };
-                Ok(StagedCredential {
-                    spec: spec.clone(),
-                    secret,
-                    refusal,
-                })
-            })
-            .collect::<Result<_, SecretError>>()?;
+        let mut entries = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let (secret, refusal) = match store
+                .lookup(&CredentialRequest::of(spec, extension))
+                .await?
+            {
+                Lookup::Found(s) if !s.expose_secret().is_empty() => (Some(s), None),
+                Lookup::Found(_) => (None, Some(AuthReason::Missing)),
+                Lookup::Refused(reason) => (None, Some(reason)),
+            };
+            entries.push(StagedCredential {
+                spec: spec.clone(),
+                secret,
+                refusal,
+            });
+        }
         Ok(Self { entries })
     }
 

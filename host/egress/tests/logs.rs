@@ -47,7 +47,7 @@ async fn nothing_logged_carries_the_token() {
     let fx =
         fixture(|req| TestResponse::ok(req.header("authorization").unwrap_or_default().to_owned()))
             .await;
-    let session = fx.session();
+    let session = fx.session().await;
     session
         .send(get("https://api.github.com/a?x=1"), Some("gh"), CALL)
         .await

@@ -64,7 +64,7 @@ impl Location {
     /// now (a later manifest never moves it) and usable by that extension.
     /// Storing an account again keeps the extensions already allowed and adds
     /// this extension's audiences.
-    pub fn connect_account(
+    pub async fn connect_account(
         &self,
         extension: &str,
         key: &AccountKey,
@@ -72,7 +72,7 @@ impl Location {
     ) -> Result<Account, AccountError> {
         let declared = self.declaration(extension, &key.vendor, &key.handle)?;
         let store = self.shared.egress.store();
-        let binding = match store.binding(key)? {
+        let binding = match store.binding(key).await? {
             Some(mut existing) if !existing.audiences.is_empty() => {
                 existing.add_audiences(declared.audiences);
                 existing.allow(extension);
@@ -80,7 +80,7 @@ impl Location {
             }
             _ => AccountBinding::new(extension, declared.audiences),
         };
-        store.put_bound(key, &binding, value)?;
+        store.put_bound(key, &binding, value).await?;
         Ok(Account {
             key: key.clone(),
             binding,
@@ -89,7 +89,7 @@ impl Location {
 
     /// Allow `extension` to use the stored `vendor` accounts, toward their
     /// own audiences only; the accounts it may now use.
-    pub fn allow_account(
+    pub async fn allow_account(
         &self,
         extension: &str,
         vendor: &str,
@@ -97,7 +97,7 @@ impl Location {
         if !self.packages().iter().any(|p| p.id == extension) {
             return Err(AccountError::UnknownExtension(extension.to_owned()));
         }
-        let accounts = self.shared.egress.store().allow(vendor, extension)?;
+        let accounts = self.shared.egress.store().allow(vendor, extension).await?;
         if accounts.is_empty() {
             return Err(AccountError::NoAccount(vendor.to_owned()));
         }

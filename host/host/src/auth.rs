@@ -296,7 +296,7 @@ impl Location {
                 handle,
                 declared.scopes.iter().cloned(),
             );
-            accounts.push(self.connect_account(&target.extension, &key, value)?);
+            accounts.push(self.connect_account(&target.extension, &key, value).await?);
         }
         if accounts.is_empty() {
             return Err(ConnectError::NoCredential {

@@ -210,13 +210,18 @@ impl Location {
             // Answered from the tape: nothing is staged, nothing is sent.
             Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
-            match self.shared.egress.session(
-                &capability.id,
-                &binding.extension_id,
-                &capability.credentials,
-                &capability.network_targets,
-                capability.max_egress_bytes.unwrap_or(u64::MAX),
-            ) {
+            match self
+                .shared
+                .egress
+                .session(
+                    &capability.id,
+                    &binding.extension_id,
+                    &capability.credentials,
+                    &capability.network_targets,
+                    capability.max_egress_bytes.unwrap_or(u64::MAX),
+                )
+                .await
+            {
                 // Required credentials are checked before the guest starts.
                 Ok(session) => match session.missing_required().into_iter().next() {
                     Some(needed) => {

@@ -135,7 +135,9 @@ impl EgressHttp {
     /// A fresh egress session for one request, and the credential it
     /// injects (the first one an account serves; audience and injection
     /// are egress's to check).
-    fn session(&self) -> Result<(CallSession, Option<String>), StreamableHttpError<HostedError>> {
+    async fn session(
+        &self,
+    ) -> Result<(CallSession, Option<String>), StreamableHttpError<HostedError>> {
         let inner = &self.inner;
         let session = inner
             .egress
@@ -146,6 +148,7 @@ impl EgressHttp {
                 &[inner.endpoint.target()],
                 inner.max_response_bytes,
             )
+            .await
             .map_err(|e| self.refuse(Refusal::Egress(e.to_string())))?
             .for_host_client(MCP_HEADERS);
         let credential = inner
@@ -164,7 +167,7 @@ impl EgressHttp {
         body: Option<Vec<u8>>,
     ) -> Result<GuestResponse, StreamableHttpError<HostedError>> {
         let inner = &self.inner;
-        let (session, credential) = self.session()?;
+        let (session, credential) = self.session().await?;
         let credential = credential.as_deref();
         let request = GuestRequest {
             method: method.to_owned(),
@@ -398,7 +401,7 @@ impl StreamableHttpClient for EgressHttp {
                 headers.push((name.as_str().to_owned(), value.to_owned()));
             }
         }
-        let (session, credential) = self.session()?;
+        let (session, credential) = self.session().await?;
         let request = GuestRequest {
             method: "GET".to_owned(),
             url: self.inner.endpoint.url().to_owned(),

@@ -60,7 +60,7 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             report(cx, &target, &accounts);
         }
         AuthCommand::Status => {
-            let accounts = location.auth_status().context("listing accounts")?;
+            let accounts = location.auth_status().await.context("listing accounts")?;
             if cx.json {
                 render::json(&accounts);
             } else if accounts.is_empty() {

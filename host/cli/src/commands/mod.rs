@@ -194,13 +194,9 @@ async fn shared_stores(
     let approvals = warden_registry::PgStore::connect_with(url, pool_size)
         .await
         .context("connecting to the PostgreSQL store")?;
-    // Its own connection thread; connecting waits for it, off this runtime.
-    let url = url.to_owned();
-    let secrets = tokio::task::spawn_blocking(move || {
-        warden_egress::secrets::PgSecretStore::connect(&url, secret_key)
-    })
-    .await?
-    .context("opening the secrets in the PostgreSQL store")?;
+    let secrets = warden_egress::secrets::PgSecretStore::open(approvals.pool().clone(), secret_key)
+        .await
+        .context("opening the secrets in the PostgreSQL store")?;
     Ok((Arc::new(approvals), Arc::new(secrets)))
 }
 
@@ -248,7 +244,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Install { path, replace } => install::run(&cx, &path, replace),
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Mcp(command) => mcp::run(&cx, command).await,
-        Command::Secret(command) => secret::run(&cx, command),
+        Command::Secret(command) => secret::run(&cx, command).await,
         Command::Approvals(command) => approvals::run(&cx, command).await,
         Command::Auth(command) => auth::run(&cx, command).await,
         Command::Grants(command) => grants::run(&cx, command).await,

@@ -17,11 +17,11 @@ use crate::cli::{SecretCommand, SecretKeyArgs, SecretSetArgs};
 use crate::render;
 
 /// Run a `secret` subcommand.
-pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
+pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
     match command {
         SecretCommand::Set(args) => {
             let (_host, location) = cx.open()?;
-            set(cx, &location, &args)?;
+            set(cx, &location, &args).await?;
         }
         SecretCommand::List => {
             let host = cx.host()?;
@@ -30,6 +30,7 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
             let accounts: Vec<Account> = host
                 .secrets()
                 .accounts()
+                .await
                 .context("listing secrets")?
                 .into_iter()
                 .filter(|a| !a.key.handle.contains('#'))
@@ -45,12 +46,18 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
         SecretCommand::Rm(args) => {
             let host = cx.host()?;
             let key = key(&args, &args.scopes);
-            if !host.secrets().delete(&key).context("removing the secret")? {
+            if !host
+                .secrets()
+                .delete(&key)
+                .await
+                .context("removing the secret")?
+            {
                 bail!("no secret stored for {key}");
             }
             // An OAuth account's refresh material goes with it.
             host.secrets()
                 .delete(&warden_egress::auth::grant::grant_key(&key))
+                .await
                 .context("removing the account's refresh material")?;
             if !cx.json {
                 println!("removed {key}");
@@ -60,6 +67,7 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
             let (_host, location) = cx.open()?;
             let accounts = location
                 .allow_account(&extension, &vendor)
+                .await
                 .with_context(|| format!("allowing `{extension}` to use `{vendor}` accounts"))?;
             if cx.json {
                 render::json(&accounts);
@@ -78,7 +86,7 @@ pub(crate) fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
 }
 
 /// Bind and store one account for the extension that declares it.
-fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<()> {
+async fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<()> {
     let declared = for_extension(location, args)?;
     let scopes = if args.key.scopes.is_empty() {
         &declared.scopes
@@ -95,6 +103,7 @@ fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<()> {
     let value = read_value(&key)?;
     let account = location
         .connect_account(&declared.extension, &key, value)
+        .await
         .context("storing the secret")?;
     if cx.json {
         render::json(&account);

@@ -239,12 +239,12 @@ fn registration_key(vendor: &str) -> AccountKey {
 }
 
 /// The registration kept for `vendor` with `issuer`, if any.
-pub fn load_registration(
+pub async fn load_registration(
     store: &dyn SecretStore,
     vendor: &str,
     issuer: &str,
 ) -> Result<Option<Registration>, AuthError> {
-    let Some(text) = store.get(&registration_key(vendor))? else {
+    let Some(text) = store.get(&registration_key(vendor)).await? else {
         return Ok(None);
     };
     let registration: Option<Registration> = serde_json::from_str(text.expose_secret()).ok();
@@ -252,7 +252,7 @@ pub fn load_registration(
 }
 
 /// Keep `registration` for `vendor` (replacing any earlier one).
-pub fn save_registration(
+pub async fn save_registration(
     store: &dyn SecretStore,
     vendor: &str,
     registration: &Registration,
@@ -261,13 +261,15 @@ pub fn save_registration(
         serde_json::to_string(registration)
             .map_err(|_| AuthError::Registration("serialize".into()))?,
     );
-    store.put(&registration_key(vendor), SecretString::from(json.as_str()))?;
+    store
+        .put(&registration_key(vendor), SecretString::from(json.as_str()))
+        .await?;
     Ok(())
 }
 
 /// Forget the registration of `vendor` (the server refused it).
-pub fn forget_registration(store: &dyn SecretStore, vendor: &str) -> Result<(), AuthError> {
-    store.delete(&registration_key(vendor))?;
+pub async fn forget_registration(store: &dyn SecretStore, vendor: &str) -> Result<(), AuthError> {
+    store.delete(&registration_key(vendor)).await?;
     Ok(())
 }
 

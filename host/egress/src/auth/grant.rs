@@ -148,8 +148,11 @@ pub fn is_grant_key(key: &AccountKey) -> bool {
 }
 
 /// The grant of account `key`, if it was connected with OAuth.
-pub fn load(store: &dyn SecretStore, key: &AccountKey) -> Result<Option<StoredGrant>, AuthError> {
-    let Some(text) = store.get(&grant_key(key))? else {
+pub async fn load(
+    store: &dyn SecretStore,
+    key: &AccountKey,
+) -> Result<Option<StoredGrant>, AuthError> {
+    let Some(text) = store.get(&grant_key(key)).await? else {
         return Ok(None);
     };
     serde_json::from_str(text.expose_secret())
@@ -158,7 +161,7 @@ pub fn load(store: &dyn SecretStore, key: &AccountKey) -> Result<Option<StoredGr
 }
 
 /// Store the grant of account `key` (write it before the access token).
-pub fn save(
+pub async fn save(
     store: &dyn SecretStore,
     key: &AccountKey,
     grant: &StoredGrant,
@@ -166,7 +169,9 @@ pub fn save(
     let json = zeroize::Zeroizing::new(
         serde_json::to_string(grant).map_err(|_| AuthError::TokenResponse("serialize"))?,
     );
-    store.put(&grant_key(key), SecretString::from(json.as_str()))?;
+    store
+        .put(&grant_key(key), SecretString::from(json.as_str()))
+        .await?;
     Ok(())
 }
 
@@ -198,14 +203,14 @@ pub async fn refresh_account(
 ) -> Result<bool, AuthError> {
     let store = egress.store().as_ref();
     // Cheap check first: most calls find a fresh token and take no lock.
-    match load(store, key)? {
+    match load(store, key).await? {
         Some(grant) if grant.due(now) && grant.refresh_token.is_some() => {}
         _ => return Ok(false),
     }
     let lock = egress.flights().lock_for(key);
     let _flight = lock.lock().await;
     // Another call may have refreshed while this one waited.
-    let Some(grant) = load(store, key)? else {
+    let Some(grant) = load(store, key).await? else {
         return Ok(false);
     };
     let Some(refresh_token) = grant.refresh_token.clone().map(SecretString::from) else {
@@ -222,8 +227,8 @@ pub async fn refresh_account(
     let tokens = flow.refresh(egress, &refresh_token, &key.scopes).await?;
     let renewed =
         StoredGrant::new(&grant.recipe, &client, &tokens).for_resource(grant.resource.as_deref());
-    save(store, key, &renewed)?;
-    store.put(key, tokens.access_token.clone())?;
+    save(store, key, &renewed).await?;
+    store.put(key, tokens.access_token.clone()).await?;
     tracing::info!(account = %key, "refreshed an OAuth account");
     Ok(true)
 }
@@ -235,7 +240,7 @@ pub async fn revoke(
     key: &AccountKey,
     access: &SecretString,
 ) -> Result<bool, AuthError> {
-    let Some(grant) = load(egress.store().as_ref(), key)? else {
+    let Some(grant) = load(egress.store().as_ref(), key).await? else {
         return Ok(false);
     };
     let client = grant.client();
@@ -259,7 +264,7 @@ pub async fn refresh_due(
 ) -> Result<Vec<AuthRequired>, AuthError> {
     let store = egress.store().as_ref();
     let mut expired = Vec::new();
-    let keys = store.list()?;
+    let keys = store.list().await?;
     for spec in credentials {
         let audience = AccountAudience::of(&spec.audience);
         for key in keys
@@ -269,7 +274,8 @@ pub async fn refresh_due(
             // Only accounts this call may use: another extension's call
             // never triggers a refresh of an account it cannot send.
             let allowed = store
-                .binding(key)?
+                .binding(key)
+                .await?
                 .is_some_and(|b| b.check(extension, &audience).is_ok());
             if !allowed {
                 continue;

@@ -262,7 +262,7 @@ pub enum Lookup {
 /// cover the request (an account with fewer scopes never serves a request
 /// needing more: stored empty scopes match only requests with none). An
 /// account is used only if its binding allows this extension and audience.
-pub(crate) fn lookup<S: SecretStore + ?Sized>(
+pub(crate) async fn lookup<S: SecretStore + ?Sized>(
     store: &S,
     request: &CredentialRequest<'_>,
 ) -> Result<Lookup, SecretError> {
@@ -272,13 +272,13 @@ pub(crate) fn lookup<S: SecretStore + ?Sized>(
         request.scopes.iter().cloned(),
     );
     let mut refusal = AuthReason::Missing;
-    if let Some(value) = try_account(store, &exact, request, &mut refusal)? {
+    if let Some(value) = try_account(store, &exact, request, &mut refusal).await? {
         return Ok(Lookup::Found(value));
     }
-    for key in store.list()? {
+    for key in store.list().await? {
         if key != exact
             && key.covers(request.vendor, request.handle, request.scopes)
-            && let Some(value) = try_account(store, &key, request, &mut refusal)?
+            && let Some(value) = try_account(store, &key, request, &mut refusal).await?
         {
             return Ok(Lookup::Found(value));
         }
@@ -288,25 +288,25 @@ pub(crate) fn lookup<S: SecretStore + ?Sized>(
 
 /// The value of `key` if its binding allows `request`; otherwise raise
 /// `refusal` to this account's reason when that is more specific.
-fn try_account<S: SecretStore + ?Sized>(
+async fn try_account<S: SecretStore + ?Sized>(
     store: &S,
     key: &AccountKey,
     request: &CredentialRequest<'_>,
     refusal: &mut AuthReason,
 ) -> Result<Option<SecretString>, SecretError> {
-    let Some(value) = store.get(key)? else {
+    let Some(value) = store.get(key).await? else {
         return Ok(None);
     };
     if value.expose_secret().is_empty() {
         return Ok(None);
     }
-    let mut binding = store.binding(key)?.unwrap_or_default();
+    let mut binding = store.binding(key).await?.unwrap_or_default();
     match binding.check(request.extension, &request.audience) {
         Ok(()) => Ok(Some(value)),
         Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(request.extension) => {
             binding.add_audiences([request.audience.clone()]);
             binding.allow(request.extension);
-            store.set_binding(key, &binding)?;
+            store.set_binding(key, &binding).await?;
             tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
             Ok(Some(value))
         }
@@ -320,20 +320,25 @@ fn try_account<S: SecretStore + ?Sized>(
 }
 
 /// Allow `extension` to use every account of `vendor`; the accounts changed.
-pub(crate) fn allow<S: SecretStore + ?Sized>(
+pub(crate) async fn allow<S: SecretStore + ?Sized>(
     store: &S,
     vendor: &str,
     extension: &str,
 ) -> Result<Vec<Account>, SecretError> {
     let mut accounts = Vec::new();
-    for key in store.list()?.into_iter().filter(|k| k.vendor == vendor) {
-        let mut binding = store.binding(&key)?.unwrap_or_default();
+    for key in store
+        .list()
+        .await?
+        .into_iter()
+        .filter(|k| k.vendor == vendor)
+    {
+        let mut binding = store.binding(&key).await?.unwrap_or_default();
         if binding.audiences.is_empty() {
             // Allowing an unbound account would let the first caller pick its audience.
             continue;
         }
         if binding.allow(extension) {
-            store.set_binding(&key, &binding)?;
+            store.set_binding(&key, &binding).await?;
         }
         accounts.push(Account { key, binding });
     }

@@ -19,40 +19,48 @@ fn audience(host: &str) -> AccountAudience {
     }
 }
 
-fn value(store: &dyn SecretStore, key: &AccountKey) -> Option<String> {
+async fn value(store: &dyn SecretStore, key: &AccountKey) -> Option<String> {
     store
         .get(key)
+        .await
         .unwrap()
         .map(|v| v.expose_secret().to_owned())
 }
 
 /// Values, bindings, listing, deletion and the lookup a call makes, on an
 /// empty `store`.
-pub fn run(store: &dyn SecretStore) {
+pub async fn run(store: &dyn SecretStore) {
     let repo = AccountKey::new("github", "github_token", ["repo"]);
     let admin = AccountKey::new("github", "github_token", ["admin", "repo"]);
     let api = audience("api.github.com");
-    assert_eq!(store.list().unwrap(), []);
-    assert_eq!(value(store, &repo), None);
+    assert_eq!(store.list().await.unwrap(), []);
+    assert_eq!(value(store, &repo).await, None);
 
     // A bound account round-trips; `put` replaces the value, keeps the binding.
     let binding = AccountBinding::new("github", [api.clone()]);
     store
         .put_bound(&repo, &binding, SecretString::from("ghp_one"))
+        .await
         .unwrap();
-    assert_eq!(value(store, &repo).as_deref(), Some("ghp_one"));
-    assert_eq!(store.binding(&repo).unwrap(), Some(binding.clone()));
-    store.put(&repo, SecretString::from("ghp_two")).unwrap();
-    assert_eq!(value(store, &repo).as_deref(), Some("ghp_two"));
-    assert_eq!(store.binding(&repo).unwrap(), Some(binding.clone()));
+    assert_eq!(value(store, &repo).await.as_deref(), Some("ghp_one"));
+    assert_eq!(store.binding(&repo).await.unwrap(), Some(binding.clone()));
+    store
+        .put(&repo, SecretString::from("ghp_two"))
+        .await
+        .unwrap();
+    assert_eq!(value(store, &repo).await.as_deref(), Some("ghp_two"));
+    assert_eq!(store.binding(&repo).await.unwrap(), Some(binding.clone()));
 
     // An account stored with `put` alone is unbound until bound.
-    store.put(&admin, SecretString::from("ghp_admin")).unwrap();
-    assert_eq!(store.binding(&admin).unwrap(), None);
-    let mut keys = store.list().unwrap();
+    store
+        .put(&admin, SecretString::from("ghp_admin"))
+        .await
+        .unwrap();
+    assert_eq!(store.binding(&admin).await.unwrap(), None);
+    let mut keys = store.list().await.unwrap();
     keys.sort();
     assert_eq!(keys, [admin.clone(), repo.clone()]);
-    let accounts = store.accounts().unwrap();
+    let accounts = store.accounts().await.unwrap();
     assert_eq!(accounts.len(), 2);
     assert!(
         accounts
@@ -69,16 +77,26 @@ pub fn run(store: &dyn SecretStore) {
         extension,
         audience: audience(host),
     };
-    match store.lookup(&request("github", "api.github.com")).unwrap() {
+    match store
+        .lookup(&request("github", "api.github.com"))
+        .await
+        .unwrap()
+    {
         Lookup::Found(found) => assert_eq!(found.expose_secret(), "ghp_two"),
         Lookup::Refused(reason) => panic!("the bound account is refused: {reason}"),
     }
     assert!(matches!(
-        store.lookup(&request("thief", "api.github.com")).unwrap(),
+        store
+            .lookup(&request("thief", "api.github.com"))
+            .await
+            .unwrap(),
         Lookup::Refused(_)
     ));
     assert!(matches!(
-        store.lookup(&request("github", "evil.example")).unwrap(),
+        store
+            .lookup(&request("github", "evil.example"))
+            .await
+            .unwrap(),
         Lookup::Refused(_)
     ));
 
@@ -87,19 +105,19 @@ pub fn run(store: &dyn SecretStore) {
         extensions: vec!["github".into(), "helper".into()],
         ..binding.clone()
     };
-    store.set_binding(&repo, &shared).unwrap();
-    assert_eq!(store.binding(&repo).unwrap(), Some(shared));
+    store.set_binding(&repo, &shared).await.unwrap();
+    assert_eq!(store.binding(&repo).await.unwrap(), Some(shared));
     let missing = AccountKey::new("gitlab", "token", ["api"]);
     assert!(matches!(
-        store.set_binding(&missing, &binding),
+        store.set_binding(&missing, &binding).await,
         Err(SecretError::NoSuchAccount(_))
     ));
-    assert_eq!(value(store, &missing), None);
+    assert_eq!(value(store, &missing).await, None);
 
     // Deletion removes the value and the binding, once.
-    assert!(store.delete(&admin).unwrap());
-    assert!(!store.delete(&admin).unwrap());
-    assert_eq!(value(store, &admin), None);
-    assert_eq!(store.binding(&admin).unwrap(), None);
-    assert_eq!(store.list().unwrap(), [repo]);
+    assert!(store.delete(&admin).await.unwrap());
+    assert!(!store.delete(&admin).await.unwrap());
+    assert_eq!(value(store, &admin).await, None);
+    assert_eq!(store.binding(&admin).await.unwrap(), None);
+    assert_eq!(store.list().await.unwrap(), [repo]);
 }

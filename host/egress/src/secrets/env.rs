@@ -62,40 +62,41 @@ impl EnvStore {
     }
 }
 
+#[async_trait::async_trait]
 impl SecretStore for EnvStore {
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
         Ok(std::env::var(self.variable(&key.vendor, &key.handle))
             .ok()
             .filter(|v| !v.is_empty())
             .map(SecretString::from))
     }
 
-    fn put(&self, _key: &AccountKey, _value: SecretString) -> Result<(), SecretError> {
+    async fn put(&self, _key: &AccountKey, _value: SecretString) -> Result<(), SecretError> {
         Err(SecretError::ReadOnly)
     }
 
-    fn delete(&self, _key: &AccountKey) -> Result<bool, SecretError> {
+    async fn delete(&self, _key: &AccountKey) -> Result<bool, SecretError> {
         Err(SecretError::ReadOnly)
     }
 
     /// The environment cannot be mapped back to vendor and handle; lists nothing.
-    fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(Vec::new())
     }
 
-    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(self
             .bindings
             .get(&(key.vendor.clone(), key.handle.clone()))
             .cloned())
     }
 
-    fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
+    async fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
         let key = AccountKey::new(request.vendor, request.handle, Vec::<String>::new());
-        let Some(value) = self.get(&key)? else {
+        let Some(value) = self.get(&key).await? else {
             return Ok(Lookup::Refused(AuthReason::Missing));
         };
-        let binding = self.binding(&key)?.unwrap_or_default();
+        let binding = self.binding(&key).await?.unwrap_or_default();
         Ok(match binding.check(request.extension, &request.audience) {
             Ok(()) => Lookup::Found(value),
             Err(reason) => Lookup::Refused(reason),

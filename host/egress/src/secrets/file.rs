@@ -185,34 +185,39 @@ impl EncryptedFileStore {
     }
 }
 
+#[async_trait::async_trait]
 impl SecretStore for EncryptedFileStore {
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
         Ok(self.lock().get(key).map(|s| s.value.clone()))
     }
 
-    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
         self.update(key, |values| {
             let binding = values.remove(key).and_then(|s| s.binding);
             values.insert(key.clone(), Stored { value, binding });
         })
     }
 
-    fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
         if !self.lock().contains_key(key) {
             return Ok(false);
         }
         self.update(key, |values| values.remove(key).is_some())
     }
 
-    fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(self.lock().keys().cloned().collect())
     }
 
-    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(self.lock().get(key).and_then(|s| s.binding.clone()))
     }
 
-    fn set_binding(&self, key: &AccountKey, binding: &AccountBinding) -> Result<(), SecretError> {
+    async fn set_binding(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+    ) -> Result<(), SecretError> {
         if !self.lock().contains_key(key) {
             return Err(SecretError::NoSuchAccount(key.to_string()));
         }
@@ -223,7 +228,7 @@ impl SecretStore for EncryptedFileStore {
         })
     }
 
-    fn put_bound(
+    async fn put_bound(
         &self,
         key: &AccountKey,
         binding: &AccountBinding,
@@ -377,16 +382,16 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SecretError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn file_store_conforms() {
+    #[tokio::test]
+    async fn file_store_conforms() {
         let dir = tempfile::tempdir().unwrap();
         let key = KeySource::File(dir.path().join("key"));
         let store = EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap();
-        crate::secrets::conformance::run(&store);
+        crate::secrets::conformance::run(&store).await;
     }
 
-    #[test]
-    fn values_round_trip_encrypted() {
+    #[tokio::test]
+    async fn values_round_trip_encrypted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("secrets.json");
         let key = KeySource::File(dir.path().join("key"));
@@ -394,23 +399,29 @@ mod tests {
         let store = EncryptedFileStore::open(&path, key.clone()).unwrap();
         store
             .put(&account, SecretString::from("ghp_plaintext_value"))
+            .await
             .unwrap();
         let on_disk = fs::read_to_string(&path).unwrap();
         assert!(!on_disk.contains("ghp_plaintext_value"), "{on_disk}");
         assert!(on_disk.contains("\"version\": 2"));
         let reopened = EncryptedFileStore::open(&path, key).unwrap();
         assert_eq!(
-            reopened.get(&account).unwrap().unwrap().expose_secret(),
+            reopened
+                .get(&account)
+                .await
+                .unwrap()
+                .unwrap()
+                .expose_secret(),
             "ghp_plaintext_value"
         );
-        assert_eq!(reopened.list().unwrap(), vec![account.clone()]);
-        assert!(reopened.delete(&account).unwrap());
-        assert!(reopened.list().unwrap().is_empty());
+        assert_eq!(reopened.list().await.unwrap(), vec![account.clone()]);
+        assert!(reopened.delete(&account).await.unwrap());
+        assert!(reopened.list().await.unwrap().is_empty());
     }
 
     #[cfg(unix)]
-    #[test]
-    fn key_file_is_private_and_checked() {
+    #[tokio::test]
+    async fn key_file_is_private_and_checked() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let key_path = dir.path().join("key");
@@ -423,8 +434,8 @@ mod tests {
         assert!(matches!(err, SecretError::KeyPermissions), "{err}");
     }
 
-    #[test]
-    fn wrong_key_does_not_decrypt() {
+    #[tokio::test]
+    async fn wrong_key_does_not_decrypt() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
         let store =
@@ -434,14 +445,15 @@ mod tests {
                 &AccountKey::new("v", "h", ["s"]),
                 SecretString::from("value"),
             )
+            .await
             .unwrap();
         let err =
             EncryptedFileStore::open(&path, KeySource::File(dir.path().join("k2"))).unwrap_err();
         assert!(matches!(err, SecretError::Corrupt(_)), "{err}");
     }
 
-    #[test]
-    fn bindings_persist_and_a_version_1_file_reads_as_unbound() {
+    #[tokio::test]
+    async fn bindings_persist_and_a_version_1_file_reads_as_unbound() {
         use crate::secrets::{AccountAudience, AuthReason, CredentialRequest, Lookup};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
@@ -456,9 +468,10 @@ mod tests {
         let store = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
         store
             .put_bound(&account, &binding, SecretString::from("ghp_v2"))
+            .await
             .unwrap();
         let reopened = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
-        assert_eq!(reopened.binding(&account).unwrap(), Some(binding));
+        assert_eq!(reopened.binding(&account).await.unwrap(), Some(binding));
 
         // A file written by version 1: same key, old associated data, no bindings.
         let cipher = XChaCha20Poly1305::new(Key::from_slice(&load_key(&key_source).unwrap()));
@@ -476,10 +489,10 @@ mod tests {
         fs::write(&path, v1.to_string()).unwrap();
         let legacy = EncryptedFileStore::open(&path, key_source.clone()).unwrap();
         assert_eq!(
-            legacy.get(&account).unwrap().unwrap().expose_secret(),
+            legacy.get(&account).await.unwrap().unwrap().expose_secret(),
             "ghp_v1"
         );
-        assert_eq!(legacy.binding(&account).unwrap(), None);
+        assert_eq!(legacy.binding(&account).await.unwrap(), None);
         let scopes = ["repo".to_owned()];
         let request = CredentialRequest {
             vendor: "github",
@@ -489,7 +502,7 @@ mod tests {
             audience: api,
         };
         assert!(matches!(
-            legacy.lookup(&request).unwrap(),
+            legacy.lookup(&request).await.unwrap(),
             Lookup::Refused(AuthReason::Unbound)
         ));
         // Storing it again writes version 2.
@@ -499,12 +512,16 @@ mod tests {
                 &AccountBinding::new("github", [request.audience.clone()]),
                 SecretString::from("ghp_again"),
             )
+            .await
             .unwrap();
         assert!(
             fs::read_to_string(&path)
                 .unwrap()
                 .contains("\"version\": 2")
         );
-        assert!(matches!(legacy.lookup(&request).unwrap(), Lookup::Found(_)));
+        assert!(matches!(
+            legacy.lookup(&request).await.unwrap(),
+            Lookup::Found(_)
+        ));
     }
 }

@@ -6,20 +6,14 @@
 //! One row per account: `account` is the JSON of its [`AccountKey`]; the
 //! value and its binding are one ciphertext whose associated data is the
 //! format version and that JSON, so a row copied onto another account, or
-//! a binding edited in the database, does not decrypt.
-//!
-//! [`SecretStore`] is synchronous (the egress session stages credentials
-//! synchronously). The store keeps one connection on a thread of its own
-//! and each method waits for its round trip there: a caller never needs a
-//! runtime, and a lost connection is opened again on the next call.
-
-use std::sync::Mutex;
-use std::sync::mpsc;
+//! a binding edited in the database, does not decrypt. Every method is one
+//! statement (or one transaction holding the row's lock) on a pooled
+//! connection.
 
 use chacha20poly1305::aead::{Aead, AeadCore, OsRng, Payload};
 use chacha20poly1305::{Key, KeyInit, XChaCha20Poly1305, XNonce};
+use deadpool_postgres::Pool;
 use secrecy::{ExposeSecret, SecretString};
-use tokio_postgres::{Client, NoTls};
 use zeroize::Zeroizing;
 
 use super::file::load_key;
@@ -37,11 +31,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS warden_secrets (
     ciphertext BYTEA NOT NULL
 )";
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// A [`SecretStore`] in a PostgreSQL database.
 pub struct PgSecretStore {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    pool: Pool,
     cipher: XChaCha20Poly1305,
 }
 
@@ -71,83 +63,88 @@ fn backend(e: impl std::fmt::Display) -> SecretError {
 }
 
 impl PgSecretStore {
-    /// Connects to `url`, creates the table when missing, and loads the key
-    /// from `key`.
-    pub fn connect(url: &str, key: KeySource) -> Result<Self, SecretError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| SecretError::Io(format!("the PostgreSQL URL is invalid: {e}")))?;
+    /// The store on `pool` (a host shares one pool with its approval
+    /// store: `warden_registry::PgStore::pool`), creating the table when
+    /// missing, with the key from `key`.
+    pub async fn open(pool: Pool, key: KeySource) -> Result<Self, SecretError> {
         let key = load_key(&key)?;
         let cipher = XChaCha20Poly1305::new(Key::from_slice(key.as_slice()));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+        let mut client = pool.get().await.map_err(backend)?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .await
             .map_err(backend)?;
-        let mut connection = Connection {
-            runtime,
-            config,
-            client: None,
-        };
-        let (jobs, receiver) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("warden-pg-secrets".into())
-            .spawn(move || {
-                // Ends when the store (the only sender) is dropped.
-                for job in receiver {
-                    job(&mut connection);
-                }
-            })
-            .map_err(backend)?;
-        let store = PgSecretStore {
-            jobs: Mutex::new(jobs),
-            cipher,
-        };
-        // On the connection thread, like every query: a caller may be on an
-        // async runtime, where this thread could not block on another.
-        store.run(|c| c.create_table())?;
-        Ok(store)
+        tx.batch_execute(SCHEMA).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        drop(client);
+        Ok(PgSecretStore { pool, cipher })
     }
 
-    /// Runs `job` on the connection thread and waits for its result.
-    fn run<T: Send + 'static>(
-        &self,
-        job: impl FnOnce(&mut Connection) -> Result<T, SecretError> + Send + 'static,
-    ) -> Result<T, SecretError> {
-        let (reply, result) = mpsc::sync_channel(1);
-        let stopped = || SecretError::Io("the PostgreSQL connection thread stopped".into());
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(Box::new(move |connection| {
-                let _ = reply.send(job(connection));
-            }))
-            .map_err(|_| stopped())?;
-        result.recv().map_err(|_| stopped())?
+    async fn client(&self) -> Result<deadpool_postgres::Client, SecretError> {
+        self.pool.get().await.map_err(backend)
     }
 
     /// The row of `key`, decrypted.
-    fn read(&self, key: &AccountKey) -> Result<Option<Sealed>, SecretError> {
+    async fn read(&self, key: &AccountKey) -> Result<Option<Sealed>, SecretError> {
         let account = account_text(key)?;
-        let row = {
-            let account = account.clone();
-            self.run(move |c| c.row(&account))?
-        };
-        row.map(|(nonce, ciphertext)| open(&self.cipher, &account, &nonce, &ciphertext))
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT nonce, ciphertext FROM warden_secrets WHERE account = $1",
+                &[&account],
+            )
+            .await
+            .map_err(backend)?;
+        row.map(|r| open(&self.cipher, &account, r.get(0), r.get(1)))
             .transpose()
     }
 
     /// Writes `key`'s row as `change` makes it from the current one, in one
-    /// transaction holding the row's lock, so two hosts never lose each
-    /// other's change. `None` from `change` writes nothing.
-    fn update(
+    /// transaction holding the row's lock (or, while there is no row, its
+    /// name's advisory lock), so two hosts never lose each other's change.
+    async fn update(
         &self,
         key: &AccountKey,
-        change: impl FnOnce(Option<Sealed>) -> Result<Option<Sealed>, SecretError> + Send + 'static,
+        change: impl FnOnce(Option<Sealed>) -> Result<Sealed, SecretError> + Send,
     ) -> Result<(), SecretError> {
         let account = account_text(key)?;
-        let cipher = self.cipher.clone();
-        self.run(move |c| c.update(&account, &cipher, change))
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&account],
+        )
+        .await
+        .map_err(backend)?;
+        let row = tx
+            .query_opt(
+                "SELECT nonce, ciphertext FROM warden_secrets WHERE account = $1 FOR UPDATE",
+                &[&account],
+            )
+            .await
+            .map_err(backend)?;
+        let current = row
+            .map(|r| open(&self.cipher, &account, r.get(0), r.get(1)))
+            .transpose()?;
+        let (nonce, ciphertext) = seal(&self.cipher, &account, &change(current)?)?;
+        tx.execute(
+            "INSERT INTO warden_secrets (account, nonce, ciphertext) VALUES ($1, $2, $3) \
+             ON CONFLICT (account) DO UPDATE SET nonce = $2, ciphertext = $3",
+            &[&account, &nonce, &ciphertext],
+        )
+        .await
+        .map_err(backend)?;
+        // Dropped without a commit (any `?` above), the transaction rolls back.
+        tx.commit().await.map_err(backend)
     }
+}
+
+fn account_text(key: &AccountKey) -> Result<String, SecretError> {
+    serde_json::to_string(key).map_err(|_| SecretError::Corrupt("serialize"))
+}
+
+fn aad(account: &str) -> Vec<u8> {
+    [AAD_PREFIX, account.as_bytes()].concat()
 }
 
 fn seal(
@@ -193,222 +190,100 @@ fn open(
     serde_json::from_slice(&plain).map_err(|_| SecretError::Corrupt("bad contents"))
 }
 
-fn account_text(key: &AccountKey) -> Result<String, SecretError> {
-    serde_json::to_string(key).map_err(|_| SecretError::Corrupt("serialize"))
-}
-
-fn aad(account: &str) -> Vec<u8> {
-    [AAD_PREFIX, account.as_bytes()].concat()
-}
-
+#[async_trait::async_trait]
 impl SecretStore for PgSecretStore {
-    fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
-        Ok(self.read(key)?.map(|s| SecretString::from(s.value.clone())))
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+        Ok(self
+            .read(key)
+            .await?
+            .map(|s| SecretString::from(s.value.clone())))
     }
 
-    fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
-        self.update(key, move |current| {
-            let binding = current.and_then(|mut s| s.binding.take());
-            Ok(Some(Sealed {
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+        self.update(key, |current| {
+            Ok(Sealed {
                 value: value.expose_secret().to_owned(),
-                binding,
-            }))
+                binding: current.and_then(|mut s| s.binding.take()),
+            })
         })
+        .await
     }
 
-    fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
         let account = account_text(key)?;
-        self.run(move |c| c.delete(&account))
+        let client = self.client().await?;
+        let deleted = client
+            .execute("DELETE FROM warden_secrets WHERE account = $1", &[&account])
+            .await
+            .map_err(backend)?;
+        Ok(deleted == 1)
     }
 
-    fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
-        let rows = self.run(|c| c.all())?;
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT account FROM warden_secrets ORDER BY account", &[])
+            .await
+            .map_err(backend)?;
         rows.iter()
-            .map(|(account, _, _)| {
-                serde_json::from_str(account).map_err(|_| SecretError::Corrupt("account key"))
+            .map(|r| {
+                serde_json::from_str(r.get(0)).map_err(|_| SecretError::Corrupt("account key"))
             })
             .collect()
     }
 
-    fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
-        Ok(self.read(key)?.and_then(|mut s| s.binding.take()))
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        Ok(self.read(key).await?.and_then(|mut s| s.binding.take()))
     }
 
-    fn set_binding(&self, key: &AccountKey, binding: &AccountBinding) -> Result<(), SecretError> {
-        let (binding, name) = (binding.clone(), key.to_string());
-        self.update(key, move |current| match current {
+    async fn set_binding(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+    ) -> Result<(), SecretError> {
+        self.update(key, |current| match current {
             Some(mut sealed) => {
-                sealed.binding = Some(binding);
-                Ok(Some(sealed))
+                sealed.binding = Some(binding.clone());
+                Ok(sealed)
             }
-            None => Err(SecretError::NoSuchAccount(name)),
+            None => Err(SecretError::NoSuchAccount(key.to_string())),
         })
+        .await
     }
 
-    fn put_bound(
+    async fn put_bound(
         &self,
         key: &AccountKey,
         binding: &AccountBinding,
         value: SecretString,
     ) -> Result<(), SecretError> {
-        let binding = binding.clone();
-        self.update(key, move |_| {
-            Ok(Some(Sealed {
+        self.update(key, |_| {
+            Ok(Sealed {
                 value: value.expose_secret().to_owned(),
-                binding: Some(binding),
-            }))
+                binding: Some(binding.clone()),
+            })
         })
+        .await
     }
 
-    fn accounts(&self) -> Result<Vec<Account>, SecretError> {
-        let rows = self.run(|c| c.all())?;
+    async fn accounts(&self) -> Result<Vec<Account>, SecretError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT account, nonce, ciphertext FROM warden_secrets ORDER BY account",
+                &[],
+            )
+            .await
+            .map_err(backend)?;
         rows.iter()
-            .map(|(account, nonce, ciphertext)| {
+            .map(|r| {
+                let account: &str = r.get(0);
                 let key = serde_json::from_str(account)
                     .map_err(|_| SecretError::Corrupt("account key"))?;
-                let mut sealed = open(&self.cipher, account, nonce, ciphertext)?;
+                let mut sealed = open(&self.cipher, account, r.get(1), r.get(2))?;
                 let binding = sealed.binding.take().unwrap_or_default();
                 Ok(Account { key, binding })
             })
             .collect()
-    }
-}
-
-/// The connection thread's state: a current-thread runtime and one client.
-struct Connection {
-    runtime: tokio::runtime::Runtime,
-    config: tokio_postgres::Config,
-    client: Option<Client>,
-}
-
-/// `(account, nonce, ciphertext)`.
-type Row = (String, Vec<u8>, Vec<u8>);
-
-/// `(nonce, ciphertext)`.
-type SealedRow = (Vec<u8>, Vec<u8>);
-
-impl Connection {
-    /// The client, connecting first when there is none or it was lost.
-    fn client(&mut self) -> Result<&mut Client, SecretError> {
-        if self.client.as_ref().is_none_or(Client::is_closed) {
-            let (client, connection) = self
-                .runtime
-                .block_on(self.config.connect(NoTls))
-                .map_err(backend)?;
-            // Polled whenever this thread blocks on a query.
-            self.runtime.spawn(connection);
-            self.client = Some(client);
-        }
-        Ok(self.client.as_mut().expect("connected above"))
-    }
-
-    fn block_on<T>(
-        &mut self,
-        query: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>,
-    ) -> Result<T, SecretError> {
-        self.client()?;
-        let Connection {
-            runtime, client, ..
-        } = self;
-        let client = client.as_mut().expect("connected above");
-        runtime.block_on(query(client)).map_err(backend)
-    }
-
-    fn create_table(&mut self) -> Result<(), SecretError> {
-        self.block_on(async |c| {
-            let tx = c.transaction().await?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .await?;
-            tx.batch_execute(SCHEMA).await?;
-            tx.commit().await
-        })
-    }
-
-    fn row(&mut self, account: &str) -> Result<Option<SealedRow>, SecretError> {
-        self.block_on(async |c| {
-            let row = c
-                .query_opt(
-                    "SELECT nonce, ciphertext FROM warden_secrets WHERE account = $1",
-                    &[&account],
-                )
-                .await?;
-            Ok(row.map(|r| (r.get(0), r.get(1))))
-        })
-    }
-
-    fn all(&mut self) -> Result<Vec<Row>, SecretError> {
-        self.block_on(async |c| {
-            let rows = c
-                .query(
-                    "SELECT account, nonce, ciphertext FROM warden_secrets ORDER BY account",
-                    &[],
-                )
-                .await?;
-            Ok(rows
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .collect())
-        })
-    }
-
-    fn delete(&mut self, account: &str) -> Result<bool, SecretError> {
-        self.block_on(async |c| {
-            let n = c
-                .execute("DELETE FROM warden_secrets WHERE account = $1", &[&account])
-                .await?;
-            Ok(n == 1)
-        })
-    }
-
-    /// One read-modify-write of `account` in a transaction: the row (or,
-    /// while there is none, its name's advisory lock) is locked first, so
-    /// two first writes of one account also serialise.
-    fn update(
-        &mut self,
-        account: &str,
-        cipher: &XChaCha20Poly1305,
-        change: impl FnOnce(Option<Sealed>) -> Result<Option<Sealed>, SecretError>,
-    ) -> Result<(), SecretError> {
-        let current = self.block_on(async |c| {
-            c.batch_execute("BEGIN").await?;
-            c.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                &[&account],
-            )
-            .await?;
-            let row = c
-                .query_opt(
-                    "SELECT nonce, ciphertext FROM warden_secrets WHERE account = $1 FOR UPDATE",
-                    &[&account],
-                )
-                .await?;
-            Ok(row.map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))))
-        });
-        let next = current
-            .and_then(|row| {
-                row.map(|(nonce, ciphertext)| open(cipher, account, &nonce, &ciphertext))
-                    .transpose()
-            })
-            .and_then(change)
-            .and_then(|next| next.map(|s| seal(cipher, account, &s)).transpose());
-        let written = match next {
-            Ok(Some((nonce, ciphertext))) => self.block_on(async |c| {
-                c.execute(
-                    "INSERT INTO warden_secrets (account, nonce, ciphertext) VALUES ($1, $2, $3) \
-                     ON CONFLICT (account) DO UPDATE SET nonce = $2, ciphertext = $3",
-                    &[&account, &nonce, &ciphertext],
-                )
-                .await?;
-                c.batch_execute("COMMIT").await
-            }),
-            // Nothing to write: end the transaction.
-            Ok(None) => return self.block_on(async |c| c.batch_execute("ROLLBACK").await),
-            Err(error) => Err(error),
-        };
-        if written.is_err() {
-            // Best effort: a lost connection has no transaction left to end.
-            let _ = self.block_on(async |c| c.batch_execute("ROLLBACK").await);
-        }
-        written
     }
 }

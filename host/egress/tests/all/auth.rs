@@ -254,13 +254,14 @@ fn github_spec() -> CredentialSpec {
 }
 
 /// Store an OAuth account for extension `github` as the host does.
-fn store_account(fx: &Fixture, recipe: &OAuth2Recipe, tokens: &TokenSet) -> AccountKey {
+async fn store_account(fx: &Fixture, recipe: &OAuth2Recipe, tokens: &TokenSet) -> AccountKey {
     let key = AccountKey::new("github", "gh_oauth", ["repo"]);
     let grant = StoredGrant::new(recipe, &client("http://127.0.0.1:9/callback"), tokens);
     let store = fx.egress.store();
-    grant::save(store.as_ref(), &key, &grant).unwrap();
+    grant::save(store.as_ref(), &key, &grant).await.unwrap();
     store
         .put_bound(&key, &github_account(), tokens.access_token.clone())
+        .await
         .unwrap();
     key
 }
@@ -271,7 +272,7 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     let (fx, auth) = fake(5).await;
     let recipe = recipe();
     let tokens = connect(&fx, &auth, &recipe).await;
-    let key = store_account(&fx, &recipe, &tokens);
+    let key = store_account(&fx, &recipe, &tokens).await;
     let first_refresh = auth.refresh_token().unwrap();
     auth.set_lifetime(3600);
 
@@ -283,14 +284,14 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     assert!(a.unwrap().is_empty() && b.unwrap().is_empty());
     assert_eq!(auth.refreshes(), 1);
     let store = fx.egress.store();
-    let access = store.get(&key).unwrap().unwrap();
+    let access = store.get(&key).await.unwrap().unwrap();
     assert_ne!(access.expose_secret(), tokens.access_token.expose_secret());
-    let stored = grant::load(store.as_ref(), &key).unwrap().unwrap();
+    let stored = grant::load(store.as_ref(), &key).await.unwrap().unwrap();
     let rotated = auth.refresh_token().unwrap();
     assert_ne!(rotated, first_refresh);
     assert_eq!(stored.refresh_token.as_deref(), Some(rotated.as_str()));
     // The binding survived the refresh.
-    assert_eq!(store.binding(&key).unwrap(), Some(github_account()));
+    assert_eq!(store.binding(&key).await.unwrap(), Some(github_account()));
 
     // Another extension's call never refreshes an account it cannot use.
     auth.set_lifetime(5);
@@ -316,7 +317,7 @@ async fn revoking_sends_the_refresh_token_to_the_recipes_endpoint() {
         token_param: None,
     });
     let tokens = connect(&fx, &auth, &recipe).await;
-    let key = store_account(&fx, &recipe, &tokens);
+    let key = store_account(&fx, &recipe, &tokens).await;
     let refresh = auth.refresh_token().unwrap();
     assert!(
         grant::revoke(&fx.egress, &key, &tokens.access_token)
@@ -332,7 +333,7 @@ async fn a_refused_refresh_is_auth_required_expired() {
     let (fx, auth) = fake(5).await;
     let recipe = recipe();
     let tokens = connect(&fx, &auth, &recipe).await;
-    let key = store_account(&fx, &recipe, &tokens);
+    let key = store_account(&fx, &recipe, &tokens).await;
     auth.refuse_refresh();
     let expired = grant::refresh_due(&fx.egress, "github", &[github_spec()], SystemTime::now())
         .await
@@ -342,7 +343,7 @@ async fn a_refused_refresh_is_auth_required_expired() {
     assert_eq!(expired[0].needed.vendor, "github");
     assert_eq!(expired[0].needed.scopes, ["repo"]);
     // The account is still there (nothing lost), with its old token.
-    let kept = fx.egress.store().get(&key).unwrap().unwrap();
+    let kept = fx.egress.store().get(&key).await.unwrap().unwrap();
     assert_eq!(kept.expose_secret(), tokens.access_token.expose_secret());
 }
 

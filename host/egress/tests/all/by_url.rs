@@ -11,7 +11,7 @@ use warden_egress::testing::TestResponse;
 #[tokio::test]
 async fn the_audience_selects_the_credential() {
     let fx = fixture(|_| TestResponse::ok("ok")).await;
-    let session = fx.session();
+    let session = fx.session().await;
     let matched = session
         .credential_for_url("https://API.github.com:443/repos/o/r?x=1")
         .unwrap()
@@ -44,6 +44,7 @@ async fn no_account_or_two_matches_is_an_auth_error() {
             &[],
             1 << 20,
         )
+        .await
         .unwrap();
     assert!(matches!(
         unconfigured.credential_for_url("https://api.github.com/x"),
@@ -58,6 +59,7 @@ async fn no_account_or_two_matches_is_an_auth_error() {
             &[target("uploads.github.com")],
             1 << 20,
         )
+        .await
         .unwrap();
     assert_eq!(
         both.credential_for_url("https://api.github.com/x"),

@@ -78,6 +78,7 @@ async fn a_coded_body_is_refused_whatever_line_names_the_coding() {
                 &[],
                 1 << 20,
             )
+            .await
             .unwrap();
         let result = session
             .send_checked(get("https://api.github.com/coded"), Some("gh"), CALL)

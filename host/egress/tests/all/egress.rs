@@ -15,7 +15,7 @@ use crate::support::*;
 #[tokio::test]
 async fn token_arrives_only_for_its_audience() {
     let fx = fixture(|_| TestResponse::ok("{}")).await;
-    let session = fx.session();
+    let session = fx.session().await;
     session.acquire("gh").unwrap();
     let response = session
         .send(get("https://api.github.com/user"), Some("gh"), CALL)
@@ -56,7 +56,7 @@ async fn token_arrives_only_for_its_audience() {
 #[tokio::test]
 async fn refused_requests_never_reach_the_server() {
     let fx = fixture(|_| TestResponse::ok("{}")).await;
-    let session = fx.session();
+    let session = fx.session().await;
     let mut with_auth = get("https://api.github.com/user");
     with_auth
         .headers
@@ -149,7 +149,7 @@ async fn echoed_token_reaches_the_guest_redacted() {
             .with_header("www-authenticate", "Bearer realm=x")
     })
     .await;
-    let session = fx.session();
+    let session = fx.session().await;
     let response = session
         .send(get("https://api.github.com/echo"), Some("gh"), CALL)
         .await
@@ -184,7 +184,7 @@ async fn body_over_the_limit_fails_as_too_large() {
         TestResponse::ok(vec![b'x'; if req.target == "/big" { 1 << 20 } else { 10 }])
     })
     .await;
-    let session = fx.session();
+    let session = fx.session().await;
     let err = session
         .send_checked(get("https://api.github.com/big"), None, CALL)
         .await
@@ -221,6 +221,7 @@ async fn egress_byte_allowance_is_enforced() {
     let session = fx
         .egress
         .session("github.search", "github", &[github_credential()], &[], 6000)
+        .await
         .unwrap();
     session
         .send(get("https://api.github.com/a"), None, CALL)
@@ -244,7 +245,7 @@ async fn slow_server_times_out_within_the_remaining_deadline() {
         TestResponse::ok("late")
     })
     .await;
-    let session = fx.session();
+    let session = fx.session().await;
     let started = std::time::Instant::now();
     let err = session
         .send(
@@ -283,6 +284,7 @@ async fn missing_secret_is_auth_required_with_vendor_and_scopes() {
     let session = fx
         .egress
         .session("drive.list", "google-drive", &[google], &[], 1 << 20)
+        .await
         .unwrap();
     let err = session.acquire("google_token").unwrap_err();
     let CredentialError::NotConfigured(needed) = err else {
@@ -326,6 +328,7 @@ async fn untrusted_certificate_fails_the_connection() {
     .await;
     let err = fx
         .session()
+        .await
         .send_checked(get("https://api.github.com/"), Some("gh"), CALL)
         .await
         .unwrap_err();
@@ -345,6 +348,7 @@ async fn query_and_path_injection_follow_the_declaration() {
         let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
         store
             .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+            .await
             .unwrap();
     }
     let mut query = github_credential();
@@ -360,6 +364,7 @@ async fn query_and_path_injection_follow_the_declaration() {
     let session = fx
         .egress
         .session("github.y", "github", &[query, path], &[], 1 << 20)
+        .await
         .unwrap();
     session
         .send(get("https://api.github.com/q?a=1"), Some("q"), CALL)
@@ -395,6 +400,7 @@ async fn basic_injection_builds_the_authorization_header_and_unsupported_types_a
         let key = warden_egress::secrets::AccountKey::new("github", handle, ["repo"]);
         store
             .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+            .await
             .unwrap();
     }
     let mut basic = github_credential();
@@ -411,6 +417,7 @@ async fn basic_injection_builds_the_authorization_header_and_unsupported_types_a
     let session = fx
         .egress
         .session("github.y", "github", &[basic, body], &[], 1 << 20)
+        .await
         .unwrap();
     session
         .send(get("https://api.github.com/user"), Some("b"), CALL)
@@ -446,6 +453,7 @@ async fn a_credential_aimed_at_a_transport_header_is_denied() {
     fx.egress
         .store()
         .put_bound(&key, &github_account(), secrecy::SecretString::from(TOKEN))
+        .await
         .unwrap();
     for header in ["host", "transfer-encoding", "content-length", "Connection"] {
         let mut credential = github_credential();
@@ -456,6 +464,7 @@ async fn a_credential_aimed_at_a_transport_header_is_denied() {
         let session = fx
             .egress
             .session("github.y", "github", &[credential], &[], 1 << 20)
+            .await
             .unwrap();
         let err = session
             .send_checked(get("https://api.github.com/user"), Some("gh"), CALL)
@@ -478,7 +487,7 @@ async fn only_a_host_client_may_stream_or_see_the_auth_challenge() {
     })
     .await;
     // A guest's session: no stream, and no challenge on a plain send.
-    let guest = fx.session();
+    let guest = fx.session().await;
     assert!(
         guest
             .open_stream(get("https://api.github.com/events"), Some("gh"))
@@ -487,7 +496,7 @@ async fn only_a_host_client_may_stream_or_see_the_auth_challenge() {
     );
     assert_eq!(fx.server.requests().len(), 0, "nothing was sent");
     // A host client's session streams, and sees the challenge.
-    let host = fx.session().for_host_client(&[]);
+    let host = fx.session().await.for_host_client(&[]);
     let mut response = host
         .open_stream(get("https://api.github.com/events"), Some("gh"))
         .await

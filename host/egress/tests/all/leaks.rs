@@ -15,7 +15,7 @@ fn hex(bytes: &[u8], separator: &str) -> String {
 #[tokio::test]
 async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
     let fx = fixture(|_| TestResponse::ok("{}")).await;
-    let session = fx.session();
+    let session = fx.session().await;
     let json_escaped: String = TOKEN
         .chars()
         .enumerate()

@@ -30,6 +30,7 @@ async fn redirect_to_another_host_is_refused() {
     let fx = fixture(handler).await;
     let err = fx
         .session()
+        .await
         .send_checked(get("https://api.github.com/to-evil"), Some("gh"), CALL)
         .await
         .unwrap_err();
@@ -54,6 +55,7 @@ async fn credential_never_follows_to_another_origin() {
     let fx = fixture(handler).await;
     let response = fx
         .session()
+        .await
         .send(get("https://api.github.com/to-uploads"), Some("gh"), CALL)
         .await
         .unwrap();
@@ -71,7 +73,7 @@ async fn credential_never_follows_to_another_origin() {
 #[tokio::test]
 async fn same_origin_redirect_keeps_the_credential_and_303_becomes_get() {
     let fx = fixture(handler).await;
-    let session = fx.session();
+    let session = fx.session().await;
     session
         .send(get("https://api.github.com/same-origin"), Some("gh"), CALL)
         .await
@@ -95,7 +97,7 @@ async fn same_origin_redirect_keeps_the_credential_and_303_becomes_get() {
 #[tokio::test]
 async fn redirect_loops_and_leaky_locations_stop() {
     let fx = fixture(handler).await;
-    let session = fx.session();
+    let session = fx.session().await;
     let err = session
         .send_checked(get("https://api.github.com/loop"), None, CALL)
         .await

@@ -75,7 +75,7 @@ pub(crate) async fn fixture(
 }
 
 impl Fixture {
-    pub(crate) fn session(&self) -> CallSession {
+    pub(crate) async fn session(&self) -> CallSession {
         let targets = [
             target("uploads.github.com"),
             target("loopback.test"),
@@ -89,6 +89,7 @@ impl Fixture {
                 &targets,
                 4 << 20,
             )
+            .await
             .unwrap()
     }
 }

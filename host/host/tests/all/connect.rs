@@ -170,7 +170,7 @@ async fn connect_call_expire_refresh_rotate_disconnect() {
 
     connect(&world).await;
     completed(&get_repo(&world).await);
-    let status = world.location.auth_status().unwrap();
+    let status = world.location.auth_status().await.unwrap();
     assert_eq!(status.len(), 1, "grants are not listed as accounts");
     assert_eq!(status[0].kind, "oauth2");
     assert!(status[0].refreshable && status[0].expires_at.is_some());
@@ -212,7 +212,7 @@ async fn connect_call_expire_refresh_rotate_disconnect() {
 
     let removed = world.location.disconnect("github").await.unwrap();
     assert_eq!(removed, [github_key()]);
-    assert!(world.host.secrets().list().unwrap().is_empty());
+    assert!(world.host.secrets().list().await.unwrap().is_empty());
     assert_eq!(auth_required(&get_repo(&world).await), AuthReason::Missing);
     assert!(matches!(
         world.location.disconnect("github").await,
@@ -242,7 +242,7 @@ fn with_param(url: &str, name: &str, value: &str) -> String {
 async fn bad_callbacks_store_nothing_and_the_previous_account_stays_usable() {
     let world = world(3600).await;
     connect(&world).await;
-    let before = world.host.secrets().list().unwrap();
+    let before = world.host.secrets().list().await.unwrap();
 
     // A wrong state.
     let connect = begin(&world, client()).await;
@@ -266,7 +266,7 @@ async fn bad_callbacks_store_nothing_and_the_previous_account_stays_usable() {
         .into_owned();
     tokio::spawn(async move { follow_redirect(&location).await });
     first.finish(Duration::from_secs(5)).await.unwrap();
-    let before_replay = world.host.secrets().list().unwrap();
+    let before_replay = world.host.secrets().list().await.unwrap();
     let second = begin(&world, client()).await;
     browse(&world, &second, |l| with_param(&l, "code", &code));
     let error = second.finish(Duration::from_secs(5)).await.unwrap_err();
@@ -274,7 +274,7 @@ async fn bad_callbacks_store_nothing_and_the_previous_account_stays_usable() {
         matches!(&error, ConnectError::Auth(AuthError::Rejected { error: Some(e), .. }) if e == "invalid_grant"),
         "{error:?}"
     );
-    assert_eq!(world.host.secrets().list().unwrap(), before_replay);
+    assert_eq!(world.host.secrets().list().await.unwrap(), before_replay);
 
     // The provider refuses consent.
     let connect = begin(&world, client()).await;
@@ -299,7 +299,7 @@ async fn bad_callbacks_store_nothing_and_the_previous_account_stays_usable() {
         "{error:?}"
     );
 
-    assert_eq!(world.host.secrets().list().unwrap(), before);
+    assert_eq!(world.host.secrets().list().await.unwrap(), before);
     completed(&get_repo(&world).await);
 }
 
@@ -324,7 +324,7 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
         "the registration is reused"
     );
     // The registration is not an account.
-    assert_eq!(world.location.auth_status().unwrap().len(), 1);
+    assert_eq!(world.location.auth_status().await.unwrap().len(), 1);
     drop(again);
 
     // The server forgets the client: the exchange is refused, the kept
@@ -388,7 +388,7 @@ inject = { handle = "github_runtime_token", type = "header", name = "authorizati
         "{error:?}"
     );
     assert!(world.server.requests().is_empty(), "the key was sent");
-    assert!(world.host.secrets().list().unwrap().is_empty());
+    assert!(world.host.secrets().list().await.unwrap().is_empty());
 
     // Without the hostile probe an API key is stored bound to the package.
     let plain = warden_tests::package::github_sender(world.dir.path(), "plain", "api.github.com");

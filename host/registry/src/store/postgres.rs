@@ -95,6 +95,12 @@ impl PgStore {
         MIGRATIONS.len() as i64
     }
 
+    /// The connection pool, for the host's other PostgreSQL stores (its
+    /// secret store) to share.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
