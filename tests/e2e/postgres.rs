@@ -273,3 +273,67 @@ async fn two_hosts_on_one_postgres_share_approvals_and_grants() {
     assert_eq!(fake.count("GET", "/repos/octo/hello"), 4);
     let _ = tokio::join!(a.cancel(), b.cancel());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_resuming_one_approval_at_once_dispatch_it_once() {
+    let pg = tokio::task::spawn_blocking(TestPostgres::start)
+        .await
+        .unwrap();
+    let url = pg.create_database("resume");
+    let fake = FakeGitHub::start().await;
+    let keys = tempfile::tempdir().unwrap();
+    let store = format!(
+        "\n[store]\nurl = {url:?}\nsecret_key_file = {:?}\n",
+        keys.path().join("secret.key")
+    );
+    let (first, second) = (crate::warden(), crate::warden());
+    for warden in [&first, &second] {
+        fake.configure(warden);
+        configure_more(warden, &store);
+    }
+    let set = first.run_with_stdin(
+        &[
+            "secret",
+            "set",
+            "github",
+            "github_runtime_token",
+            "--scope",
+            "repo",
+        ],
+        TOKEN,
+    );
+    assert_eq!(set.code, 0, "{set:?}");
+    let call = [
+        "--json",
+        "call",
+        "github.get_repo",
+        "--origin",
+        "loop-run",
+        "--input",
+        r#"{"owner": "octo", "repo": "hello"}"#,
+    ];
+    // Asked on the first host, approved on the second.
+    let asked = first.run(&call);
+    assert_eq!(asked.code, 2, "{asked:?}");
+    let id = asked.json()["approval_id"].as_str().unwrap().to_owned();
+    let approved = second.run(&["approvals", "approve", &id]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+
+    // Both hosts resume it at the same moment: one runs it.
+    let resume = |warden: &Warden| {
+        let mut args = call.to_vec();
+        args.extend(["--resume", id.as_str()]);
+        warden.run(&args)
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| resume(&first));
+        let b = s.spawn(|| resume(&second));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let ran: Vec<_> = [&a, &b].into_iter().filter(|r| r.code == 0).collect();
+    assert_eq!(ran.len(), 1, "{a:?}\n{b:?}");
+    assert!(ran[0].stdout.contains("octo/hello"), "{:?}", ran[0]);
+    let refused = if a.code == 0 { &b } else { &a };
+    assert!(refused.all().contains("already"), "{refused:?}");
+    assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
+}
