@@ -42,7 +42,7 @@ impl TestPostgres {
             chown(&data, user);
             chown(root.path(), user);
         }
-        let pg = TestPostgres {
+        let mut pg = TestPostgres {
             root,
             bin,
             port: free_port(),
@@ -62,28 +62,37 @@ impl TestPostgres {
                 "--no-instructions",
             ],
         );
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=200",
-            pg.port,
-            path(pg.root.path()),
-        );
+        // A port found free may be taken before the server binds it (tests
+        // run in parallel): try another one.
         let log = pg.root.path().join("server.log");
-        pg.run(
-            "pg_ctl",
-            &[
-                "-D",
-                path(&data),
-                "-o",
-                &options,
-                "-l",
-                path(&log),
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ],
-        );
+        for attempt in 1..=3 {
+            let options = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                pg.port,
+                path(pg.root.path()),
+            );
+            let started = pg.try_run(
+                "pg_ctl",
+                &[
+                    "-D",
+                    path(&data),
+                    "-o",
+                    &options,
+                    "-l",
+                    path(&log),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ],
+            );
+            match started {
+                Ok(()) => break,
+                Err(error) if attempt == 3 => panic!("{error}"),
+                Err(_) => pg.port = free_port(),
+            }
+        }
         pg
     }
 
@@ -116,6 +125,13 @@ impl TestPostgres {
     }
 
     fn run(&self, tool: &str, args: &[&str]) {
+        if let Err(error) = self.try_run(tool, args) {
+            panic!("{error}");
+        }
+    }
+
+    /// Runs `tool`; on failure, what it and the server log said.
+    fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
         let program = self.bin.join(tool);
         let mut command = match &self.run_as {
             Some(user) => {
@@ -131,13 +147,15 @@ impl TestPostgres {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("running {}: {e}", program.display()));
-        assert!(
-            output.status.success(),
+        if output.status.success() {
+            return Ok(());
+        }
+        Err(format!(
             "{tool} {args:?} failed: {}{}\n{}",
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr),
             std::fs::read_to_string(self.root.path().join("server.log")).unwrap_or_default(),
-        );
+        ))
     }
 }
 
