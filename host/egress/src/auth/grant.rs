@@ -224,13 +224,52 @@ pub async fn refresh_account(
     if let Some(resource) = &grant.resource {
         flow = flow.with_resource(resource);
     }
-    let tokens = flow.refresh(egress, &refresh_token, &key.scopes).await?;
+    let tokens = match flow.refresh(egress, &refresh_token, &key.scopes).await {
+        Ok(tokens) => tokens,
+        // The lock is per host: another host sharing the store may have
+        // rotated the refresh token first, making this one stale.
+        Err(error) => {
+            return match rotated_elsewhere(store, key, &refresh_token, now).await? {
+                true => Ok(true),
+                false => Err(error),
+            };
+        }
+    };
     let renewed =
         StoredGrant::new(&grant.recipe, &client, &tokens).for_resource(grant.resource.as_deref());
     save(store, key, &renewed).await?;
     store.put(key, tokens.access_token.clone()).await?;
     tracing::info!(account = %key, "refreshed an OAuth account");
     Ok(true)
+}
+
+/// How long a refused refresh waits for another host's rotation to land in
+/// the store (its token response may arrive before its write).
+const ROTATION_GRACE: Duration = Duration::from_millis(500);
+
+/// Whether, after this host's refresh with `used` was refused, the store
+/// holds a grant another host refreshed: a different refresh token and an
+/// access token no longer due.
+async fn rotated_elsewhere(
+    store: &dyn SecretStore,
+    key: &AccountKey,
+    used: &SecretString,
+    now: SystemTime,
+) -> Result<bool, AuthError> {
+    let deadline = tokio::time::Instant::now() + ROTATION_GRACE;
+    loop {
+        if let Some(current) = load(store, key).await?
+            && current.refresh_token.as_deref() != Some(used.expose_secret())
+            && !current.due(now)
+        {
+            tracing::info!(account = %key, "another host refreshed the account first");
+            return Ok(true);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Revoke account `key` at its recipe's revoke endpoint (the refresh token

@@ -308,6 +308,34 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     assert_eq!(auth.refreshes(), before);
 }
 
+/// Two hosts on one store refresh the same due account at once: each holds
+/// only its own lock, the provider rotates the refresh token for the first
+/// and refuses the stale one from the second. The second finds the first's
+/// fresh grant in the store and uses it instead of asking the user to
+/// connect again.
+#[tokio::test]
+async fn a_refresh_lost_to_another_host_uses_the_grant_it_stored() {
+    let (fx, auth) = fake(5).await;
+    let recipe = recipe();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens).await;
+    auth.set_lifetime(3600);
+    let other = fx.another_host();
+    let spec = [github_spec()];
+    let (a, b) = tokio::join!(
+        grant::refresh_due(&fx.egress, "github", &spec, SystemTime::now()),
+        grant::refresh_due(&other, "github", &spec, SystemTime::now()),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.is_empty() && b.is_empty(), "{a:?}\n{b:?}");
+    let stored = grant::load(fx.egress.store().as_ref(), &key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.refresh_token, auth.refresh_token());
+    assert!(!stored.due(SystemTime::now()));
+}
+
 #[tokio::test]
 async fn revoking_sends_the_refresh_token_to_the_recipes_endpoint() {
     let (fx, auth) = fake(3600).await;

@@ -23,6 +23,9 @@ pub(crate) const LOCAL_HOSTS: &[&str] = &[
 pub(crate) struct Fixture {
     pub(crate) server: TestServer,
     pub(crate) egress: Egress,
+    /// What another host sharing this store is built from.
+    config: EgressConfig,
+    resolver: warden_egress::resolve::OverrideResolver,
 }
 
 pub(crate) fn github_credential() -> CredentialSpec {
@@ -64,8 +67,27 @@ pub(crate) async fn fixture_with(
         github_account(),
         TOKEN,
     );
-    let egress = Egress::new(config, Arc::new(store), Arc::new(resolver)).unwrap();
-    Fixture { server, egress }
+    let egress = Egress::new(config.clone(), Arc::new(store), Arc::new(resolver.clone())).unwrap();
+    Fixture {
+        server,
+        egress,
+        config,
+        resolver,
+    }
+}
+
+impl Fixture {
+    /// Another host's egress on the same secret store (a shared database):
+    /// the same configuration, nothing else in common (its own refresh
+    /// single-flight locks).
+    pub(crate) fn another_host(&self) -> Egress {
+        Egress::new(
+            self.config.clone(),
+            self.egress.store().clone(),
+            Arc::new(self.resolver.clone()),
+        )
+        .unwrap()
+    }
 }
 
 pub(crate) async fn fixture(
