@@ -6,7 +6,6 @@
 //! it being killed, and runs exactly once; a grant made through one host is
 //! honoured by the other.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,7 +15,7 @@ use warden_egress::secrets::{
     AccountBinding, AccountKey, KeySource, PgSecretStore, SecretError, SecretStore,
 };
 use warden_registry::{PgStore, StoreError};
-use warden_tests::{FakeGitHub, TOKEN, TestPostgres, Warden};
+use warden_tests::{FakeGitHub, TestPostgres, Warden};
 
 use crate::serve_auth::serve_on;
 use crate::stateless::{approval_id, client, get_repo};
@@ -153,15 +152,6 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
     ));
 }
 
-/// Appends `toml` to the data directory's `warden.toml`.
-fn configure_more(warden: &Warden, toml: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(warden.data_dir().join("warden.toml"))
-        .unwrap();
-    file.write_all(toml.as_bytes()).unwrap();
-}
-
 fn ran(result: &CallToolResult) -> bool {
     result.is_error != Some(true)
         && result
@@ -193,24 +183,12 @@ async fn two_hosts_on_one_postgres_share_approvals_and_grants() {
     let (first, second) = (crate::warden(), crate::warden());
     fake.configure(&first);
     fake.configure(&second);
-    configure_more(
-        &first,
-        &format!("\n[store]\nurl = {url:?}\nsecret_key_file = {key:?}\n"),
-    );
-    configure_more(&second, &format!("\n[store]\nsecret_key_file = {key:?}\n"));
+    first.configure_more(&format!(
+        "\n[store]\nurl = {url:?}\nsecret_key_file = {key:?}\n"
+    ));
+    second.configure_more(&format!("\n[store]\nsecret_key_file = {key:?}\n"));
     // The account is connected through the first host only.
-    let set = first.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "github_runtime_token",
-            "--scope",
-            "repo",
-        ],
-        TOKEN,
-    );
-    assert_eq!(set.code, 0, "{set:?}");
+    FakeGitHub::store_token(&first);
     assert!(
         !std::fs::read_dir(first.data_dir())
             .unwrap()
@@ -289,20 +267,9 @@ async fn two_hosts_resuming_one_approval_at_once_dispatch_it_once() {
     let (first, second) = (crate::warden(), crate::warden());
     for warden in [&first, &second] {
         fake.configure(warden);
-        configure_more(warden, &store);
+        warden.configure_more(&store);
     }
-    let set = first.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "github_runtime_token",
-            "--scope",
-            "repo",
-        ],
-        TOKEN,
-    );
-    assert_eq!(set.code, 0, "{set:?}");
+    FakeGitHub::store_token(&first);
     let call = [
         "--json",
         "call",

@@ -55,6 +55,12 @@ impl FakeGitHub {
     /// as a user would (the value on stdin, never argv).
     pub fn connect(&self, warden: &Warden) {
         self.configure(warden);
+        Self::store_token(warden);
+    }
+
+    /// Store [`TOKEN`] with `warden secret set` (a data dir configured
+    /// already, e.g. one whose `[store]` is shared with another host).
+    pub fn store_token(warden: &Warden) {
         let set = warden.run_with_stdin(
             &[
                 "secret",

@@ -55,6 +55,15 @@ impl Warden {
         std::fs::write(self.dir.path().join("warden.toml"), toml).expect("write warden.toml");
     }
 
+    /// Append `toml` to `warden.toml` (after [`Warden::configure`] or a
+    /// fixture's configuration).
+    pub fn configure_more(&self, toml: &str) {
+        let path = self.dir.path().join("warden.toml");
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(toml);
+        std::fs::write(path, text).expect("write warden.toml");
+    }
+
     /// A command with `--data-dir` set, for callers that drive the process themselves.
     pub fn command(&self) -> Command {
         let mut command = Command::new(&self.binary);

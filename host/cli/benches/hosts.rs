@@ -66,22 +66,10 @@ fn setup() -> World {
         .map(|i| {
             let warden = Warden::new(env!("CARGO_BIN_EXE_warden"));
             fake.configure(&warden);
-            let toml = warden.data_dir().join("warden.toml");
-            let mut config = std::fs::read_to_string(&toml).unwrap();
-            config.push_str(&store);
-            std::fs::write(&toml, config).unwrap();
+            warden.configure_more(&store);
             if i == 0 {
                 // The account lives in the database, for both hosts.
-                let args = [
-                    "secret",
-                    "set",
-                    "github",
-                    "github_runtime_token",
-                    "--scope",
-                    "repo",
-                ];
-                let set = warden.run_with_stdin(&args, warden_tests::TOKEN);
-                assert_eq!(set.code, 0, "{set:?}");
+                FakeGitHub::store_token(&warden);
             }
             let (serving, port) = warden.serve_http("127.0.0.1:0", &["--sessions", "none"]);
             (warden, serving, port)
