@@ -1,14 +1,17 @@
 //! `warden auth connect|status|disconnect` and the structured auth-required
 //! through the binary: the test plays the browser against a local fake
 //! authorization server (github.com) and provider (api.github.com), and an
-//! rmcp client sees `auth_required` in `structuredContent` and `_meta`.
+//! rmcp client sees `auth_required` in `structuredContent` and `_meta` — or,
+//! declaring URL-mode elicitation, is offered the authorize URL and gets the
+//! call's result once the account is connected.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    UrlElicitationCapability,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::TokioChildProcess;
@@ -231,20 +234,7 @@ async fn an_mcp_client_gets_auth_required_with_its_fields() {
     let fake = Fake::start().await;
     let warden = crate::warden();
     fake.configure(&warden);
-    let mut command = tokio::process::Command::from(warden.command());
-    command.arg("serve");
-    let client = Approving
-        .serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .expect("MCP handshake");
-    let arguments = json!({ "owner": "octo", "repo": "hello" });
-    let serde_json::Value::Object(arguments) = arguments else {
-        unreachable!()
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new("github_get_repo").with_arguments(arguments))
-        .await
-        .expect("tools/call");
+    let result = get_repo_over_mcp(&warden, Approving).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let fields = result
         .structured_content
@@ -259,7 +249,29 @@ async fn an_mcp_client_gets_auth_required_with_its_fields() {
     let meta = &result.meta.as_ref().expect("_meta").0;
     assert_eq!(meta["warden/auth"], fields);
     assert!(fake.server.requests().is_empty(), "nothing was sent");
+}
+
+/// `warden serve` with `handler` as its MCP client: one `github_get_repo`.
+async fn get_repo_over_mcp<H: ClientHandler>(
+    warden: &Warden,
+    handler: H,
+) -> rmcp::model::CallToolResult {
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client = handler
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("MCP handshake");
+    let arguments = json!({ "owner": "octo", "repo": "hello" });
+    let serde_json::Value::Object(arguments) = arguments else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("github_get_repo").with_arguments(arguments))
+        .await
+        .expect("tools/call");
     client.cancel().await.unwrap();
+    result
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -293,6 +305,124 @@ async fn an_api_key_is_read_from_stdin_and_stored_bound() {
         // credential (it would need `warden secret allow`).
         assert_eq!(status[0]["extensions"], json!(["keyed"]), "{status}");
         assert_eq!(status[0]["used_by"], json!(["github", "keyed"]), "{status}");
+    })
+    .await
+    .unwrap();
+}
+
+/// A client that approves when asked and, offered an authorize URL
+/// (URL-mode elicitation), opens it as a person would — or declines.
+#[derive(Clone)]
+struct OpeningUrls {
+    auth: FakeAuthServer,
+    accept: bool,
+    opened: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for OpeningUrls {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
+        ClientConfig::new(capabilities, Implementation::new("e2e-url", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::UrlElicitationParams { url, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({ "decision": "approve_once" })));
+        };
+        self.opened.lock().unwrap().push(url.clone());
+        if !self.accept {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        // The person signs in; the browser follows the redirect home.
+        let location = self
+            .auth
+            .visit(&url)
+            .map_err(|status| ErrorData::internal_error(format!("authorize {status}"), None))?;
+        let status = follow_redirect(&location)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        assert_eq!(status, 200, "the loopback listener took the callback");
+        Ok(ElicitResult::new(ElicitationAction::Accept))
+    }
+}
+
+async fn call_get_repo_opening_urls(
+    fake: &Fake,
+    warden: &Warden,
+    accept: bool,
+) -> (rmcp::model::CallToolResult, Vec<String>) {
+    let handler = OpeningUrls {
+        auth: fake.auth.clone(),
+        accept,
+        opened: Default::default(),
+    };
+    let result = get_repo_over_mcp(warden, handler.clone()).await;
+    let opened = handler.opened.lock().unwrap().clone();
+    (result, opened)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_opens_urls_connects_the_account_and_the_call_runs_again() {
+    let fake = Fake::start().await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let (result, opened) = call_get_repo_opening_urls(&fake, &warden, true).await;
+    assert_eq!(opened.len(), 1, "one authorize URL was offered: {opened:?}");
+    assert!(
+        opened[0].starts_with("https://github.com/")
+            && opened[0].contains("client_id=warden-e2e-client"),
+        "{opened:?}"
+    );
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let output = result.structured_content.expect("structuredContent");
+    assert_eq!(output["full_name"], "octo/hello", "{output}");
+    // The retried call sent the token the authorization granted.
+    assert!(
+        fake.server
+            .requests()
+            .iter()
+            .any(|r| r.target.starts_with("/repos/octo/hello") && fake.auth.authorized(r)),
+        "the provider saw the connected token"
+    );
+    tokio::task::spawn_blocking(move || {
+        let status = warden.run(&["--json", "auth", "status"]).json();
+        assert_eq!(status[0]["vendor"], "github", "{status}");
+        assert_eq!(status[0]["kind"], "oauth2", "{status}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_url_leaves_the_structured_auth_required() {
+    let fake = Fake::start().await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let (result, opened) = call_get_repo_opening_urls(&fake, &warden, false).await;
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let fields = result.structured_content.expect("structuredContent");
+    assert_eq!(fields["code"], "auth_required", "{fields}");
+    assert_eq!(fields["reason"], "missing", "{fields}");
+    assert!(
+        fake.server
+            .requests()
+            .iter()
+            .all(|r| !r.target.starts_with("/repos/"))
+    );
+    tokio::task::spawn_blocking(move || {
+        let status = warden.run(&["--json", "auth", "status"]).json();
+        assert_eq!(status, json!([]), "nothing was stored");
     })
     .await
     .unwrap();

@@ -1,7 +1,9 @@
 //! The official Python MCP SDK (2.x) as a real client of `warden serve`:
 //! a client without an elicitation callback gets the approval id, a person
 //! approves it with the CLI, and the identical call then runs exactly once
-//! (`tests/clients/python_approve_again.py`).
+//! (`tests/clients/python_approve_again.py`); a call whose account is not
+//! connected shows the structured `auth_required` in `structuredContent`
+//! and `_meta` (`tests/clients/python_auth_required.py`).
 //!
 //! The interpreter is `$WARDEN_PYTHON`, else `target/python/bin/python`;
 //! `cargo xtask test` creates that virtual environment with the SDK.
@@ -22,8 +24,9 @@ fn python() -> PathBuf {
         .unwrap_or_else(|| root().join("target/python/bin/python"))
 }
 
-#[test]
-fn a_python_client_without_elicitation_approves_out_of_band_and_runs_once() {
+/// Run `tests/clients/<script>` with the SDK's interpreter and the
+/// `warden` binary; it must succeed and print `ok_line`.
+fn run_client(script: &str, ok_line: &str) {
     let python = python();
     assert!(
         python.exists(),
@@ -32,7 +35,7 @@ fn a_python_client_without_elicitation_approves_out_of_band_and_runs_once() {
         python.display()
     );
     let out = Command::new(&python)
-        .arg(root().join("tests/clients/python_approve_again.py"))
+        .arg(root().join("tests/clients").join(script))
         .arg(env!("CARGO_BIN_EXE_warden"))
         .output()
         .expect("python starts");
@@ -41,8 +44,21 @@ fn a_python_client_without_elicitation_approves_out_of_band_and_runs_once() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("OK: approved out of band, the identical call ran once"),
-        "{stdout}\n{stderr}"
+    assert!(stdout.contains(ok_line), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn a_python_client_without_elicitation_approves_out_of_band_and_runs_once() {
+    run_client(
+        "python_approve_again.py",
+        "OK: approved out of band, the identical call ran once",
+    );
+}
+
+#[test]
+fn a_python_client_sees_a_structured_auth_required() {
+    run_client(
+        "python_auth_required.py",
+        "OK: auth_required is structured for the Python SDK",
     );
 }

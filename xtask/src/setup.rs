@@ -17,7 +17,35 @@ pub(crate) fn ensure_postgres() -> Result<()> {
     if postgres_installed() {
         return Ok(());
     }
-    println!("xtask test: installing PostgreSQL (apt-get install postgresql)");
+    apt_install(
+        "postgresql",
+        "PostgreSQL is needed by the store tests; install the `postgresql` package \
+         (or set WARDEN_PG_BIN to its bin directory)",
+    )?;
+    if !postgres_installed() {
+        bail!("apt-get installed postgresql, but no initdb is in /usr/lib/postgresql/*/bin");
+    }
+    Ok(())
+}
+
+/// Installs the distribution's `npm` (with Node) when none is on `PATH`:
+/// the MCP conformance suite is installed with it.
+pub(crate) fn ensure_npm() -> Result<()> {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join("npm").is_file()));
+    if on_path {
+        return Ok(());
+    }
+    apt_install(
+        "npm",
+        "npm is needed to install the MCP conformance suite; install Node.js with npm",
+    )
+}
+
+/// `apt-get install -y <package>` (updating the package lists once if the
+/// first try fails); `why` is the error when it cannot.
+fn apt_install(package: &str, why: &str) -> Result<()> {
+    println!("xtask: installing {package} (apt-get install {package})");
     let apt = |args: &[&str]| {
         std::process::Command::new("apt-get")
             .args(args)
@@ -26,19 +54,13 @@ pub(crate) fn ensure_postgres() -> Result<()> {
             .map(|s| s.success())
             .unwrap_or(false)
     };
-    let install = ["install", "-y", "--no-install-recommends", "postgresql"];
+    let install = ["install", "-y", "--no-install-recommends", package];
     // A fresh machine's package lists may be empty: update once, then retry.
-    let installed = apt(&install) || (apt(&["update"]) && apt(&install));
-    if !installed {
-        bail!(
-            "PostgreSQL is needed by the store tests and apt-get could not install it; \
-             install the `postgresql` package (or set WARDEN_PG_BIN to its bin directory)"
-        );
+    if apt(&install) || (apt(&["update"]) && apt(&install)) {
+        Ok(())
+    } else {
+        bail!("{why}; apt-get could not install `{package}`")
     }
-    if !postgres_installed() {
-        bail!("apt-get installed postgresql, but no initdb is in /usr/lib/postgresql/*/bin");
-    }
-    Ok(())
 }
 
 fn postgres_installed() -> bool {

@@ -60,7 +60,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         "cargo test",
         &test,
         &[("WARDEN_PYTHON", python.as_os_str())],
-    )
+    )?;
+    // The official MCP conformance suite's client scenarios (auth among
+    // them), with the `warden` binary `cargo test` just built.
+    println!("xtask test: MCP conformance client scenarios");
+    crate::conformance::run_with(&workspace::root().join("target/debug/warden"))
 }
 
 fn step(what: &str, args: &[&str]) -> Result<()> {

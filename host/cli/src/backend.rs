@@ -9,24 +9,40 @@
 //! so one caller's approval is never claimed by another.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde_json::Value;
 use warden_core::Origin;
+use warden_core::spec::AuthRecipe;
 use warden_host::{
     ApprovalId, Catalog, Host, InstalledPackage, Invocation, InvokeOutcome, Location, Resolution,
 };
-use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
+use warden_mcp::{
+    ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints, UrlConnect,
+};
 use warden_registry::{GrantTerms, now_millis};
+
+use crate::settings::OAuthClients;
 
 /// The host and Location behind an MCP server.
 pub(crate) struct HostBackend {
     host: Host,
     location: Location,
+    /// The operator's OAuth clients, for connecting accounts by URL.
+    clients: OAuthClients,
 }
 
 impl HostBackend {
-    pub(crate) fn new(host: Host, location: Location) -> std::sync::Arc<Self> {
-        std::sync::Arc::new(HostBackend { host, location })
+    pub(crate) fn new(
+        host: Host,
+        location: Location,
+        clients: OAuthClients,
+    ) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(HostBackend {
+            host,
+            location,
+            clients,
+        })
     }
 }
 
@@ -144,9 +160,79 @@ impl Backend for HostBackend {
         })
     }
 
+    fn connect_by_url(&self, details: &Value) -> BoxFuture<'static, Option<UrlConnect>> {
+        let (location, clients, details) =
+            (self.location.clone(), self.clients.clone(), details.clone());
+        Box::pin(async move { connect_by_url(&location, &clients, &details).await })
+    }
+
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.location.changes()
     }
+}
+
+/// How long a connection offered by URL waits for the person.
+const URL_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Start connecting the account an `auth_required` names, when its
+/// extension's recipe for the vendor is `oauth2_code` (the same connection
+/// `warden auth connect` runs; a 403's scopes are asked for as a step-up).
+/// A consent refusal is not a connection: it needs `warden secret allow`.
+async fn connect_by_url(
+    location: &Location,
+    clients: &OAuthClients,
+    details: &Value,
+) -> Option<UrlConnect> {
+    let extension = details["extension"].as_str()?;
+    let vendor = details["vendor"].as_str()?;
+    let reason = details["reason"].as_str();
+    if reason == Some("consent") {
+        return None;
+    }
+    let mut target = location.auth_target(extension, Some(vendor)).ok()?;
+    if !matches!(target.recipe, AuthRecipe::Oauth2Code(_)) {
+        return None;
+    }
+    if reason == Some("insufficient_scope") {
+        target.step_up = details["scopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+    }
+    target.client_metadata_document = clients.client_metadata_url().map(str::to_owned);
+    let client = match clients.client(vendor) {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::warn!(%vendor, error = %format!("{error:#}"), "no OAuth client to connect by URL");
+            return None;
+        }
+    };
+    let connect = match location.begin_oauth(&target, client).await {
+        Ok(connect) => connect,
+        Err(error) => {
+            tracing::warn!(%vendor, %error, "could not start connecting by URL");
+            return None;
+        }
+    };
+    let scopes = target.requested_scopes().join(" ");
+    Some(UrlConnect {
+        url: connect.url().to_owned(),
+        message: format!(
+            "Connect a `{vendor}` account for `{extension}` (scopes: {}): open the URL and \
+             authorize; the call then runs again.",
+            if scopes.is_empty() { "none" } else { &scopes }
+        ),
+        done: Box::pin(async move {
+            connect
+                .finish(URL_CONNECT_TIMEOUT)
+                .await
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        }),
+    })
 }
 
 /// The session an authenticated caller's calls run in. The session is part

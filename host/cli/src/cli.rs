@@ -349,10 +349,31 @@ pub(crate) enum McpCommand {
         /// The tool's input (JSON).
         #[arg(long, default_value = "{}")]
         input: String,
-        /// Allow a plain-http URL on localhost/loopback (local test servers
-        /// such as the conformance suite's), for this origin only.
+        /// Allow plain http to localhost/loopback addresses, any port (local
+        /// test servers such as the conformance suite's MCP and
+        /// authorization servers), for this command only.
         #[arg(long)]
         loopback_http: bool,
+        /// Authorize when the server asks (401, or 403 `insufficient_scope`):
+        /// discovery, PKCE, the loopback callback; the authorize URL is
+        /// printed and opened with `$BROWSER` when set. Tokens and any
+        /// dynamic registration live in memory for this run only.
+        #[arg(long)]
+        auth: bool,
+        /// With `--auth`: a pre-registered client id.
+        #[arg(long, requires = "auth")]
+        client_id: Option<String>,
+        /// With `--client-id`: the environment variable holding its secret
+        /// (never on the command line).
+        #[arg(long, value_name = "VAR", requires = "client_id")]
+        client_secret_env: Option<String>,
+        /// With `--auth`: the URL of this client's metadata document (CIMD),
+        /// used as the client id where the authorization server accepts one.
+        #[arg(long, value_name = "URL", requires = "auth")]
+        client_metadata_url: Option<String>,
+        /// With `--auth`: seconds to wait for each authorization callback.
+        #[arg(long, default_value_t = 120, requires = "auth")]
+        timeout: u64,
     },
 }
 

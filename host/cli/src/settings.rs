@@ -48,6 +48,8 @@ pub(crate) struct Settings {
     #[serde(default)]
     auth: BTreeMap<String, AuthClientSettings>,
     #[serde(default)]
+    oauth: OAuthSettings,
+    #[serde(default)]
     mcp: McpSettings,
     #[serde(default)]
     store: StoreSettings,
@@ -97,8 +99,53 @@ struct McpSettings {
     refresh_interval_secs: Option<u64>,
 }
 
+/// `[oauth]`: how Warden presents itself to authorization servers.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthSettings {
+    /// The https URL where the operator publishes Warden's client ID
+    /// metadata document (CIMD): the `client_id` used with authorization
+    /// servers that accept one, instead of registering dynamically.
+    #[serde(default)]
+    client_metadata_url: Option<String>,
+}
+
+/// The operator's OAuth clients: `[auth.<vendor>]` and `[oauth]`, read
+/// when a connection starts (a secret's variable is read then).
+#[derive(Debug, Clone)]
+pub(crate) struct OAuthClients {
+    clients: BTreeMap<String, AuthClientSettings>,
+    oauth: OAuthSettings,
+}
+
+impl OAuthClients {
+    /// The OAuth client configured for `vendor`, if any.
+    pub(crate) fn client(&self, vendor: &str) -> Result<Option<warden_host::OAuthClientConfig>> {
+        let Some(client) = self.clients.get(vendor) else {
+            return Ok(None);
+        };
+        let client_secret = match &client.client_secret_env {
+            Some(var) => Some(secrecy::SecretString::from(
+                std::env::var(var).with_context(|| {
+                    format!("[auth.{vendor}] client_secret_env: ${var} is not set")
+                })?,
+            )),
+            None => None,
+        };
+        Ok(Some(warden_host::OAuthClientConfig {
+            client_id: client.client_id.clone(),
+            client_secret,
+        }))
+    }
+
+    /// `[oauth] client_metadata_url`.
+    pub(crate) fn client_metadata_url(&self) -> Option<&str> {
+        self.oauth.client_metadata_url.as_deref()
+    }
+}
+
 /// `[auth.<vendor>]`: the operator's OAuth client for a vendor.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AuthClientSettings {
     client_id: String,
@@ -234,26 +281,21 @@ impl Settings {
 }
 
 impl Settings {
-    /// The OAuth client configured for `vendor`, if any.
-    pub(crate) fn oauth_client(
-        &self,
-        vendor: &str,
-    ) -> Result<Option<warden_host::OAuthClientConfig>> {
-        let Some(client) = self.auth.get(vendor) else {
-            return Ok(None);
-        };
-        let client_secret = match &client.client_secret_env {
-            Some(var) => Some(secrecy::SecretString::from(
-                std::env::var(var).with_context(|| {
-                    format!("[auth.{vendor}] client_secret_env: ${var} is not set")
-                })?,
-            )),
-            None => None,
-        };
-        Ok(Some(warden_host::OAuthClientConfig {
-            client_id: client.client_id.clone(),
-            client_secret,
-        }))
+    /// The operator's OAuth clients (`[auth.<vendor>]`, `[oauth]`); an
+    /// `[oauth] client_metadata_url` that is not https is refused here.
+    pub(crate) fn oauth_clients(&self) -> Result<OAuthClients> {
+        if let Some(url) = &self.oauth.client_metadata_url {
+            let https = url
+                .strip_prefix("https://")
+                .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
+            if !https || url.chars().any(char::is_whitespace) {
+                bail!("[oauth] client_metadata_url `{url}` must be an https URL");
+            }
+        }
+        Ok(OAuthClients {
+            clients: self.auth.clone(),
+            oauth: self.oauth.clone(),
+        })
     }
 }
 
@@ -269,4 +311,58 @@ fn host_port(text: &str) -> Result<(&str, u16)> {
         bail!("`{text}`: the host must be a literal name");
     }
     Ok((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(text: &str) -> Settings {
+        toml::from_str(text).expect("valid warden.toml")
+    }
+
+    #[test]
+    fn a_client_metadata_url_must_be_https() {
+        let ok =
+            settings("[oauth]\nclient_metadata_url = \"https://warden.example/client.json\"\n");
+        let clients = ok.oauth_clients().unwrap();
+        assert_eq!(
+            clients.client_metadata_url(),
+            Some("https://warden.example/client.json")
+        );
+        for bad in [
+            "http://warden.example/client.json",
+            "https:///client.json",
+            "warden.example/client.json",
+            "https://warden.example/a b.json",
+        ] {
+            let error = settings(&format!("[oauth]\nclient_metadata_url = {bad:?}\n"))
+                .oauth_clients()
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("must be an https URL"),
+                "{bad}: {error}"
+            );
+        }
+        assert_eq!(
+            settings("").oauth_clients().unwrap().client_metadata_url(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_configured_client_reads_its_secret_from_the_environment_it_names() {
+        let configured = settings(
+            "[auth.github]\nclient_id = \"cid\"\nclient_secret_env = \"WARDEN_TEST_UNSET_SECRET_VAR\"\n",
+        );
+        let clients = configured.oauth_clients().unwrap();
+        assert!(clients.client("other").unwrap().is_none());
+        let error = clients.client("github").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("$WARDEN_TEST_UNSET_SECRET_VAR is not set"),
+            "{error}"
+        );
+    }
 }

@@ -104,15 +104,31 @@ impl AuthError {
 
 /// The HTTPS audience of `url` (recipe endpoints must be HTTPS).
 pub(crate) fn https_audience(url: &str) -> Result<(url::Url, Audience), AuthError> {
+    endpoint_audience(url, None)
+}
+
+/// The audience of an endpoint: HTTPS, or plain `http` where `egress`
+/// allows it for that origin (loopback test servers, by the operator's
+/// choice; see [`crate::EgressConfig::allow_loopback_http`]).
+pub(crate) fn endpoint_audience(
+    url: &str,
+    egress: Option<&crate::EgressConfig>,
+) -> Result<(url::Url, Audience), AuthError> {
     let url =
         url::Url::parse(url).map_err(|_| AuthError::InvalidRecipe("endpoint is not a URL"))?;
     let endpoint = endpoint_of(&url)
         .map_err(|_: Denial| AuthError::InvalidRecipe("endpoint is not a plain HTTPS URL"))?;
-    if endpoint.scheme != crate::policy::Scheme::Https {
-        return Err(AuthError::InvalidRecipe("endpoint must use https"));
-    }
+    let plain_http_allowed =
+        egress.is_some_and(|c| c.plain_http_allowed(&endpoint.host, endpoint.port));
+    let scheme = match endpoint.scheme {
+        crate::policy::Scheme::Https => "https",
+        crate::policy::Scheme::Http if plain_http_allowed => "http",
+        crate::policy::Scheme::Http => {
+            return Err(AuthError::InvalidRecipe("endpoint must use https"));
+        }
+    };
     let audience = Audience {
-        scheme: "https".into(),
+        scheme: scheme.into(),
         host: endpoint.host,
         port: Some(endpoint.port),
     };

@@ -10,7 +10,8 @@ use std::time::Duration;
 pub struct HostPort {
     /// Host name or IP literal, lowercase, as it appears in request URLs.
     pub host: String,
-    /// Port as requests use it (the URL's port or the scheme default).
+    /// Port as requests use it (the URL's port or the scheme default);
+    /// 0 matches any port (see [`EgressConfig::allow_loopback_http`]).
     pub port: u16,
 }
 
@@ -24,9 +25,12 @@ impl HostPort {
     }
 
     pub(crate) fn matches(&self, host: &str, port: u16) -> bool {
-        self.port == port && self.host == host
+        (self.port == port || self.port == 0) && self.host == host
     }
 }
+
+/// The names [`EgressConfig::allow_loopback_http`] allows.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
 /// Host-wide egress settings; one per [`crate::Egress`].
 #[derive(Debug, Clone)]
@@ -100,6 +104,27 @@ impl EgressConfig {
     pub fn allow_private_address(mut self, host: &str, port: u16) -> Self {
         self.private_address_targets.push(HostPort::new(host, port));
         self
+    }
+
+    /// Allow plain `http` to the loopback names (`localhost`, `127.0.0.1`,
+    /// `[::1]`) on any port, and let them resolve to loopback addresses: a
+    /// local test server and the authorization server it names (the MCP
+    /// conformance suite runs both on ephemeral ports). An operator's
+    /// choice for one command (`warden mcp probe --loopback-http`), never a
+    /// package's.
+    pub fn allow_loopback_http(mut self) -> Self {
+        for host in LOOPBACK_NAMES {
+            self.plain_http_targets.push(HostPort::new(*host, 0));
+            self.private_address_targets.push(HostPort::new(*host, 0));
+        }
+        self
+    }
+
+    /// Whether plain `http` to `host:port` is allowed.
+    pub fn plain_http_allowed(&self, host: &str, port: u16) -> bool {
+        self.plain_http_targets
+            .iter()
+            .any(|t| t.matches(host, port))
     }
 
     pub(crate) fn private_allowed(&self, host: &str, port: u16) -> bool {

@@ -242,7 +242,7 @@ impl NetworkPolicy {
         let audience = self
             .credentials
             .iter()
-            .any(|c| audience_matches(c, endpoint));
+            .any(|c| self.credential_may_go(c, endpoint));
         let target = self.targets.iter().any(|t| {
             t.scheme == scheme.as_str() && t.effective_port() == *port && t.matches_host(host)
         });
@@ -281,7 +281,7 @@ impl NetworkPolicy {
                 let spec = self
                     .credential(handle)
                     .ok_or_else(|| Denial::CredentialNotDeclared(bounded(handle, 64)))?;
-                if !audience_matches(spec, &endpoint) {
+                if !self.credential_may_go(spec, &endpoint) {
                     return Err(Denial::AudienceMismatch(spec.handle.clone()));
                 }
                 if let Injection::PathPlaceholder { placeholder } = &spec.injection
@@ -301,6 +301,28 @@ impl NetworkPolicy {
             request: request.clone(),
             injection,
         })
+    }
+}
+
+impl NetworkPolicy {
+    /// Whether credential `spec` may be sent to `endpoint`: its audience,
+    /// over https — or, the one exception, a loopback origin the operator
+    /// allowed plain http to ([`EgressConfig::allow_loopback_http`]) for
+    /// an audience that names `http` itself. Only a probe of a local test
+    /// server has such an audience (the manifest validator requires https
+    /// audiences), and loopback traffic never leaves the machine.
+    fn credential_may_go(&self, spec: &CredentialSpec, endpoint: &Endpoint) -> bool {
+        let audience = &spec.audience;
+        let loopback_http = audience.scheme == "http"
+            && endpoint.scheme == Scheme::Http
+            && matches!(endpoint.host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+            && audience.host.eq_ignore_ascii_case(&endpoint.host)
+            && audience.effective_port() == endpoint.port
+            && self
+                .plain_http
+                .iter()
+                .any(|t| t.matches(&endpoint.host, endpoint.port));
+        loopback_http || audience_matches(spec, endpoint)
     }
 }
 

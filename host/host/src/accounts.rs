@@ -71,6 +71,20 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let declared = self.declaration(extension, &key.vendor, &key.handle)?;
+        self.connect_declared(&declared, key, value).await
+    }
+
+    /// [`Location::connect_account`] with the declaration given: bound to
+    /// `declared.audiences`, usable by `declared.extension`. The probe of an
+    /// MCP server (no installed package) connects its account this way.
+    pub async fn connect_declared(
+        &self,
+        declared: &DeclaredCredential,
+        key: &AccountKey,
+        value: SecretString,
+    ) -> Result<Account, AccountError> {
+        let extension = declared.extension.as_str();
+        let declared = declared.clone();
         let store = self.shared.egress.store();
         let binding = match store.binding(key).await? {
             Some(mut existing) if !existing.audiences.is_empty() => {

@@ -18,12 +18,14 @@
 //! the previous account as it was.
 
 mod connect;
+mod probe;
 mod refresh;
 mod status;
 
 pub(crate) use refresh::refused_after_call;
 
 pub use connect::OAuthConnect;
+pub use probe::{PROBE_EXTENSION, ProbeAuth, ProbeError, ProbeFound};
 pub use status::AccountStatus;
 
 use std::collections::BTreeSet;
@@ -128,6 +130,15 @@ pub struct AuthTarget {
     /// insufficient_scope` named (`warden auth connect --scope`). Capped by
     /// the recipe's scopes like the rest.
     pub step_up: Vec<String>,
+    /// The authorization server's metadata, when it was discovered (an MCP
+    /// server's, RFC 9728 → RFC 8414): registration and the CIMD check use
+    /// it instead of guessing the issuer from the authorization endpoint.
+    pub server: Option<warden_egress::auth::discovery::ServerMetadata>,
+    /// The operator's client ID metadata document URL (CIMD): used as the
+    /// `client_id` of a public client when no client is configured and the
+    /// authorization server says it accepts one; otherwise Warden registers
+    /// dynamically.
+    pub client_metadata_document: Option<String>,
 }
 
 impl AuthTarget {
@@ -249,6 +260,8 @@ impl Location {
             credentials,
             resource,
             step_up: Vec::new(),
+            server: None,
+            client_metadata_document: None,
         })
     }
 

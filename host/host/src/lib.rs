@@ -46,7 +46,10 @@ mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
 pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
-pub use auth::{AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect};
+pub use auth::{
+    AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect, PROBE_EXTENSION,
+    ProbeAuth, ProbeError, ProbeFound,
+};
 pub use config::HostConfig;
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};

@@ -89,10 +89,11 @@ impl Endpoint {
         }
     }
 
-    /// The origin credentials may be sent to.
+    /// The origin credentials may be sent to (`http` only for a loopback
+    /// endpoint parsed with `loopback_http`).
     pub fn audience(&self) -> Audience {
         Audience {
-            scheme: "https".into(),
+            scheme: self.scheme.into(),
             host: self.host.clone(),
             port: Some(self.port),
         }

@@ -39,11 +39,42 @@ pub trait Backend: Send + Sync + 'static {
         answer: ApprovalAnswer,
     ) -> BoxFuture<'static, CallResult>;
 
+    /// Starts connecting the account an `auth_required` result names
+    /// (`details`: its structured fields) when a person can do it by
+    /// opening a URL (an OAuth recipe): the server then offers the URL
+    /// through URL-mode elicitation and, once the account is stored, runs
+    /// the call again. `None` (the default) when it cannot.
+    fn connect_by_url(&self, details: &Value) -> BoxFuture<'static, Option<UrlConnect>> {
+        let _ = details;
+        Box::pin(async { None })
+    }
+
     /// A counter that bumps whenever the tool set changes.
     ///
     /// The server re-reads [`Backend::tools`] after a bump and sends
     /// `notifications/tools/list_changed` to every connected client.
     fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// An account connection a person completes by opening a URL.
+pub struct UrlConnect {
+    /// The URL to open (an authorization server's authorize URL).
+    pub url: String,
+    /// What is being connected, shown to the person.
+    pub message: String,
+    /// Completes when the account is stored (`Ok`) or the connection
+    /// failed or timed out (`Err`, a message naming why). Dropping it
+    /// abandons the connection.
+    pub done: BoxFuture<'static, Result<(), String>>,
+}
+
+impl std::fmt::Debug for UrlConnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlConnect")
+            .field("url", &self.url)
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One tool as advertised in `tools/list`.

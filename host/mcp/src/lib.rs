@@ -40,6 +40,7 @@ mod approval;
 mod auth;
 mod backend;
 mod catalog;
+mod connect;
 mod guard;
 mod http;
 mod lines;
@@ -54,7 +55,9 @@ pub use auth::{
     AuthConfigError, BearerToken, Caller, HttpAuth, JwksSource, JwtAuth, KEY_REFETCH_INTERVAL,
     LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN,
 };
-pub use backend::{ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints};
+pub use backend::{
+    ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,
+};
 pub use http::{HttpConfig, HttpServer, MCP_PATH, Sessions, serve_http, serve_http_with};
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;

@@ -18,8 +18,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::{
     Caller, approval,
-    backend::Backend,
+    backend::{Backend, CallResult},
     catalog::Catalog,
+    connect,
     result::{self, Answer, PendingApproval},
 };
 
@@ -97,37 +98,62 @@ impl<B: Backend> WardenServer<B> {
         if let Some(caller) = &caller {
             tracing::info!(tool = %name, caller = %caller.subject, "tools/call");
         }
-        let pending = match result::answer(
-            shared.backend.call(name, arguments, caller).await,
-            structured,
-        ) {
-            Answer::Done(result) => return result,
-            Answer::Approval(pending) => pending,
-        };
-        self.approve(pending, structured, &context).await
+        let mut outcome = self.run(&name, &arguments, &caller, &context).await;
+        // An account a person can connect by opening a URL: offer it
+        // (URL-mode elicitation) and, once connected, run the call again
+        // (once: a second refusal is answered as it is).
+        if let Ok(CallResult::AuthRequired { details, .. }) = &outcome
+            && connect::client_opens_urls(&context)
+            && connect::by_url(shared.backend.as_ref(), details, &context).await
+        {
+            outcome = self.run(&name, &arguments, &caller, &context).await;
+        }
+        match outcome {
+            Ok(outcome) => match result::answer(outcome, structured) {
+                Answer::Done(result) => result,
+                // A second approval for the same call: do not loop, let a
+                // person resolve it out of band.
+                Answer::Approval(again) => Ok(result::approval_pending(&again)),
+            },
+            Err(pending) => Ok(result::approval_pending(&pending)),
+        }
     }
 
-    /// Asks for approval through the client when it can elicit, and resumes
-    /// the call with the person's answer; otherwise tells the model how.
-    async fn approve(
+    /// One call to its outcome, asking for approval through the client when
+    /// it can elicit and resuming the call with the person's answer; `Err`
+    /// with the pending approval when nobody could be asked (the model is
+    /// told how a person approves).
+    async fn run(
         &self,
-        pending: PendingApproval,
-        structured: bool,
+        name: &str,
+        arguments: &Value,
+        caller: &Option<Caller>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallResult, PendingApproval> {
+        let backend = &self.shared.backend;
+        let outcome = backend
+            .call(name.to_owned(), arguments.clone(), caller.clone())
+            .await;
+        let CallResult::NeedsApproval {
+            approval_id,
+            summary,
+            how_to_approve,
+        } = outcome
+        else {
+            return Ok(outcome);
+        };
+        let pending = PendingApproval {
+            id: approval_id,
+            summary,
+            how_to_approve,
+        };
         if !approval::client_can_elicit(context) {
-            return Ok(result::approval_pending(&pending));
+            return Err(pending);
         }
         let Some(answer) = approval::ask(context, &pending).await else {
-            return Ok(result::approval_pending(&pending));
+            return Err(pending);
         };
-        let resumed = self.shared.backend.resolve(pending.id, answer).await;
-        match result::answer(resumed, structured) {
-            Answer::Done(result) => result,
-            // A second approval for the same call: do not loop, let a person
-            // resolve it out of band.
-            Answer::Approval(again) => Ok(result::approval_pending(&again)),
-        }
+        Ok(backend.resolve(pending.id, answer).await)
     }
 
     /// Sends `notifications/tools/list_changed` to this connection's client

@@ -107,7 +107,11 @@ async fn oauth(
     timeout: Duration,
     no_browser: bool,
 ) -> Result<Vec<Account>> {
-    let client = cx.settings.oauth_client(&target.vendor)?;
+    let clients = cx.settings.oauth_clients()?;
+    let client = clients.client(&target.vendor)?;
+    let mut target = target.clone();
+    target.client_metadata_document = clients.client_metadata_url().map(str::to_owned);
+    let target = &target;
     let connect = location
         .begin_oauth(target, client)
         .await
@@ -123,8 +127,8 @@ async fn oauth(
         timeout.as_secs(),
         connect.redirect_uri()
     );
-    if !no_browser && std::io::stderr().is_terminal() {
-        open_browser(connect.url());
+    if !no_browser {
+        open_browser(connect.url(), std::io::stderr().is_terminal());
     }
     connect
         .finish(timeout)
@@ -132,21 +136,34 @@ async fn oauth(
         .with_context(|| format!("connecting a `{}` account", target.vendor))
 }
 
-/// Best effort: a desktop's URL opener, when there is one.
-fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
+/// Best effort: open `url` with `$BROWSER` when it is set (a program and
+/// its arguments, split on whitespace, the URL appended: how a headless
+/// setup or a test answers the authorization), else — on a terminal — with
+/// the desktop's URL opener.
+pub(crate) fn open_browser(url: &str, terminal: bool) {
+    let browser = std::env::var("BROWSER").unwrap_or_default();
+    let mut words = browser.split_whitespace();
+    let (program, args): (String, Vec<&str>) = match words.next() {
+        Some(program) => (program.to_owned(), words.collect()),
+        None if terminal => {
+            let opener = if cfg!(target_os = "macos") {
+                "open"
+            } else {
+                "xdg-open"
+            };
+            (opener.to_owned(), Vec::new())
+        }
+        None => return,
     };
-    let spawned = std::process::Command::new(opener)
+    let spawned = std::process::Command::new(&program)
+        .args(args)
         .arg(url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
     if spawned.is_err() {
-        eprintln!("(no browser could be opened; open the URL yourself)");
+        eprintln!("(`{program}` could not be started; open the URL yourself)");
     }
 }
 

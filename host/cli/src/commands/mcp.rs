@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
 use warden_egress::auth::resource::ResourceAuthorization;
-use warden_host::{HostedError, Location, PackageSource, Replace};
+use warden_host::{
+    HostedError, Location, OAuthClientConfig, OAuthConnect, PackageSource, ProbeAuth, Replace,
+};
 use warden_hosted::Endpoint;
 use warden_manifest::Source;
 
@@ -46,7 +48,17 @@ pub(crate) async fn run(cx: &Context, command: McpCommand) -> Result<ExitCode> {
             call,
             input,
             loopback_http,
-        } => probe(cx, &url, call, &input, loopback_http).await,
+            auth,
+            client_id,
+            client_secret_env,
+            client_metadata_url,
+            timeout,
+        } => {
+            let auth = auth
+                .then(|| probe_auth(client_id, client_secret_env, client_metadata_url, timeout))
+                .transpose()?;
+            probe(cx, &url, call, &input, loopback_http, auth).await
+        }
     }
 }
 
@@ -325,32 +337,71 @@ fn remove(cx: &Context, name: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `--auth` options of `warden mcp probe`.
+fn probe_auth(
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    client_metadata_url: Option<String>,
+    timeout: u64,
+) -> Result<ProbeAuth> {
+    let client_secret = match &client_secret_env {
+        Some(var) => Some(secrecy::SecretString::from(
+            std::env::var(var)
+                .with_context(|| format!("--client-secret-env: ${var} is not set"))?,
+        )),
+        None => None,
+    };
+    Ok(ProbeAuth {
+        client: client_id.map(|client_id| OAuthClientConfig {
+            client_id,
+            client_secret,
+        }),
+        client_metadata_document: client_metadata_url,
+        callback_timeout: std::time::Duration::from_secs(timeout),
+        ..ProbeAuth::default()
+    })
+}
+
 async fn probe(
     cx: &Context,
     url: &str,
     call: Option<String>,
     input: &str,
     loopback_http: bool,
+    auth: Option<ProbeAuth>,
 ) -> Result<ExitCode> {
-    let host = if loopback_http {
-        // Exactly this origin may be plain http on a loopback address.
-        let endpoint = Endpoint::parse_with(url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (host, port) = (endpoint.host().to_owned(), endpoint.port());
-        cx.host_with(|egress| {
+    let adjust = |egress: warden_egress::EgressConfig| {
+        if loopback_http {
+            egress.allow_loopback_http()
+        } else {
             egress
-                .allow_plain_http(&host, port)
-                .allow_private_address(&host, port)
-        })?
-    } else {
-        cx.host()?
+        }
     };
     let arguments: serde_json::Value =
         serde_json::from_str(input).context("--input is not valid JSON")?;
     let tool = call.as_deref().map(|name| (name, arguments));
-    let (tools, output) = host
-        .probe_mcp_call(url, MAX_TOOLS as usize, tool, loopback_http)
-        .await
-        .with_context(|| format!("probing {url}"))?;
+    let (tools, output) = match auth {
+        None => cx
+            .host_with(adjust)?
+            .probe_mcp_call(url, MAX_TOOLS as usize, tool, loopback_http)
+            .await
+            .with_context(|| format!("probing {url}"))?,
+        Some(auth) => {
+            // A probe keeps nothing: its registration and tokens live in
+            // memory for this run.
+            let memory = std::sync::Arc::new(warden_egress::secrets::MemoryStore::default());
+            let host = cx.host_in_memory_secrets(adjust, memory)?;
+            let location = host.open_location("probe");
+            let show = |connect: &OAuthConnect| {
+                eprintln!("authorize at: {}", connect.url());
+                super::auth::open_browser(connect.url(), false);
+            };
+            location
+                .probe_mcp_authorized(url, MAX_TOOLS as usize, tool, loopback_http, &auth, &show)
+                .await
+                .with_context(|| format!("probing {url}"))?
+        }
+    };
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     render::json(&serde_json::json!({ "tools": names, "output": output }));
     Ok(ExitCode::SUCCESS)

@@ -97,6 +97,24 @@ impl Context {
         &self,
         adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
     ) -> Result<Host> {
+        self.build_host(adjust, self.secret_store.clone())
+    }
+
+    /// [`Context::host_with`], keeping accounts in `secrets` instead of the
+    /// data directory's store (a probe keeps nothing).
+    pub(crate) fn host_in_memory_secrets(
+        &self,
+        adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
+        secrets: Arc<warden_egress::secrets::MemoryStore>,
+    ) -> Result<Host> {
+        self.build_host(adjust, Some(secrets))
+    }
+
+    fn build_host(
+        &self,
+        adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
+        secret_store: Option<Arc<dyn warden_egress::secrets::SecretStore>>,
+    ) -> Result<Host> {
         let mut runtime = self.runtime_config();
         // A cache miss compiles in a `warden compile-component` process.
         runtime.external_compiler = compile::ChildCompiler::new(self.data_dir.clone())
@@ -112,8 +130,8 @@ impl Context {
         if let Some(store) = &self.approval_store {
             builder = builder.approval_store(store.clone());
         }
-        if let Some(store) = &self.secret_store {
-            builder = builder.secret_store(store.clone());
+        if let Some(store) = secret_store {
+            builder = builder.secret_store(store);
         }
         Ok(builder
             .resolver(self.settings.resolver())

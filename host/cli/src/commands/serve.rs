@@ -74,7 +74,7 @@ pub(crate) async fn run(
     tokio::spawn(async move { warming.warm_up().await });
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
-    let backend = crate::backend::HostBackend::new(host, location);
+    let backend = crate::backend::HostBackend::new(host, location, cx.settings.oauth_clients()?);
     match http {
         None => warden_mcp::serve_stdio(backend).await?,
         Some(addr) => {

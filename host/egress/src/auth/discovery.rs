@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use warden_core::spec::NetworkTarget;
 
 use super::oauth2::{ClientAuth, OAuth2Client};
-use super::{AuthError, https_audience};
+use super::{AuthError, endpoint_audience, https_audience};
 use crate::policy::ParsedRequest;
 use crate::secrets::{AccountKey, SecretStore};
 use crate::session::Egress;
@@ -48,6 +48,10 @@ pub struct ServerMetadata {
     /// Where the server publishes its signing keys (a JWKS document).
     #[serde(default)]
     pub jwks_uri: Option<String>,
+    /// Whether the server accepts a client ID metadata document's URL as
+    /// `client_id` (CIMD, draft-ietf-oauth-client-id-metadata-document).
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
 }
 
 /// What a protected resource says about itself (RFC 9728).
@@ -73,6 +77,11 @@ pub struct Registration {
     /// Client secret, if the server issued one anyway.
     #[serde(default)]
     pub client_secret: Option<String>,
+    /// How the server says the client authenticates at the token endpoint
+    /// (`token_endpoint_auth_method` of the registration answer), when it
+    /// said; otherwise the secret goes in the body.
+    #[serde(default)]
+    pub token_endpoint_auth_method: Option<String>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -88,12 +97,13 @@ impl Registration {
     /// The client to run a flow with, redirecting to `redirect_uri`.
     pub fn client(&self, redirect_uri: &str) -> OAuth2Client {
         let client_secret = self.client_secret.clone().map(SecretString::from);
+        let auth = match (&client_secret, self.token_endpoint_auth_method.as_deref()) {
+            (None, _) | (_, Some("none")) => ClientAuth::None,
+            (Some(_), Some("client_secret_basic")) => ClientAuth::Basic,
+            (Some(_), _) => ClientAuth::PostBody,
+        };
         OAuth2Client {
-            auth: if client_secret.is_some() {
-                ClientAuth::PostBody
-            } else {
-                ClientAuth::None
-            },
+            auth,
             client_id: self.client_id.clone(),
             client_secret,
             redirect_uri: redirect_uri.to_owned(),
@@ -111,7 +121,7 @@ pub fn issuer_of(authorization_endpoint: &str) -> Result<String, AuthError> {
 /// location first, then OpenID Connect discovery (path-inserted, then
 /// appended). The document's issuer must be exactly `issuer`.
 pub async fn server_metadata(egress: &Egress, issuer: &str) -> Result<ServerMetadata, AuthError> {
-    let (base, _) = https_audience(issuer)?;
+    let (base, _) = endpoint_audience(issuer, Some(egress.config()))?;
     let origin = base.origin().ascii_serialization();
     let path = base.path().trim_end_matches('/');
     let candidates = [
@@ -157,8 +167,11 @@ pub async fn issuer_jwks(egress: &Egress, issuer: &str) -> Result<String, AuthEr
         .map_err(|_| AuthError::Metadata(format!("{issuer}'s JWKS is not UTF-8 text")))
 }
 
-/// The protected-resource metadata at `url`, whose `resource` must be
-/// `expected` (RFC 9728 §3.3).
+/// The protected-resource metadata at `url`, which must describe the
+/// resource `expected` (the MCP server's URL) or one containing it: the
+/// same origin and a path that is a prefix of its path on a segment
+/// boundary (RFC 9728 §3.3; metadata at the origin's well-known location
+/// names the origin). The caller sends the metadata's `resource`.
 pub async fn resource_metadata(
     egress: &Egress,
     url: &str,
@@ -169,13 +182,34 @@ pub async fn resource_metadata(
         .ok_or_else(|| AuthError::Metadata(format!("{url} was not found")))?;
     let metadata: ResourceMetadata = serde_json::from_slice(&body)
         .map_err(|_| AuthError::Metadata(format!("{url} is not resource metadata")))?;
-    if metadata.resource.trim_end_matches('/') != expected.trim_end_matches('/') {
+    if !resource_covers(&metadata.resource, expected) {
         return Err(AuthError::Metadata(format!(
             "{url} describes resource `{}`, not `{expected}`",
             bounded(&metadata.resource)
         )));
     }
     Ok(metadata)
+}
+
+/// Whether resource identifier `resource` names `server` or a resource
+/// containing it (same origin, path prefix on a `/` boundary, no query or
+/// fragment).
+pub fn resource_covers(resource: &str, server: &str) -> bool {
+    let (Ok(resource), Ok(server)) = (url::Url::parse(resource), url::Url::parse(server)) else {
+        return false;
+    };
+    if resource.origin() != server.origin()
+        || resource.query().is_some()
+        || resource.fragment().is_some()
+    {
+        return false;
+    }
+    let prefix = resource.path().trim_end_matches('/');
+    let path = server.path().trim_end_matches('/');
+    path == prefix
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Register a public client (auth method `none`, grants
@@ -191,8 +225,8 @@ pub async fn register(
             metadata.issuer
         ))
     })?;
-    let (url, _) = https_audience(endpoint)?;
-    let (issuer, _) = https_audience(&metadata.issuer)?;
+    let (url, _) = endpoint_audience(endpoint, Some(egress.config()))?;
+    let (issuer, _) = endpoint_audience(&metadata.issuer, Some(egress.config()))?;
     if url.origin() != issuer.origin() {
         return Err(AuthError::Registration(format!(
             "the registration endpoint {} is on another origin than the issuer {}",
@@ -219,6 +253,8 @@ pub async fn register(
         client_id: String,
         #[serde(default)]
         client_secret: Option<String>,
+        #[serde(default)]
+        token_endpoint_auth_method: Option<String>,
     }
     let answer: Answer = serde_json::from_slice(&body)
         .map_err(|_| AuthError::Registration("the answer has no client_id".into()))?;
@@ -231,6 +267,7 @@ pub async fn register(
         issuer: metadata.issuer.clone(),
         client_id: answer.client_id,
         client_secret: answer.client_secret,
+        token_endpoint_auth_method: answer.token_endpoint_auth_method,
     })
 }
 
@@ -275,7 +312,7 @@ pub async fn forget_registration(store: &dyn SecretStore, vendor: &str) -> Resul
 
 /// GET a JSON document; `None` on 404 (try the next location).
 async fn get_json(egress: &Egress, url: &str) -> Result<Option<Vec<u8>>, AuthError> {
-    let (parsed, _) = https_audience(url)?;
+    let (parsed, _) = endpoint_audience(url, Some(egress.config()))?;
     let (status, body) = send(egress, Method::GET, parsed, None).await?;
     match status {
         200..=299 => Ok(Some(body)),
@@ -293,9 +330,9 @@ async fn send(
     url: url::Url,
     json: Option<String>,
 ) -> Result<(u16, Vec<u8>), AuthError> {
-    let (_, audience) = https_audience(url.as_str())?;
+    let (_, audience) = endpoint_audience(url.as_str(), Some(egress.config()))?;
     let target = NetworkTarget {
-        scheme: "https".into(),
+        scheme: audience.scheme.clone(),
         host_pattern: audience.host,
         port: audience.port,
     };
@@ -330,4 +367,68 @@ async fn send(
 /// A provider-chosen text shown in an error, bounded.
 fn bounded(text: &str) -> String {
     crate::policy::bounded(text, 120)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resource_covers_itself_and_paths_below_it_on_its_origin() {
+        let server = "https://mcp.example.com/v1/mcp";
+        for resource in [
+            "https://mcp.example.com/v1/mcp",
+            "https://mcp.example.com/v1/mcp/",
+            "https://mcp.example.com/v1",
+            "https://mcp.example.com",
+            "https://MCP.example.com:443/",
+        ] {
+            assert!(resource_covers(resource, server), "{resource}");
+        }
+        for resource in [
+            "https://mcp.example.com/v1/mc",
+            "https://mcp.example.com/v1/mcp/more",
+            "https://mcp.example.com/v2",
+            "https://other.example.com/v1/mcp",
+            "https://mcp.example.com:8443/v1/mcp",
+            "http://mcp.example.com/v1/mcp",
+            "https://mcp.example.com/v1/mcp?tenant=a",
+            "https://mcp.example.com/v1/mcp#x",
+            "not a url",
+        ] {
+            assert!(!resource_covers(resource, server), "{resource}");
+        }
+    }
+
+    #[test]
+    fn a_registration_authenticates_as_the_server_said() {
+        let registration = |secret: Option<&str>, method: Option<&str>| Registration {
+            issuer: "https://as.example.com".into(),
+            client_id: "c".into(),
+            client_secret: secret.map(str::to_owned),
+            token_endpoint_auth_method: method.map(str::to_owned),
+        };
+        let auth = |r: Registration| r.client("http://127.0.0.1:1/callback").auth;
+        assert_eq!(
+            auth(registration(Some("s"), Some("client_secret_basic"))),
+            ClientAuth::Basic
+        );
+        assert_eq!(
+            auth(registration(Some("s"), Some("client_secret_post"))),
+            ClientAuth::PostBody
+        );
+        assert_eq!(auth(registration(Some("s"), None)), ClientAuth::PostBody);
+        assert_eq!(
+            auth(registration(Some("s"), Some("none"))),
+            ClientAuth::None
+        );
+        assert_eq!(
+            auth(registration(None, Some("client_secret_basic"))),
+            ClientAuth::None
+        );
+        // A registration kept before the method was recorded still reads.
+        let old: Registration =
+            serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
+        assert_eq!(old.token_endpoint_auth_method, None);
+    }
 }

@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use warden_core::spec::{NetworkTarget, OAuth2Recipe};
 
-use super::{AuthError, https_audience};
+use super::{AuthError, endpoint_audience};
 use crate::policy::ParsedRequest;
 use crate::session::Egress;
 use crate::staging::Staged;
@@ -104,6 +104,8 @@ pub struct OAuth2Flow<'a> {
     recipe: &'a OAuth2Recipe,
     client: &'a OAuth2Client,
     resource: Option<&'a str>,
+    /// Where plain `http` endpoints are allowed (none without it).
+    egress: Option<&'a crate::EgressConfig>,
 }
 
 pub(crate) fn random_token(bytes: usize) -> String {
@@ -119,7 +121,16 @@ impl<'a> OAuth2Flow<'a> {
             recipe,
             client,
             resource: None,
+            egress: None,
         }
+    }
+
+    /// Accept a plain-`http` authorization endpoint where `config` allows
+    /// plain http to its origin (a loopback test server); the token
+    /// endpoint is always checked against the egress it is sent through.
+    pub fn with_egress_config(mut self, config: &'a crate::EgressConfig) -> Self {
+        self.egress = Some(config);
+        self
     }
 
     /// Send the RFC 8707 `resource` indicator on the authorize and token
@@ -147,7 +158,7 @@ impl<'a> OAuth2Flow<'a> {
     /// PKCE verifier. The recipe's extra parameters never replace a
     /// host-owned one (state, redirect_uri, PKCE, client_id, scope).
     pub fn start(&self, scopes: &[String]) -> Result<PendingAuthorization, AuthError> {
-        let (mut url, _) = https_audience(&self.recipe.authorization_endpoint)?;
+        let (mut url, _) = endpoint_audience(&self.recipe.authorization_endpoint, self.egress)?;
         let state = random_token(16);
         let verifier = random_token(32);
         let scope_param = self.recipe.scope_param.as_deref().unwrap_or("scope");
@@ -257,7 +268,7 @@ impl<'a> OAuth2Flow<'a> {
         endpoint: &str,
         mut form: Vec<(&str, String)>,
     ) -> Result<zeroize::Zeroizing<Vec<u8>>, AuthError> {
-        let (url, audience) = https_audience(endpoint)?;
+        let (url, audience) = endpoint_audience(endpoint, Some(egress.config()))?;
         let mut headers = vec![
             (
                 HeaderName::from_static("content-type"),
@@ -305,7 +316,7 @@ impl<'a> OAuth2Flow<'a> {
             zeroize::Zeroize::zeroize(value);
         }
         let target = NetworkTarget {
-            scheme: "https".into(),
+            scheme: audience.scheme.clone(),
             host_pattern: audience.host.clone(),
             port: audience.port,
         };

@@ -10,13 +10,14 @@ use warden_core::spec::{OAuth2Recipe, TokenResponsePointers};
 use super::AuthError;
 use super::challenge::BearerChallenge;
 use super::discovery::{self, ResourceMetadata, ServerMetadata};
-use super::https_audience;
+use super::endpoint_audience;
 use crate::session::Egress;
 
 /// What is needed to authorize against a protected resource.
 #[derive(Debug, Clone)]
 pub struct ResourceAuthorization {
-    /// The resource identifier (sent as `resource`).
+    /// The resource identifier the metadata names (sent as `resource`):
+    /// the server's URL, or a resource containing it.
     pub resource: String,
     /// The resource's metadata.
     pub resource_metadata: ResourceMetadata,
@@ -36,7 +37,7 @@ pub async fn discover(
     resource: &str,
     challenge: Option<&BearerChallenge>,
 ) -> Result<ResourceAuthorization, AuthError> {
-    let (url, _) = https_audience(resource)?;
+    let (url, _) = endpoint_audience(resource, Some(egress.config()))?;
     let origin = url.origin().ascii_serialization();
     let path = url.path().trim_end_matches('/');
     let mut candidates = Vec::new();
@@ -77,7 +78,9 @@ pub async fn discover(
         _ => resource_metadata.scopes_supported.clone(),
     };
     Ok(ResourceAuthorization {
-        resource: resource.to_owned(),
+        // What the metadata names (the server's URL or a resource
+        // containing it, checked above): the RFC 8707 `resource` to send.
+        resource: resource_metadata.resource.clone(),
         resource_metadata,
         server,
         scopes,

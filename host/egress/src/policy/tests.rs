@@ -120,6 +120,81 @@ fn plain_http_needs_both_a_declared_target_and_the_host() {
     );
 }
 
+/// A probe's credential for a loopback test server: audience `http`.
+fn loopback_credential(host: &str, port: u16) -> CredentialSpec {
+    let mut spec = CredentialSpec::bearer("token", "warden-probe", &[], host);
+    spec.audience.scheme = "http".into();
+    spec.audience.port = Some(port);
+    spec
+}
+
+fn loopback_policy(config: &EgressConfig, host: &str, port: u16) -> NetworkPolicy {
+    NetworkPolicy::for_capability(
+        "warden-probe",
+        &[loopback_credential(host, port)],
+        &[],
+        config,
+    )
+}
+
+#[test]
+fn a_credential_goes_over_plain_http_only_to_an_allowed_loopback_origin() {
+    let send = |config: &EgressConfig, host: &str, url: &str| {
+        loopback_policy(config, host, 8080).authorize(
+            &get(url),
+            Some("token"),
+            &Redactor::default(),
+        )
+    };
+    // The operator allowed loopback http (`mcp probe --loopback-http`).
+    let loopback = EgressConfig::default().allow_loopback_http();
+    let plan = send(&loopback, "localhost", "http://localhost:8080/mcp").unwrap();
+    assert!(plan.injection.is_some());
+    assert!(send(&loopback, "127.0.0.1", "http://127.0.0.1:8080/mcp").is_ok());
+    // Another port than the audience's: not its audience.
+    assert!(send(&loopback, "localhost", "http://localhost:9090/mcp").is_err());
+    // Without the operator's choice: plain http is refused.
+    assert!(
+        send(
+            &EgressConfig::default(),
+            "localhost",
+            "http://localhost:8080/mcp"
+        )
+        .is_err()
+    );
+    // Plain http allowed to a name that is not loopback: an http audience
+    // there is no audience at all (and a credential never goes).
+    let remote = EgressConfig::default().allow_plain_http("intranet.test", 8080);
+    assert_eq!(
+        send(&remote, "intranet.test", "http://intranet.test:8080/mcp").unwrap_err(),
+        Denial::HostNotAllowed {
+            host: "intranet.test".into(),
+            port: 8080
+        }
+    );
+    // An https audience never matches plain http, loopback or not.
+    let https = NetworkPolicy::for_capability(
+        "warden-probe",
+        &[CredentialSpec::bearer(
+            "token",
+            "warden-probe",
+            &[],
+            "localhost",
+        )],
+        &[],
+        &loopback,
+    );
+    assert!(
+        https
+            .authorize(
+                &get("http://localhost:443/mcp"),
+                Some("token"),
+                &Redactor::default()
+            )
+            .is_err()
+    );
+}
+
 #[test]
 fn methods_and_sensitive_headers_are_refused() {
     let err = ParsedRequest::parse("TRACE", "https://api.github.com/", &[], None).unwrap_err();

@@ -29,6 +29,8 @@ struct State {
     lifetime: u64,
     refuse_refresh: bool,
     client_secret: Option<String>,
+    /// Advertise `client_id_metadata_document_supported`.
+    client_metadata_documents: bool,
 }
 
 /// The fake server; clone it into a [`super::TestServer`] handler.
@@ -59,6 +61,12 @@ impl FakeAuthServer {
     /// Require this client secret on token requests (in the body or Basic).
     pub fn require_client_secret(&self, secret: &str) {
         self.lock().client_secret = Some(secret.to_owned());
+    }
+
+    /// Say in the metadata that a client ID metadata document's URL is
+    /// accepted as `client_id` (CIMD).
+    pub fn accept_client_metadata_documents(&self) {
+        self.lock().client_metadata_documents = true;
     }
 
     /// Forget every dynamically registered client: the token endpoint
@@ -152,6 +160,7 @@ impl FakeAuthServer {
                     "token_endpoint": format!("https://{}/token", self.issuer_host),
                     "registration_endpoint": format!("https://{}/register", self.issuer_host),
                     "code_challenge_methods_supported": ["S256"],
+                    "client_id_metadata_document_supported": self.lock().client_metadata_documents,
                 }))
             }
             _ => TestResponse::status(404),

@@ -32,8 +32,9 @@ impl Location {
     /// Start connecting an `oauth2_code` account for `target`: bind the
     /// loopback listener and build the authorize URL. The client is
     /// `client` (operator configuration), else the secret-store handles the
-    /// recipe's `client_credentials` name, else a public client registered
-    /// dynamically (RFC 7591) and kept per vendor.
+    /// recipe's `client_credentials` name, else a public client: the
+    /// operator's client ID metadata document where the server accepts it,
+    /// or one registered dynamically (RFC 7591) and kept per vendor.
     pub async fn begin_oauth(
         &self,
         target: &AuthTarget,
@@ -60,13 +61,12 @@ impl Location {
                 };
                 (client, false)
             }
-            None => (
-                self.registered_client(target, &recipe, &redirect).await?,
-                true,
-            ),
+            None => self.public_client(target, &recipe, &redirect).await?,
         };
         let scopes = target.requested_scopes();
-        let pending = flow(&recipe, &client, target.resource.as_deref()).start(&scopes)?;
+        let pending = flow(&recipe, &client, target.resource.as_deref())
+            .with_egress_config(self.shared.egress.config())
+            .start(&scopes)?;
         Ok(OAuthConnect {
             location: self.clone(),
             target: target.clone(),
@@ -105,25 +105,51 @@ impl Location {
         }))
     }
 
-    /// The vendor's dynamically registered client: the kept one, or a new
-    /// registration with the authorization server the recipe points at.
-    async fn registered_client(
+    /// The vendor's public client without a configured one: the operator's
+    /// client ID metadata document URL when the authorization server
+    /// accepts one (CIMD), else the kept dynamic registration, else a new
+    /// one with the authorization server the recipe points at. The
+    /// `bool` says whether it was registered dynamically.
+    async fn public_client(
         &self,
         target: &AuthTarget,
         recipe: &OAuth2Recipe,
         redirect: &str,
-    ) -> Result<OAuth2Client, ConnectError> {
+    ) -> Result<(OAuth2Client, bool), ConnectError> {
         let egress = &self.shared.egress;
         let store = egress.store().as_ref();
-        let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
-        if let Some(kept) = discovery::load_registration(store, &target.vendor, &issuer).await? {
-            return Ok(kept.client(redirect));
+        let metadata = match &target.server {
+            Some(metadata) => metadata.clone(),
+            None => {
+                let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
+                if target.client_metadata_document.is_none()
+                    && let Some(kept) =
+                        discovery::load_registration(store, &target.vendor, &issuer).await?
+                {
+                    return Ok((kept.client(redirect), true));
+                }
+                discovery::server_metadata(egress, &issuer).await?
+            }
+        };
+        if let Some(document) = &target.client_metadata_document
+            && metadata.client_id_metadata_document_supported
+        {
+            let client = OAuth2Client {
+                client_id: document.clone(),
+                client_secret: None,
+                redirect_uri: redirect.to_owned(),
+                auth: ClientAuth::None,
+            };
+            return Ok((client, false));
         }
-        let metadata = discovery::server_metadata(egress, &issuer).await?;
+        let issuer = &metadata.issuer;
+        if let Some(kept) = discovery::load_registration(store, &target.vendor, issuer).await? {
+            return Ok((kept.client(redirect), true));
+        }
         let registration: Registration = discovery::register(egress, &metadata, redirect).await?;
         discovery::save_registration(store, &target.vendor, &registration).await?;
         tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
-        Ok(registration.client(redirect))
+        Ok((registration.client(redirect), true))
     }
 }
 
@@ -186,7 +212,7 @@ impl OAuthConnect {
         };
         let store = egress.store();
         let mut accounts = Vec::new();
-        for (handle, _) in &self.target.credentials {
+        for (handle, declared) in &self.target.credentials {
             let key = AccountKey::new(
                 self.target.vendor.clone(),
                 handle.clone(),
@@ -201,7 +227,7 @@ impl OAuthConnect {
             );
             accounts.push(
                 self.location
-                    .connect_account(&self.target.extension, &key, value)
+                    .connect_declared(declared, &key, value)
                     .await?,
             );
         }

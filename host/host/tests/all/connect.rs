@@ -351,6 +351,45 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
     completed(&get_repo(&world).await);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_metadata_document_is_the_client_id_where_the_server_accepts_one() {
+    const DOCUMENT: &str = "https://warden.example/oauth/client.json";
+    let world = world(3600).await;
+    let mut target = world.location.auth_target("github", None).unwrap();
+    target.client_metadata_document = Some(DOCUMENT.into());
+
+    // The server does not say it accepts one: Warden registers dynamically.
+    let registered = world.location.begin_oauth(&target, None).await.unwrap();
+    assert!(
+        registered.url().contains("client_id=dcr-client-1"),
+        "{}",
+        registered.url()
+    );
+    drop(registered);
+
+    // It does: the document's URL is the client id, nothing is registered.
+    world.auth.accept_client_metadata_documents();
+    let connect = world.location.begin_oauth(&target, None).await.unwrap();
+    let url = url::Url::parse(connect.url()).unwrap();
+    let client_id = url
+        .query_pairs()
+        .find(|(name, _)| name == "client_id")
+        .map(|(_, value)| value.into_owned());
+    assert_eq!(client_id.as_deref(), Some(DOCUMENT));
+    browse(&world, &connect, |l| l);
+    connect.finish(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        world.auth.registered(),
+        ["dcr-client-1"],
+        "no new registration"
+    );
+    completed(&get_repo(&world).await);
+
+    // A client the operator configured still wins.
+    let configured = world.location.begin_oauth(&target, client()).await.unwrap();
+    assert!(configured.url().contains("client_id=warden-test-client"));
+}
+
 /// The attack: a package's API-key probe points at its own collector while
 /// its credential is bound to api.github.com; the key must not be sent.
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,81 @@
+//! Connecting an account through the client (URL-mode elicitation): a call
+//! refused with `auth_required` whose account a person can connect by
+//! opening a URL (an OAuth recipe) offers that URL; once the authorization
+//! completes and the account is stored, the server runs the call again.
+
+use std::time::Duration;
+
+use rmcp::{
+    RoleServer,
+    model::{ElicitRequestParams, ElicitationAction},
+    service::RequestContext,
+};
+use serde_json::Value;
+
+use crate::backend::Backend;
+
+/// How long a person has to agree to open the URL.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Whether the client on this request declared URL-mode elicitation.
+pub(crate) fn client_opens_urls(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.url.is_some())
+}
+
+/// Offer the connection `details` names; whether the account is now
+/// connected (the person accepted and the authorization completed). The
+/// authorization runs from the moment the URL exists, so a browser that
+/// returns before the client answers is not lost; a decline or failure
+/// abandons it, and the caller returns the original `auth_required`.
+pub(crate) async fn by_url<B: Backend>(
+    backend: &B,
+    details: &Value,
+    context: &RequestContext<RoleServer>,
+) -> bool {
+    let Some(connect) = backend.connect_by_url(details).await else {
+        return false;
+    };
+    let completion = tokio::spawn(connect.done);
+    let params = ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: connect.message,
+        url: connect.url,
+        elicitation_id: elicitation_id(),
+    };
+    let answer = context
+        .peer
+        .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+        .await;
+    match answer {
+        Ok(result) if result.action == ElicitationAction::Accept => {}
+        Ok(_) | Err(_) => {
+            completion.abort();
+            return false;
+        }
+    }
+    match completion.await {
+        Ok(Ok(())) => true,
+        Ok(Err(error)) => {
+            tracing::info!(%error, "connecting the account by URL failed");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// A fresh, unguessable elicitation id.
+fn elicitation_id() -> String {
+    use base64::Engine as _;
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system random generator works");
+    format!(
+        "connect-{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
