@@ -71,7 +71,16 @@ pub struct AuditEntry {
 pub struct AuditLog {
     path: PathBuf,
     max_bytes: u64,
-    lock: Mutex<()>,
+    /// The file appended to, kept open between lines (a call costs a stat
+    /// and a write, not an open and a close as well).
+    open: Mutex<Option<OpenLog>>,
+}
+
+/// The audit file this log has open, and which file it is.
+#[derive(Debug)]
+struct OpenLog {
+    file: File,
+    identity: Option<FileIdentity>,
 }
 
 impl AuditLog {
@@ -80,7 +89,7 @@ impl AuditLog {
         AuditLog {
             path: path.into(),
             max_bytes,
-            lock: Mutex::new(()),
+            open: Mutex::new(None),
         }
     }
 
@@ -99,17 +108,56 @@ impl AuditLog {
     fn append(&self, entry: &AuditEntry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        // The file at the path now: this or another process (sharing the
+        // data directory) may have rotated it since the last line.
+        let mut current = std::fs::metadata(&self.path).ok();
+        let size = current.as_ref().map_or(0, |m| m.len());
         if size > 0 && size + line.len() as u64 > self.max_bytes {
             std::fs::rename(&self.path, rotated(&self.path))?;
+            current = None;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let still_current = match (open.as_ref(), current.as_ref()) {
+            (Some(log), Some(metadata)) => {
+                log.identity.is_some() && log.identity == FileIdentity::of(metadata)
+            }
+            _ => false,
+        };
+        if !still_current {
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            let identity = file.metadata().ok().as_ref().and_then(FileIdentity::of);
+            *open = Some(OpenLog { file, identity });
+        }
+        let log = open.as_mut().expect("opened above");
         // One write per line: appends from several processes do not interleave.
-        file.write_all(&line)
+        log.file.write_all(&line)
+    }
+}
+
+/// Which file a path names (device and inode), to notice a rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+}
+
+impl FileIdentity {
+    #[cfg(unix)]
+    fn of(metadata: &std::fs::Metadata) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        Some(Self {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        })
+    }
+
+    /// Elsewhere the file is opened for every line.
+    #[cfg(not(unix))]
+    fn of(_metadata: &std::fs::Metadata) -> Option<Self> {
+        None
     }
 }
 
@@ -196,5 +244,38 @@ mod tests {
             [4, 5, 6, 7]
         );
         assert!(audit_tail(&dir.path().join("none"), 3).unwrap().is_empty());
+    }
+
+    /// Two hosts on one data directory: each keeps the file open, and a
+    /// rotation by one moves the other to the new file (no line is written
+    /// into the rotated file after it was rotated).
+    #[test]
+    fn a_log_kept_open_follows_a_rotation_by_another_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let line_len = serde_json::to_vec(&entry(0)).unwrap().len() as u64 + 1;
+        let (a, b) = (
+            AuditLog::new(&path, line_len * 4),
+            AuditLog::new(&path, line_len * 4),
+        );
+        a.record(&entry(0));
+        b.record(&entry(1));
+        for i in 2..6 {
+            a.record(&entry(i)); // the fifth line rotates
+        }
+        b.record(&entry(6)); // b's open file is now `.1`: it must reopen
+        let times = |p: &Path| -> Vec<i64> {
+            read_lines(p)
+                .unwrap()
+                .iter()
+                .map(|l| serde_json::from_str::<AuditEntry>(l).unwrap().time)
+                .collect()
+        };
+        assert_eq!(times(&rotated(&path)), [0, 1, 2, 3]);
+        assert_eq!(times(&path), [4, 5, 6]);
+        // A file removed under the log is created again.
+        std::fs::remove_file(&path).unwrap();
+        a.record(&entry(7));
+        assert_eq!(times(&path), [7]);
     }
 }
