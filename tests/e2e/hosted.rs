@@ -5,6 +5,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+use warden_tests::Warden;
 use warden_tests::fake_mcp::{
     AUTH_HOST, FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, write_package,
 };
@@ -214,9 +215,11 @@ async fn a_running_serve_picks_up_mcp_add_from_another_process() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
-    let auth = warden_egress::testing::FakeAuthServer::new(AUTH_HOST, 3600);
+/// A fake MCP server whose tokens `auth` issues, registered with
+/// `warden mcp add fake` (which must succeed); what `add` printed.
+async fn add_protected(
+    auth: &warden_egress::testing::FakeAuthServer,
+) -> (FakeMcp, Warden, warden_tests::Run) {
     let fake = FakeMcp::start(Script {
         oauth: Some(auth.clone()),
         ..Script::default()
@@ -224,9 +227,16 @@ async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
     .await;
     let warden = crate::warden();
     fake.configure(&warden);
-    // The 401 names the resource metadata: OAuth, discovered, not guessed.
     let added = warden.run(&["mcp", "add", "fake", MCP_URL]);
     assert!(added.code == 0, "{}", added.all());
+    (fake, warden, added)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
+    let auth = warden_egress::testing::FakeAuthServer::new(AUTH_HOST, 3600);
+    // The 401 names the resource metadata: OAuth, discovered, not guessed.
+    let (fake, warden, added) = add_protected(&auth).await;
     assert!(
         added.all().contains("warden auth connect mcp-fake"),
         "{}",
@@ -289,4 +299,40 @@ async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
     assert_eq!(stepped.json()["reason"], "insufficient_scope");
     let connect = stepped.json()["connect"].as_str().unwrap().to_owned();
     assert!(connect.ends_with("--scope admin"), "{connect}");
+}
+
+/// An authorization server whose issuer has a path (a tenant or realm):
+/// `mcp add` finds it through the resource metadata, and `auth connect`
+/// registers with it there — not at the origin's well-known metadata, which
+/// it does not publish.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_authorization_server_with_a_path_issuer_is_connected_at_its_path() {
+    let auth =
+        warden_egress::testing::FakeAuthServer::new(AUTH_HOST, 3600).with_issuer_path("/tenant1");
+    let (fake, warden, _) = add_protected(&auth).await;
+    let manifest =
+        std::fs::read_to_string(warden.data_dir().join("mcp/mcp-fake/manifest.toml")).unwrap();
+    assert!(
+        manifest
+            .contains("authorization_endpoint = \"https://auth.example.com/tenant1/authorize\""),
+        "{manifest}"
+    );
+    let (_, url) = crate::auth::connect_as(&warden, &auth, "mcp-fake").await;
+    assert!(
+        url.starts_with("https://auth.example.com/tenant1/authorize?"),
+        "{url}"
+    );
+    let auth_requests: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.server_name.as_deref() == Some(AUTH_HOST))
+        .map(|r| r.target)
+        .collect();
+    assert!(
+        auth_requests.iter().any(|t| t == "/tenant1/register"),
+        "registered at the issuer's path: {auth_requests:?}"
+    );
+    let called = call_approved(&warden, "mcp-fake.weather", r#"{"city": "Oslo"}"#);
+    assert!(called.code == 0, "{}", called.all());
+    assert_eq!(called.json()["output"], json!({"celsius": 21.5}));
 }

@@ -37,6 +37,8 @@ struct State {
 #[derive(Debug, Clone)]
 pub struct FakeAuthServer {
     issuer_host: String,
+    /// The issuer's path (`/tenant1`), empty for an origin issuer.
+    issuer_path: String,
     state: Arc<Mutex<State>>,
 }
 
@@ -50,8 +52,29 @@ impl FakeAuthServer {
         };
         Self {
             issuer_host: issuer_host.to_owned(),
+            issuer_path: String::new(),
             state: Arc::new(Mutex::new(state)),
         }
+    }
+
+    /// The same server with issuer `https://<issuer_host><path>` (a tenant
+    /// or realm path, as many identity providers have): its metadata is at
+    /// `/.well-known/oauth-authorization-server<path>` only and its
+    /// endpoints under `<path>`.
+    pub fn with_issuer_path(mut self, path: &str) -> Self {
+        self.issuer_path = path.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// The issuer identifier.
+    pub fn issuer(&self) -> String {
+        format!("https://{}{}", self.issuer_host, self.issuer_path)
+    }
+
+    /// `path` below the issuer's path, if it is.
+    fn endpoint<'p>(&self, path: &'p str) -> Option<&'p str> {
+        path.strip_prefix(self.issuer_path.as_str())
+            .filter(|rest| rest.starts_with('/'))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -115,7 +138,7 @@ impl FakeAuthServer {
     /// the status it refused with.
     pub fn visit(&self, authorize_url: &str) -> Result<String, u16> {
         let url = url::Url::parse(authorize_url).map_err(|_| 400u16)?;
-        let path = url.path();
+        let path = self.endpoint(url.path()).unwrap_or_default();
         if url.host_str() != Some(self.issuer_host.as_str())
             || !matches!(path, "/authorize" | "/login/oauth/authorize")
         {
@@ -136,6 +159,24 @@ impl FakeAuthServer {
         if host != self.issuer_host {
             return self.api(req);
         }
+        let metadata = format!(
+            "/.well-known/oauth-authorization-server{}",
+            self.issuer_path
+        );
+        if req.method == "GET" && path == metadata {
+            let issuer = self.issuer();
+            return TestResponse::json(&serde_json::json!({
+                "issuer": issuer,
+                "authorization_endpoint": format!("{issuer}/authorize"),
+                "token_endpoint": format!("{issuer}/token"),
+                "registration_endpoint": format!("{issuer}/register"),
+                "code_challenge_methods_supported": ["S256"],
+                "client_id_metadata_document_supported": self.lock().client_metadata_documents,
+            }));
+        }
+        let Some(path) = self.endpoint(path) else {
+            return TestResponse::status(404);
+        };
         match (req.method.as_str(), path) {
             ("GET", "/authorize" | "/login/oauth/authorize") => self.authorize(query),
             ("POST", "/token" | "/login/oauth/access_token") => self.token(req),
@@ -152,16 +193,6 @@ impl FakeAuthServer {
                 state.access.remove(&token);
                 state.revoked.push(token);
                 TestResponse::status(200)
-            }
-            ("GET", "/.well-known/oauth-authorization-server") => {
-                TestResponse::json(&serde_json::json!({
-                    "issuer": format!("https://{}", self.issuer_host),
-                    "authorization_endpoint": format!("https://{}/authorize", self.issuer_host),
-                    "token_endpoint": format!("https://{}/token", self.issuer_host),
-                    "registration_endpoint": format!("https://{}/register", self.issuer_host),
-                    "code_challenge_methods_supported": ["S256"],
-                    "client_id_metadata_document_supported": self.lock().client_metadata_documents,
-                }))
             }
             _ => TestResponse::status(404),
         }
@@ -190,7 +221,7 @@ impl FakeAuthServer {
             let host = req.server_name.as_deref().unwrap_or_default();
             return TestResponse::json(&serde_json::json!({
                 "resource": format!("https://{host}/mcp"),
-                "authorization_servers": [format!("https://{}", self.issuer_host)],
+                "authorization_servers": [self.issuer()],
                 "scopes_supported": ["repo"],
             }));
         }

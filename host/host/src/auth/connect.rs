@@ -118,8 +118,12 @@ impl Location {
     ) -> Result<(OAuth2Client, bool), ConnectError> {
         let egress = &self.shared.egress;
         let store = egress.store().as_ref();
-        let metadata = match &target.server {
-            Some(metadata) => metadata.clone(),
+        let discovered = match &target.server {
+            Some(metadata) => Some(metadata.clone()),
+            None => self.discover_server(target, recipe).await,
+        };
+        let metadata = match discovered {
+            Some(metadata) => metadata,
             None => {
                 let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
                 if target.client_metadata_document.is_none()
@@ -150,6 +154,31 @@ impl Location {
         discovery::save_registration(store, &target.vendor, &registration).await?;
         tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
         Ok((registration.client(redirect), true))
+    }
+}
+
+impl Location {
+    /// The authorization server's metadata of an MCP server's account, found
+    /// again the way `warden mcp add` found it (RFC 9728 → RFC 8414), so a
+    /// registration goes to the real issuer — which may have a path
+    /// (`/realms/x`) the authorization endpoint's origin does not show.
+    /// `None` (the origin is then asked) when the target is not for a
+    /// resource, discovery fails, or it names another authorization
+    /// endpoint than the recipe's.
+    async fn discover_server(
+        &self,
+        target: &AuthTarget,
+        recipe: &OAuth2Recipe,
+    ) -> Option<discovery::ServerMetadata> {
+        let resource = target.resource.as_deref()?;
+        let found = warden_egress::auth::resource::discover(&self.shared.egress, resource, None)
+            .await
+            .inspect_err(|error| {
+                tracing::debug!(%resource, %error, "no metadata for the resource; asking the authorization endpoint's origin");
+            })
+            .ok()?;
+        (found.server.authorization_endpoint.as_deref() == Some(&recipe.authorization_endpoint))
+            .then_some(found.server)
     }
 }
 
