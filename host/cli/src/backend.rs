@@ -202,8 +202,7 @@ async fn connect_by_url(
             .map(str::to_owned)
             .collect();
     }
-    target.client_metadata_document = clients.client_metadata_url().map(str::to_owned);
-    let client = match clients.client(vendor) {
+    let client = match clients.prepare(&mut target) {
         Ok(client) => client,
         Err(error) => {
             tracing::warn!(%vendor, error = %format!("{error:#}"), "no OAuth client to connect by URL");

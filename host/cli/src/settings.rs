@@ -142,6 +142,16 @@ impl OAuthClients {
     pub(crate) fn client_metadata_url(&self) -> Option<&str> {
         self.oauth.client_metadata_url.as_deref()
     }
+
+    /// Ready `target` for an OAuth connection: name the client ID metadata
+    /// document, and return the client configured for its vendor, if any.
+    pub(crate) fn prepare(
+        &self,
+        target: &mut warden_host::AuthTarget,
+    ) -> Result<Option<warden_host::OAuthClientConfig>> {
+        target.client_metadata_document = self.client_metadata_url().map(str::to_owned);
+        self.client(&target.vendor)
+    }
 }
 
 /// `[auth.<vendor>]`: the operator's OAuth client for a vendor.
@@ -285,11 +295,9 @@ impl Settings {
     /// `[oauth] client_metadata_url` that is not https is refused here.
     pub(crate) fn oauth_clients(&self) -> Result<OAuthClients> {
         if let Some(url) = &self.oauth.client_metadata_url {
-            let https = url
-                .strip_prefix("https://")
-                .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
-            if !https || url.chars().any(char::is_whitespace) {
-                bail!("[oauth] client_metadata_url `{url}` must be an https URL");
+            // The rule a manifest's https endpoint follows.
+            if let Err(why) = warden_manifest::https_endpoint(url) {
+                bail!("[oauth] client_metadata_url must be an https URL: {why}");
             }
         }
         Ok(OAuthClients {
@@ -335,6 +343,8 @@ mod tests {
             "https:///client.json",
             "warden.example/client.json",
             "https://warden.example/a b.json",
+            "https://user@warden.example/client.json",
+            "https://warden.example/client.json#frag",
         ] {
             let error = settings(&format!("[oauth]\nclient_metadata_url = {bad:?}\n"))
                 .oauth_clients()

@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result, bail};
 use secrecy::SecretString;
 use warden_core::spec::{ApiKeyRecipe, AuthRecipe};
 use warden_egress::secrets::Account;
-use warden_host::{AuthTarget, Location};
+use warden_host::{AuthTarget, Location, OAuthClientConfig};
 
 use super::Context;
 use crate::cli::AuthCommand;
@@ -36,10 +36,11 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             target.step_up = scope;
             let accounts = match &target.recipe {
                 AuthRecipe::Oauth2Code(_) => {
+                    let client = cx.settings.oauth_clients()?.prepare(&mut target)?;
                     oauth(
-                        cx,
                         &location,
                         &target,
+                        client,
                         Duration::from_secs(timeout),
                         no_browser,
                     )
@@ -101,17 +102,12 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
 }
 
 async fn oauth(
-    cx: &Context,
     location: &Location,
     target: &AuthTarget,
+    client: Option<OAuthClientConfig>,
     timeout: Duration,
     no_browser: bool,
 ) -> Result<Vec<Account>> {
-    let clients = cx.settings.oauth_clients()?;
-    let client = clients.client(&target.vendor)?;
-    let mut target = target.clone();
-    target.client_metadata_document = clients.client_metadata_url().map(str::to_owned);
-    let target = &target;
     let connect = location
         .begin_oauth(target, client)
         .await

@@ -13,6 +13,8 @@ mod text;
 mod tool;
 mod words;
 
+pub use words::https_url as https_endpoint;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 

@@ -123,7 +123,7 @@ pub(crate) fn word<T: FromStr<Err = warden_core::UnknownWord>>(
 /// Why `raw` is not an HTTPS endpoint of the format (literal `https://`, a
 /// non-empty authority without `@` or `*`, no `#` or whitespace; queries,
 /// ports, IP addresses and upper case are allowed), with the parsed URL otherwise.
-pub(crate) fn https_url(raw: &str) -> Result<url::Url, String> {
+pub fn https_url(raw: &str) -> Result<url::Url, String> {
     let Some(rest) = raw.strip_prefix("https://") else {
         return Err(format!("`{raw}` does not start with `https://`"));
     };
