@@ -8,19 +8,30 @@ use anyhow::{Context, Result, bail};
 
 use crate::{bundle, workspace};
 
+/// Options of `cargo xtask demo`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// Pass `--timings` to the build of `warden` (a report in `target/cargo-timings/`).
+    #[arg(long)]
+    pub(crate) timings: bool,
+}
+
 /// Run the demo.
-pub(crate) fn run() -> Result<()> {
+pub(crate) fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
     bundle::run(&bundle::Args::default())?;
     println!("demo: bundled in {:.1?}", started.elapsed());
-    // The whole workspace, not `-p warden`: the same feature set `cargo xtask
-    // test` builds with, so a test run after the demo reuses every dependency.
-    println!("demo: building the warden binary (cargo build --workspace)");
+    // `--workspace --bin warden`: features resolved for the whole workspace
+    // (as `cargo xtask test` resolves them, so a test run after the demo
+    // reuses every dependency), and only the binary built.
+    println!("demo: building the warden binary (cargo build --workspace --bin warden)");
     let building = Instant::now();
-    let status = workspace::cargo()
-        .args(["build", "--workspace"])
-        .status()
-        .context("starting cargo")?;
+    let mut cargo = workspace::cargo();
+    cargo.args(["build", "--workspace", "--bin", "warden"]);
+    if args.timings {
+        cargo.arg("--timings");
+    }
+    let status = cargo.status().context("starting cargo")?;
     if !status.success() {
         bail!("building warden failed");
     }
@@ -49,7 +60,8 @@ pub(crate) fn run() -> Result<()> {
         r#"{"text": "Hello, Warden!", "transform": "reverse"}"#,
     ])?;
     println!(
-        "\ndemo: done. Serve these tools to an MCP client with `{} --data-dir {} serve`.",
+        "\ndemo: done in {:.1?}. Serve these tools to an MCP client with `{} --data-dir {} serve`.",
+        started.elapsed(),
         binary.display(),
         data_dir.display()
     );

@@ -46,7 +46,7 @@ enum Command {
     /// Bundle what is stale, then run fmt, clippy and the whole test suite.
     Test(test::Args),
     /// Bundle, build `warden` and call a tool through the host.
-    Demo,
+    Demo(demo::Args),
     /// Benchmark the MCP round trip of `warden serve` over stdio.
     BenchMcp(bench_mcp::Args),
     /// Run the MCP conformance suite's client scenarios with `warden` as the client.
@@ -62,7 +62,7 @@ fn main() -> std::process::ExitCode {
         Command::Check { dirs } => bundle::check_manifests(&dirs),
         Command::Test(args) => test::run(&args),
         Command::BenchMcp(args) => bench_mcp::run(&args),
-        Command::Demo => demo::run(),
+        Command::Demo(args) => demo::run(&args),
         Command::Conformance => conformance::run(),
         Command::New(args) => new::run(&args),
     };
