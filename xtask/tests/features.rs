@@ -6,9 +6,8 @@
 //! dependency (`warden-tests`' dependencies, the workspace's `clap` and
 //! `wit-component`).
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 /// Each package of the workspace's graph (name and version) with every
@@ -25,13 +24,13 @@ fn feature_sets(edges: &str) -> BTreeMap<String, BTreeSet<String>> {
             "all",
         ])
         .args(["--prefix", "none", "-e", edges, "-f", "{p}|{f}"])
-        .current_dir(support::root())
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .output()
         .expect("cargo tree runs");
     assert!(
         output.status.success(),
         "cargo tree -e {edges}: {}",
-        support::text(&output)
+        String::from_utf8_lossy(&output.stderr)
     );
     let mut sets: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
