@@ -155,9 +155,7 @@ impl Location {
         tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
         Ok((registration.client(redirect), true))
     }
-}
 
-impl Location {
     /// The authorization server's metadata of an MCP server's account, found
     /// again the way `warden mcp add` found it (RFC 9728 → RFC 8414), so a
     /// registration goes to the real issuer — which may have a path
