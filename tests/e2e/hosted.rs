@@ -7,7 +7,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 use warden_tests::Warden;
 use warden_tests::fake_mcp::{
-    AUTH_HOST, FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, write_package,
+    AUTH_HOST, FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, OTHER_AUTH_HOST, Script, write_package,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -299,6 +299,81 @@ async fn an_mcp_server_that_requires_oauth_is_added_connected_and_called() {
     assert_eq!(stepped.json()["reason"], "insufficient_scope");
     let connect = stepped.json()["connect"].as_str().unwrap().to_owned();
     assert!(connect.ends_with("--scope admin"), "{connect}");
+}
+
+/// A server that names another authorization server after `mcp add` (taken
+/// over, or lying): `auth connect` stays with the authorization server the
+/// server was added with. The other one gets no registration, no
+/// authorization request, no code and no token; the call carries the token
+/// the recorded server issued.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_names_another_authorization_server_after_add_does_not_get_the_connect() {
+    let auth = warden_egress::testing::FakeAuthServer::new(AUTH_HOST, 3600);
+    let (fake, warden, _) = add_protected(&auth).await;
+    let other = warden_egress::testing::FakeAuthServer::new(OTHER_AUTH_HOST, 3600);
+    let switched_at = fake.requests().len();
+    fake.script(|s| {
+        s.other_auth = Some(other.clone());
+        s.resource_metadata = Some(json!({
+            "resource": MCP_URL,
+            "authorization_servers": [other.issuer()],
+        }));
+    });
+
+    let (_, url) = crate::auth::connect_as(&warden, &auth, "mcp-fake").await;
+    assert!(
+        url.starts_with("https://auth.example.com/authorize?"),
+        "{url}"
+    );
+    let after: Vec<_> = fake.requests().split_off(switched_at);
+    // Not vacuous: the connect read the switched metadata.
+    assert!(
+        after
+            .iter()
+            .any(|r| r.server_name.as_deref() == Some(MCP_HOST)
+                && r.target
+                    .starts_with("/.well-known/oauth-protected-resource")),
+        "the connect did not read the resource metadata again"
+    );
+    // At most the other server's public metadata was read.
+    let to_other: Vec<String> = after
+        .iter()
+        .filter(|r| r.server_name.as_deref() == Some(OTHER_AUTH_HOST))
+        .map(|r| format!("{} {}", r.method, r.target))
+        .collect();
+    assert!(
+        to_other.iter().all(|r| r.starts_with("GET /.well-known/")),
+        "{to_other:?}"
+    );
+    assert!(other.registered().is_empty());
+    let manifest =
+        std::fs::read_to_string(warden.data_dir().join("mcp/mcp-fake/manifest.toml")).unwrap();
+    assert!(
+        manifest.contains("authorization_endpoint = \"https://auth.example.com/authorize\""),
+        "{manifest}"
+    );
+
+    let called = call_approved(&warden, "mcp-fake.weather", r#"{"city": "Oslo"}"#);
+    assert!(called.code == 0, "{}", called.all());
+    let bearers: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.header("authorization")
+                .is_some_and(|v| v.starts_with("Bearer "))
+        })
+        .collect();
+    assert!(
+        bearers.iter().any(|r| auth.authorized(r)),
+        "the token was sent"
+    );
+    assert!(
+        bearers
+            .iter()
+            .all(|r| r.server_name.as_deref() == Some(MCP_HOST)),
+        "a token went elsewhere: {:?}",
+        bearers.iter().map(|r| &r.server_name).collect::<Vec<_>>()
+    );
 }
 
 /// An authorization server whose issuer has a path (a tenant or realm):

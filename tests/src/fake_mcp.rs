@@ -17,6 +17,8 @@ pub const MCP_HOST: &str = "mcp.example.com";
 pub const MCP_URL: &str = "https://mcp.example.com/mcp";
 /// The host of the authorization server of [`Script::oauth`].
 pub const AUTH_HOST: &str = "auth.example.com";
+/// A second authorization server's host, for [`Script::other_auth`].
+pub const OTHER_AUTH_HOST: &str = "login.attacker.example";
 /// Where the fake's protected-resource metadata is (RFC 9728).
 pub const RESOURCE_METADATA: &str =
     "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
@@ -101,6 +103,12 @@ pub struct Script {
     /// request without one of them gets a 401 naming the protected-resource
     /// metadata, which the fake serves.
     pub oauth: Option<FakeAuthServer>,
+    /// Serve this as the protected-resource metadata instead of the one
+    /// naming [`Script::oauth`] (a server that switched, or lies about, its
+    /// authorization server).
+    pub resource_metadata: Option<Value>,
+    /// An authorization server at [`OTHER_AUTH_HOST`].
+    pub other_auth: Option<FakeAuthServer>,
     /// Answer `tools/call` with a `403 insufficient_scope` naming this scope.
     pub insufficient_scope: Option<String>,
     /// Protocol version `initialize` answers.
@@ -116,6 +124,8 @@ impl Default for Script {
             notify_list_changed: false,
             require_token: false,
             oauth: None,
+            resource_metadata: None,
+            other_auth: None,
             insufficient_scope: None,
             protocol_version: "2025-06-18".into(),
         }
@@ -166,9 +176,11 @@ impl FakeMcp {
             ..State::default()
         }));
         let handler_state = Arc::clone(&state);
-        let server = TestServer::start(&ca, &[MCP_HOST, AUTH_HOST], move |request| {
-            respond(&mut handler_state.lock().unwrap(), request)
-        })
+        let server = TestServer::start(
+            &ca,
+            &[MCP_HOST, AUTH_HOST, OTHER_AUTH_HOST],
+            move |request| respond(&mut handler_state.lock().unwrap(), request),
+        )
         .await
         .expect("fake MCP server starts");
         FakeMcp { ca, server, state }
@@ -189,16 +201,22 @@ impl FakeMcp {
         change(&mut self.state.lock().unwrap().script);
     }
 
-    /// Point `warden` at this server: trust its CA, resolve [`MCP_HOST`]
-    /// and [`AUTH_HOST`] to it, and allow exactly those origins to be a
-    /// loopback address.
+    /// Point `warden` at this server: trust its CA, resolve [`MCP_HOST`],
+    /// [`AUTH_HOST`] and [`OTHER_AUTH_HOST`] to it, and allow exactly those
+    /// origins to be a loopback address.
     pub fn configure(&self, warden: &Warden) {
         let ca = warden.data_dir().join("mcp-test-ca.pem");
         std::fs::write(&ca, self.ca.cert_pem()).expect("write CA");
         let addr = self.server.addr();
+        let hosts = [MCP_HOST, AUTH_HOST, OTHER_AUTH_HOST];
+        let allowed: Vec<String> = hosts.iter().map(|h| format!("\"{h}:443\"")).collect();
+        let resolved: String = hosts
+            .iter()
+            .map(|h| format!("\"{h}\" = [\"{addr}\"]\n"))
+            .collect();
         warden.configure(&format!(
-            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"{MCP_HOST}:443\", \"{AUTH_HOST}:443\"]\n\n\
-             [resolve]\n\"{MCP_HOST}\" = [\"{addr}\"]\n\"{AUTH_HOST}\" = [\"{addr}\"]\n",
+            "[egress]\nextra_roots = [{ca:?}]\nallow_private = [{}]\n\n[resolve]\n{resolved}",
+            allowed.join(", ")
         ));
     }
 
@@ -227,6 +245,19 @@ fn rpc_result(id: &Value, result: Value) -> Value {
 }
 
 fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
+    if request.server_name.as_deref() == Some(OTHER_AUTH_HOST) {
+        return match &state.script.other_auth {
+            Some(other) => other.handle(request),
+            None => TestResponse::status(404),
+        };
+    }
+    if let Some(metadata) = &state.script.resource_metadata
+        && request
+            .target
+            .starts_with("/.well-known/oauth-protected-resource")
+    {
+        return TestResponse::json(metadata);
+    }
     if let Some(auth) = &state.script.oauth {
         // The authorization server, and the resource metadata naming it.
         if auth.is_issuer(request)
