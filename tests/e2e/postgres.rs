@@ -114,6 +114,9 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
     assert_eq!(value.expose_secret(), "secret_alice_2");
     assert_eq!(two.binding(&alice).await.unwrap(), Some(first));
 
+    // Two hosts refreshing one account take turns.
+    warden_egress::secrets::conformance::refresh_lock(&one, &two).await;
+
     // No value is in the database in the clear.
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await

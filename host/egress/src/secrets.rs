@@ -119,6 +119,27 @@ impl fmt::Display for AccountKey {
     }
 }
 
+/// Holds an account's refresh lock ([`SecretStore::lock_refresh`]) until
+/// dropped.
+pub struct RefreshGuard {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl RefreshGuard {
+    /// A guard that releases the lock when `held` is dropped.
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        RefreshGuard {
+            _held: Box::new(held),
+        }
+    }
+}
+
+impl fmt::Debug for RefreshGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RefreshGuard")
+    }
+}
+
 /// A store of credential values and the binding of each.
 #[async_trait::async_trait]
 pub trait SecretStore: Send + Sync + fmt::Debug {
@@ -161,6 +182,17 @@ pub trait SecretStore: Send + Sync + fmt::Debug {
     ) -> Result<(), SecretError> {
         self.put(key, value).await?;
         self.set_binding(key, binding).await
+    }
+
+    /// Take account `key`'s refresh lock, shared with every host of this
+    /// store, until the guard is dropped: hosts on one database refresh an
+    /// account once, and a provider that revokes a grant when a rotated
+    /// refresh token is presented again never sees one. `None` from a store
+    /// that offers no such lock (one process's: each host's own single
+    /// flight, and a refused refresh's check for a grant another host
+    /// stored, cover it).
+    async fn lock_refresh(&self, _key: &AccountKey) -> Result<Option<RefreshGuard>, SecretError> {
+        Ok(None)
     }
 
     /// Every account with its binding (never values).

@@ -209,6 +209,8 @@ pub async fn refresh_account(
     }
     let lock = egress.flights().lock_for(key);
     let _flight = lock.lock().await;
+    // Then the hosts sharing the store, when it can lock across them.
+    let _turn = store.lock_refresh(key).await?;
     // Another call may have refreshed while this one waited.
     let Some(grant) = load(store, key).await? else {
         return Ok(false);

@@ -121,3 +121,32 @@ pub async fn run(store: &dyn SecretStore) {
     assert_eq!(store.binding(&admin).await.unwrap(), None);
     assert_eq!(store.list().await.unwrap(), [repo]);
 }
+
+/// Two hosts' stores `a` and `b` on one database, for a store that locks
+/// refreshes across hosts: each takes the lock, reads a counter, waits,
+/// and writes it plus one; taking turns, neither increment is lost (without
+/// the lock both read 0). The lock of another account is not held up. The
+/// store is left as it was.
+pub async fn refresh_lock(a: &dyn SecretStore, b: &dyn SecretStore) {
+    let key = AccountKey::new("example", "oauth_token", ["read"]);
+    let other = AccountKey::new("example", "oauth_token", ["write"]);
+    a.put(&key, SecretString::from("0")).await.unwrap();
+    async fn increment(store: &dyn SecretStore, key: &AccountKey) {
+        let guard = store.lock_refresh(key).await.unwrap();
+        assert!(guard.is_some(), "the store offers no refresh lock");
+        let n: u32 = value(store, key).await.unwrap().parse().unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        store
+            .put(key, SecretString::from((n + 1).to_string()))
+            .await
+            .unwrap();
+        drop(guard);
+    }
+    let held = a.lock_refresh(&key).await.unwrap();
+    // Another account's lock is free while this one is held.
+    drop(b.lock_refresh(&other).await.unwrap());
+    drop(held);
+    tokio::join!(increment(a, &key), increment(b, &key));
+    assert_eq!(value(a, &key).await.as_deref(), Some("2"));
+    assert!(a.delete(&key).await.unwrap());
+}

@@ -17,10 +17,15 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 use super::file::load_key;
-use super::{Account, AccountBinding, AccountKey, KeySource, SecretError, SecretStore};
+use super::{
+    Account, AccountBinding, AccountKey, KeySource, RefreshGuard, SecretError, SecretStore,
+};
 
 /// Bound into every ciphertext; a new row format gets a new version.
 const AAD_PREFIX: &[u8] = b"warden-secrets/pg/v1\n";
+
+/// How long a refresh waits for another host's refresh of the account.
+const REFRESH_LOCK_TIMEOUT: &str = "30s";
 
 /// The advisory lock key under which the table is created ("secret").
 const SCHEMA_LOCK: i64 = 0x7365_6372_6574;
@@ -139,6 +144,17 @@ impl PgSecretStore {
     }
 }
 
+/// The advisory lock key of account `key`'s refreshes: the first eight
+/// bytes of the SHA-256 of its row key (schema and refresh locks may share
+/// the 64-bit space; a collision only makes two refreshes take turns).
+fn refresh_lock_id(key: &AccountKey) -> Result<i64, SecretError> {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("refresh\n{}", account_text(key)?));
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    Ok(i64::from_be_bytes(first))
+}
+
 fn account_text(key: &AccountKey) -> Result<String, SecretError> {
     serde_json::to_string(key).map_err(|_| SecretError::Corrupt("serialize"))
 }
@@ -234,6 +250,23 @@ impl SecretStore for PgSecretStore {
 
     async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(self.read(key).await?.and_then(|mut s| s.binding.take()))
+    }
+
+    /// A session advisory lock on a connection taken out of the pool: the
+    /// guard owns the connection, so dropping it (or this host dying)
+    /// closes the session and PostgreSQL releases the lock. Waits at most
+    /// [`REFRESH_LOCK_TIMEOUT`] for another host's refresh.
+    async fn lock_refresh(&self, key: &AccountKey) -> Result<Option<RefreshGuard>, SecretError> {
+        let client = deadpool_postgres::Object::take(self.client().await?);
+        client
+            .batch_execute(&format!("SET lock_timeout = '{REFRESH_LOCK_TIMEOUT}'"))
+            .await
+            .map_err(backend)?;
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&refresh_lock_id(key)?])
+            .await
+            .map_err(backend)?;
+        Ok(Some(RefreshGuard::new(client)))
     }
 
     async fn set_binding(

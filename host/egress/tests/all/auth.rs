@@ -3,6 +3,7 @@
 //! local API.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use secrecy::{ExposeSecret, SecretString};
@@ -14,7 +15,7 @@ use warden_egress::auth::grant::{self, StoredGrant};
 use warden_egress::auth::loopback::Loopback;
 use warden_egress::auth::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
 use warden_egress::auth::{AuthError, api_key};
-use warden_egress::secrets::{AccountAudience, AccountKey, AuthReason};
+use warden_egress::secrets::{AccountAudience, AccountKey, AuthReason, SecretStore};
 use warden_egress::testing::{FakeAuthServer, RecordedRequest, TestResponse, follow_redirect};
 use warden_egress::{EgressError, resolve::AddressError};
 
@@ -308,6 +309,47 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     assert_eq!(auth.refreshes(), before);
 }
 
+/// A connected account whose token is due (5 s left, within the skew);
+/// the provider's next tokens live an hour.
+async fn due_account() -> (Fixture, FakeAuthServer, AccountKey) {
+    let (fx, auth) = fake(5).await;
+    let recipe = recipe();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens).await;
+    auth.set_lifetime(3600);
+    (fx, auth, key)
+}
+
+/// Two hosts on a store that locks refreshes across hosts (PostgreSQL's
+/// does) refresh the same due account at once: they take turns, so the
+/// provider gets one refresh request and never the rotated refresh token
+/// again (a provider that detects its reuse would revoke the grant).
+#[tokio::test]
+async fn hosts_on_a_store_with_a_refresh_lock_send_one_refresh() {
+    let (fx, auth, key) = due_account().await;
+    let shared: Arc<dyn SecretStore> = Arc::new(TurnTaking::new(fx.egress.store().clone()));
+    let (one, two) = (fx.host_on(shared.clone()), fx.host_on(shared));
+    let spec = [github_spec()];
+    let (a, b) = tokio::join!(
+        grant::refresh_due(&one, "github", &spec, SystemTime::now()),
+        grant::refresh_due(&two, "github", &spec, SystemTime::now()),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.is_empty() && b.is_empty(), "{a:?}\n{b:?}");
+    let refresh_requests = fx
+        .server
+        .requests()
+        .iter()
+        .filter(|r| String::from_utf8_lossy(&r.body).contains("grant_type=refresh_token"))
+        .count();
+    assert_eq!(refresh_requests, 1);
+    let stored = grant::load(fx.egress.store().as_ref(), &key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.refresh_token, auth.refresh_token());
+}
+
 /// Two hosts on one store refresh the same due account at once: each holds
 /// only its own lock, the provider rotates the refresh token for the first
 /// and refuses the stale one from the second. The second finds the first's
@@ -315,11 +357,7 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
 /// connect again.
 #[tokio::test]
 async fn a_refresh_lost_to_another_host_uses_the_grant_it_stored() {
-    let (fx, auth) = fake(5).await;
-    let recipe = recipe();
-    let tokens = connect(&fx, &auth, &recipe).await;
-    let key = store_account(&fx, &recipe, &tokens).await;
-    auth.set_lifetime(3600);
+    let (fx, auth, key) = due_account().await;
     let other = fx.another_host();
     let spec = [github_spec()];
     let (a, b) = tokio::join!(

@@ -6,9 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use secrecy::SecretString;
 use warden_core::net::{GuestRequest, GuestResponse};
 use warden_core::spec::{CredentialSpec, NetworkTarget};
-use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
+use warden_egress::secrets::{
+    AccountAudience, AccountBinding, AccountKey, MemoryStore, RefreshGuard, SecretError,
+    SecretStore,
+};
 use warden_egress::testing::{self, RecordedRequest, TestCa, TestResponse, TestServer};
 use warden_egress::{CallSession, Egress, EgressConfig};
 
@@ -77,6 +81,11 @@ pub(crate) async fn fixture_with(
 }
 
 impl Fixture {
+    /// A host with this fixture's configuration on `store`.
+    pub(crate) fn host_on(&self, store: Arc<dyn SecretStore>) -> Egress {
+        Egress::new(self.config.clone(), store, Arc::new(self.resolver.clone())).unwrap()
+    }
+
     /// Another host's egress on the same secret store (a shared database):
     /// the same configuration, nothing else in common (its own refresh
     /// single-flight locks).
@@ -113,6 +122,60 @@ impl Fixture {
             )
             .await
             .unwrap()
+    }
+}
+
+/// A store that several hosts share and that locks refreshes across them,
+/// as [`warden_egress::secrets::PgSecretStore`] does: the fixture's memory
+/// store behind one lock for every account.
+#[derive(Debug)]
+pub(crate) struct TurnTaking {
+    inner: Arc<dyn SecretStore>,
+    turns: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl TurnTaking {
+    pub(crate) fn new(inner: Arc<dyn SecretStore>) -> Self {
+        TurnTaking {
+            inner,
+            turns: Arc::default(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl SecretStore for TurnTaking {
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+        self.inner.get(key).await
+    }
+
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+        self.inner.put(key, value).await
+    }
+
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+        self.inner.delete(key).await
+    }
+
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+        self.inner.list().await
+    }
+
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        self.inner.binding(key).await
+    }
+
+    async fn set_binding(
+        &self,
+        key: &AccountKey,
+        binding: &AccountBinding,
+    ) -> Result<(), SecretError> {
+        self.inner.set_binding(key, binding).await
+    }
+
+    async fn lock_refresh(&self, _key: &AccountKey) -> Result<Option<RefreshGuard>, SecretError> {
+        let turn = Arc::clone(&self.turns).lock_owned().await;
+        Ok(Some(RefreshGuard::new(turn)))
     }
 }
 
