@@ -4,7 +4,8 @@
 //! [`loopback`] receives its redirect on 127.0.0.1 (RFC 8252), [`discovery`]
 //! reads authorization-server metadata (RFC 8414) and registers a public
 //! client (RFC 7591), and [`grant`] keeps refresh material and refreshes
-//! before expiry (one flight per account); [`challenge`] reads a resource's
+//! before expiry (one flight per account); [`identity`] reads who a
+//! connected account is; [`challenge`] reads a resource's
 //! `WWW-Authenticate` and [`resource`] composes them for a protected
 //! resource (an MCP server that requires OAuth). Every request goes through the
 //! same egress policy, address checks and transport as tools.
@@ -16,6 +17,8 @@ pub mod api_key;
 pub mod challenge;
 pub mod discovery;
 pub mod grant;
+mod host_request;
+pub mod identity;
 pub mod loopback;
 pub mod oauth2;
 pub mod resource;

@@ -69,6 +69,9 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             }
             for status in accounts.iter().filter(|_| !cx.json) {
                 println!("{} ({})", status.account.key, status.kind);
+                if let Some(id) = status.identity.get("account_id") {
+                    println!("  account     {id}");
+                }
                 println!(
                     "  expires     {}",
                     expiry(status.expires_at, status.refreshable)

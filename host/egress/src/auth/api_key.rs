@@ -7,13 +7,11 @@
 //! stores the values (bound) only after [`validate`] returns `Ok`.
 
 use secrecy::SecretString;
-use warden_core::net::GuestRequest;
 use warden_core::spec::{ApiKeyRecipe, CredentialSpec};
 
-use super::{AuthError, https_audience};
+use super::{AuthError, host_request};
 use crate::secrets::AccountAudience;
 use crate::session::Egress;
-use crate::staging::Staged;
 
 /// Run the recipe's validation probe (if any) through `egress` with the
 /// value of the field it names (the first field by default). `audiences`
@@ -28,19 +26,7 @@ pub async fn validate(
     let Some(probe) = &recipe.validation else {
         return Ok(());
     };
-    let (url, audience) = https_audience(&probe.url)?;
-    if !audiences.contains(&AccountAudience::of(&audience)) {
-        let mut shown = url.clone();
-        shown.set_query(None);
-        return Err(AuthError::ProbeOutsideAudience {
-            url: shown.into(),
-            audiences: audiences
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
+    let (url, audience) = host_request::in_audiences(&probe.url, audiences)?;
     let handle = probe
         .handle
         .clone()
@@ -59,25 +45,14 @@ pub async fn validate(
         injection: probe.injection.clone(),
         required: true,
     };
-    let staged = Staged::with_values(vec![(spec.clone(), value)]);
-    let session = egress.session_with(
-        &format!("auth.{vendor}"),
-        "host",
-        std::slice::from_ref(&spec),
-        &[],
-        egress.config().max_response_body as u64,
-        staged,
-    );
-    let request = GuestRequest {
-        method: probe.method.clone().unwrap_or_else(|| "GET".into()),
-        url: url.into(),
-        headers: vec![("accept".into(), "application/json".into())],
-        body: None,
-        timeout: None,
-    };
-    let response = session
-        .send_checked(request, Some(&spec.handle), egress.config().total_timeout)
-        .await?;
+    let response = host_request::send(
+        egress,
+        spec,
+        value,
+        probe.method.as_deref().unwrap_or("GET"),
+        url,
+    )
+    .await?;
     let expected: &[u16] = if probe.expect_status.is_empty() {
         &[200]
     } else {

@@ -13,7 +13,7 @@
 //! leaves a usable refresh token. A refused refresh is an `auth_required`
 //! with reason `expired`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +22,7 @@ use warden_core::net::AuthNeeded;
 use warden_core::spec::{CredentialSpec, OAuth2Recipe};
 
 use super::AuthError;
+use super::identity::Claims;
 use super::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
 use crate::secrets::{AccountAudience, AccountKey, AuthReason, SecretStore};
 use crate::session::{AuthRequired, Egress};
@@ -52,6 +53,10 @@ pub struct StoredGrant {
     /// refreshes ask for it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    /// Who the account is (`account_id`, named claims), when the recipe
+    /// says how to read it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claims: Claims,
 }
 
 impl std::fmt::Debug for StoredGrant {
@@ -92,12 +97,19 @@ impl StoredGrant {
             auth: client.auth,
             redirect_uri: client.redirect_uri.clone(),
             resource: None,
+            claims: tokens.claims.clone(),
         }
     }
 
     /// The same grant, for tokens asked for `resource`.
     pub fn for_resource(mut self, resource: Option<&str>) -> Self {
         self.resource = resource.map(str::to_owned);
+        self
+    }
+
+    /// The same grant with `claims` added (read from an identity endpoint).
+    pub fn with_claims(mut self, claims: Claims) -> Self {
+        self.claims.extend(claims);
         self
     }
 
@@ -237,8 +249,16 @@ pub async fn refresh_account(
             };
         }
     };
-    let renewed =
+    let mut renewed =
         StoredGrant::new(&grant.recipe, &client, &tokens).for_resource(grant.resource.as_deref());
+    // Who the account is does not change with its tokens: claims read at
+    // connect stay unless the refresh response names them again.
+    for (name, value) in &grant.claims {
+        renewed
+            .claims
+            .entry(name.clone())
+            .or_insert_with(|| value.clone());
+    }
     save(store, key, &renewed).await?;
     store.put(key, tokens.access_token.clone()).await?;
     tracing::info!(account = %key, "refreshed an OAuth account");

@@ -96,6 +96,9 @@ pub struct TokenSet {
     pub scopes: Vec<String>,
     /// Token type, when reported.
     pub token_type: Option<String>,
+    /// Identity claims the recipe's `[identity]` pointers name in the token
+    /// response (empty when it reads them from an identity endpoint).
+    pub claims: super::identity::Claims,
 }
 
 /// The generic engine for one recipe and client.
@@ -388,6 +391,10 @@ impl<'a> OAuth2Flow<'a> {
             expires_at: expires_in.map(|s| SystemTime::now() + Duration::from_secs(s)),
             scopes,
             token_type: text(at(&pointers.token_type)),
+            claims: match self.recipe.identity_endpoint {
+                None => super::identity::claims_in(&json, &self.recipe.identity),
+                Some(_) => Default::default(),
+            },
         })
     }
 }

@@ -12,6 +12,7 @@ use warden_core::spec::{
 };
 use warden_egress::auth::discovery;
 use warden_egress::auth::grant::{self, StoredGrant};
+use warden_egress::auth::identity;
 use warden_egress::auth::loopback::Loopback;
 use warden_egress::auth::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
 use warden_egress::auth::{AuthError, api_key};
@@ -307,6 +308,55 @@ async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     .unwrap();
     assert!(err.is_empty());
     assert_eq!(auth.refreshes(), before);
+}
+
+/// Who the account is comes from the recipe's identity endpoint, with the
+/// new token, only when that endpoint is one of the account's audiences:
+/// one elsewhere is refused before anything (the token least of all) is sent.
+#[tokio::test]
+async fn identity_is_read_from_an_endpoint_in_the_audience_only() {
+    let (fx, auth) = fake(3600).await;
+    let tokens = connect(&fx, &auth, &recipe()).await;
+    let pointers: std::collections::BTreeMap<String, String> =
+        [("account_id".to_owned(), "/login".to_owned())].into();
+    let audiences = [AccountAudience {
+        scheme: "https".into(),
+        host: "api.github.com".into(),
+        port: 443,
+    }];
+    let claims = identity::fetch(
+        &fx.egress,
+        "github",
+        "https://api.github.com/user",
+        &pointers,
+        &audiences,
+        &tokens.access_token,
+    )
+    .await
+    .unwrap();
+    assert_eq!(claims["account_id"], "octocat");
+
+    let err = identity::fetch(
+        &fx.egress,
+        "github",
+        "https://evil.test/whoami?who=me",
+        &pointers,
+        &audiences,
+        &tokens.access_token,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::ProbeOutsideAudience { url, .. } if url == "https://evil.test/whoami"),
+        "{err:?}"
+    );
+    assert!(
+        fx.server
+            .requests()
+            .iter()
+            .all(|r| r.server_name.as_deref() != Some("evil.test")),
+        "a request went to the endpoint outside the audience"
+    );
 }
 
 /// A connected account whose token is due (5 s left, within the skew);

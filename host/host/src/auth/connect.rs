@@ -1,5 +1,5 @@
 //! The `oauth2_code` connection: loopback listener, client choice, authorize
-//! URL, callback, code exchange, bound storage.
+//! URL, callback, code exchange, who the account is, bound storage.
 
 use std::time::Duration;
 
@@ -8,9 +8,12 @@ use warden_core::spec::{AuthRecipe, OAuth2Recipe};
 use warden_egress::auth::AuthError;
 use warden_egress::auth::discovery::{self, Registration};
 use warden_egress::auth::grant::{self, StoredGrant};
+use warden_egress::auth::identity::{self, Claims};
 use warden_egress::auth::loopback::Loopback;
-use warden_egress::auth::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, PendingAuthorization};
-use warden_egress::secrets::{Account, AccountKey};
+use warden_egress::auth::oauth2::{
+    ClientAuth, OAuth2Client, OAuth2Flow, PendingAuthorization, TokenSet,
+};
+use warden_egress::secrets::{Account, AccountAudience, AccountKey};
 
 use super::{AuthTarget, ConnectError, OAuthClientConfig, method_name};
 use crate::location::Location;
@@ -237,6 +240,7 @@ impl OAuthConnect {
                 return Err(error.into());
             }
         };
+        let claims = read_identity(&self.location, &self.target, &self.recipe, &tokens).await;
         let store = egress.store();
         let mut accounts = Vec::new();
         for (handle, declared) in &self.target.credentials {
@@ -246,8 +250,9 @@ impl OAuthConnect {
                 tokens.scopes.iter().cloned(),
             );
             // Refresh material first: an account never exists without it.
-            let grant =
-                StoredGrant::new(&self.recipe, &self.client, &tokens).for_resource(resource);
+            let grant = StoredGrant::new(&self.recipe, &self.client, &tokens)
+                .for_resource(resource)
+                .with_claims(claims.clone());
             grant::save(store.as_ref(), &key, &grant).await?;
             let value = SecretString::from(
                 secrecy::ExposeSecret::expose_secret(&tokens.access_token).to_owned(),
@@ -260,4 +265,40 @@ impl OAuthConnect {
         }
         Ok(accounts)
     }
+}
+
+/// The claims of the recipe's identity endpoint, read with the new
+/// token from one of the audiences the account is bound to. Who the
+/// account is only labels it: a failure is logged and the connect goes
+/// on (the token response's claims are in `tokens` already).
+async fn read_identity(
+    location: &Location,
+    target: &AuthTarget,
+    recipe: &OAuth2Recipe,
+    tokens: &TokenSet,
+) -> Claims {
+    let (Some(endpoint), false) = (
+        recipe.identity_endpoint.as_deref(),
+        recipe.identity.is_empty(),
+    ) else {
+        return Claims::new();
+    };
+    let audiences: Vec<AccountAudience> = target
+        .credentials
+        .iter()
+        .flat_map(|(_, declared)| declared.audiences.iter().cloned())
+        .collect();
+    let read = identity::fetch(
+        &location.shared.egress,
+        &target.vendor,
+        endpoint,
+        &recipe.identity,
+        &audiences,
+        &tokens.access_token,
+    )
+    .await;
+    read.unwrap_or_else(|error| {
+        tracing::warn!(vendor = %target.vendor, %error, "could not read who the account is");
+        Claims::new()
+    })
 }

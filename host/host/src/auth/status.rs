@@ -21,6 +21,10 @@ pub struct AccountStatus {
     pub expires_at: Option<u64>,
     /// Whether a refresh token is kept.
     pub refreshable: bool,
+    /// Who the account is (`account_id` and named claims), when its recipe
+    /// says how to read it.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub identity: std::collections::BTreeMap<String, String>,
     /// The installed extensions that declare a credential this account
     /// serves (allowed or not).
     pub used_by: Vec<String>,
@@ -50,6 +54,7 @@ impl Location {
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map(|d| d.as_secs()),
                 refreshable: kept.as_ref().is_some_and(|g| g.refresh_token.is_some()),
+                identity: kept.as_ref().map(|g| g.claims.clone()).unwrap_or_default(),
                 used_by,
                 account,
             });

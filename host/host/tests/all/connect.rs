@@ -40,6 +40,9 @@ fn api(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
             ..TestResponse::json(&json!({ "message": "Bad credentials" }))
         };
     }
+    if req.target == "/user" {
+        return TestResponse::json(&json!({ "login": "octocat", "id": 583231 }));
+    }
     TestResponse::json(&json!({
         "id": 1, "node_id": "R_1", "name": "hello", "full_name": "octo/hello",
         "owner": { "login": "octo", "id": 1, "type": "User" }, "private": false,
@@ -175,6 +178,16 @@ async fn connect_call_expire_refresh_rotate_disconnect() {
     assert_eq!(status[0].kind, "oauth2");
     assert!(status[0].refreshable && status[0].expires_at.is_some());
     assert_eq!(status[0].used_by, ["github"]);
+    // Who the account is, read from the recipe's identity endpoint with the
+    // new token (api.github.com: the account's own audience).
+    assert_eq!(status[0].identity["account_id"], "octocat");
+    let user = world
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.target == "/user")
+        .expect("the identity endpoint was asked");
+    assert!(world.auth.authorized(&user));
 
     // The provider forgets the token: its 401 becomes a structured
     // auth_required for this credential, not a provider error.
