@@ -30,6 +30,7 @@ pub mod conformance;
 mod env;
 mod file;
 mod postgres;
+mod shared_file;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -6,6 +6,14 @@
 //! associated data. Writes go to a 0600 temporary file that is synced and
 //! renamed.
 //!
+//! Several processes may share the file (`warden serve` and the CLI on one
+//! data directory): a change takes an exclusive lock on `<file>.lock`,
+//! reads the file again when it changed since this process read it, applies
+//! the change and writes, so no process's change is lost; reads notice a
+//! newer file by its stamp (inode, length, modification time) and read it
+//! again. Refreshes of one OAuth account take turns on a lock file of its
+//! own in `<file>.locks/`.
+//!
 //! Versions: 2 adds each account's `binding` (audiences, allowed extensions,
 //! creator). Version 1 files (no bindings) are still read; their accounts
 //! are unbound, so calls refuse them until the user stores them again, and
@@ -16,6 +24,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -24,7 +33,8 @@ use chacha20poly1305::{Key, KeyInit, XChaCha20Poly1305, XNonce};
 use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
-use super::{AccountBinding, AccountKey, SecretError, SecretStore};
+use super::shared_file::{self, FileStamp};
+use super::{AccountBinding, AccountKey, RefreshGuard, SecretError, SecretStore};
 
 const FORMAT: &str = "warden-secrets";
 const VERSION: u32 = 2;
@@ -87,7 +97,14 @@ impl Drop for Entry {
 pub struct EncryptedFileStore {
     path: PathBuf,
     cipher: XChaCha20Poly1305Debug,
-    values: Mutex<Values>,
+    state: Mutex<State>,
+}
+
+/// What this process last read or wrote, and which file that was.
+#[derive(Debug, Default)]
+struct State {
+    values: Values,
+    seen: Option<FileStamp>,
 }
 
 /// The cipher, without a `Debug` that could print key material.
@@ -105,16 +122,13 @@ impl EncryptedFileStore {
         let path = path.into();
         let key = load_key(&key)?;
         let cipher = XChaCha20Poly1305::new(Key::from_slice(key.as_slice()));
-        let values = match fs::read(&path) {
-            Ok(bytes) => decrypt(&cipher, &bytes)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-            Err(e) => return Err(SecretError::Io(e.kind().to_string())),
-        };
-        Ok(Self {
+        let store = Self {
             path,
             cipher: XChaCha20Poly1305Debug(cipher),
-            values: Mutex::new(values),
-        })
+            state: Mutex::new(State::default()),
+        };
+        drop(store.current()?);
+        Ok(store)
     }
 
     /// The store file.
@@ -158,29 +172,45 @@ impl EncryptedFileStore {
         write_atomic(&self.path, &bytes)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Values> {
-        self.values.lock().unwrap_or_else(|e| e.into_inner())
+    /// The values as the file holds them now: read again when another
+    /// process replaced the file since this one last read or wrote it.
+    fn current(&self) -> Result<std::sync::MutexGuard<'_, State>, SecretError> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let stamp = FileStamp::of(&self.path)?;
+        if stamp != state.seen || stamp.is_none() {
+            state.values = match fs::read(&self.path) {
+                Ok(bytes) => decrypt(&self.cipher.0, &bytes)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+                Err(e) => return Err(SecretError::Io(e.kind().to_string())),
+            };
+            state.seen = stamp;
+        }
+        Ok(state)
     }
 
-    /// Apply `change` and save; on a failed save, restore the previous entry.
+    /// Apply `change` to the file's current values and save, holding the
+    /// file's lock so a change by another process in between is not lost;
+    /// on a failed save, restore the previous entry.
     fn update<T>(
         &self,
         key: &AccountKey,
         change: impl FnOnce(&mut Values) -> T,
     ) -> Result<T, SecretError> {
-        let mut values = self.lock();
-        let previous = values.get(key).map(|s| Stored {
+        let _exclusive = shared_file::lock(&shared_file::beside(&self.path, ".lock"))?;
+        let mut state = self.current()?;
+        let previous = state.values.get(key).map(|s| Stored {
             value: s.value.clone(),
             binding: s.binding.clone(),
         });
-        let result = change(&mut values);
-        if let Err(e) = self.save(&values) {
+        let result = change(&mut state.values);
+        if let Err(e) = self.save(&state.values) {
             match previous {
-                Some(previous) => values.insert(key.clone(), previous),
-                None => values.remove(key),
+                Some(previous) => state.values.insert(key.clone(), previous),
+                None => state.values.remove(key),
             };
             return Err(e);
         }
+        state.seen = FileStamp::of(&self.path)?;
         Ok(result)
     }
 }
@@ -188,7 +218,7 @@ impl EncryptedFileStore {
 #[async_trait::async_trait]
 impl SecretStore for EncryptedFileStore {
     async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
-        Ok(self.lock().get(key).map(|s| s.value.clone()))
+        Ok(self.current()?.values.get(key).map(|s| s.value.clone()))
     }
 
     async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
@@ -199,18 +229,22 @@ impl SecretStore for EncryptedFileStore {
     }
 
     async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
-        if !self.lock().contains_key(key) {
+        if !self.current()?.values.contains_key(key) {
             return Ok(false);
         }
         self.update(key, |values| values.remove(key).is_some())
     }
 
     async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
-        Ok(self.lock().keys().cloned().collect())
+        Ok(self.current()?.values.keys().cloned().collect())
     }
 
     async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
-        Ok(self.lock().get(key).and_then(|s| s.binding.clone()))
+        Ok(self
+            .current()?
+            .values
+            .get(key)
+            .and_then(|s| s.binding.clone()))
     }
 
     async fn set_binding(
@@ -218,7 +252,7 @@ impl SecretStore for EncryptedFileStore {
         key: &AccountKey,
         binding: &AccountBinding,
     ) -> Result<(), SecretError> {
-        if !self.lock().contains_key(key) {
+        if !self.current()?.values.contains_key(key) {
             return Err(SecretError::NoSuchAccount(key.to_string()));
         }
         self.update(key, |values| {
@@ -238,6 +272,16 @@ impl SecretStore for EncryptedFileStore {
             let binding = Some(binding.clone());
             values.insert(key.clone(), Stored { value, binding });
         })
+    }
+
+    /// An exclusive lock on the account's file in `<file>.locks/`, shared
+    /// by every process on this file, waited for at most 30 s.
+    async fn lock_refresh(&self, key: &AccountKey) -> Result<Option<RefreshGuard>, SecretError> {
+        let dir = shared_file::beside(&self.path, ".locks");
+        fs::create_dir_all(&dir).map_err(|e| SecretError::Io(e.kind().to_string()))?;
+        let path = dir.join(format!("refresh-{}", shared_file::name_of(key)?));
+        let held = shared_file::lock_within(&path, Duration::from_secs(30)).await?;
+        Ok(Some(RefreshGuard::new(held)))
     }
 }
 
@@ -388,6 +432,51 @@ mod tests {
         let key = KeySource::File(dir.path().join("key"));
         let store = EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap();
         crate::secrets::conformance::run(&store).await;
+    }
+
+    /// `warden serve` and the CLI on one data directory: each sees what the
+    /// other stored, and neither's change is lost when the other writes.
+    #[tokio::test]
+    async fn two_processes_on_one_file_see_each_others_changes_and_lose_none() {
+        let (dir, serve, cli) = two_on_one_file();
+        let github = AccountKey::new("github", "gh", ["repo"]);
+        let notion = AccountKey::new("notion", "token", ["read"]);
+        cli.put(&github, SecretString::from("ghp_from_cli"))
+            .await
+            .unwrap();
+        let seen = serve
+            .get(&github)
+            .await
+            .unwrap()
+            .expect("the CLI's account");
+        assert_eq!(seen.expose_secret(), "ghp_from_cli");
+        serve
+            .put(&notion, SecretString::from("secret_from_serve"))
+            .await
+            .unwrap();
+        assert_eq!(cli.list().await.unwrap(), [github.clone(), notion.clone()]);
+        let reopened = EncryptedFileStore::open(
+            dir.path().join("secrets.enc"),
+            KeySource::File(dir.path().join("key")),
+        )
+        .unwrap();
+        assert_eq!(reopened.list().await.unwrap(), [github, notion]);
+    }
+
+    #[tokio::test]
+    async fn processes_on_one_file_take_turns_to_refresh() {
+        let (_dir, one, two) = two_on_one_file();
+        crate::secrets::conformance::refresh_lock(&one, &two).await;
+    }
+
+    /// Two stores on one file and key, as two processes have them.
+    fn two_on_one_file() -> (tempfile::TempDir, EncryptedFileStore, EncryptedFileStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secrets.enc");
+        let key = KeySource::File(dir.path().join("key"));
+        let one = EncryptedFileStore::open(&path, key.clone()).unwrap();
+        let two = EncryptedFileStore::open(&path, key).unwrap();
+        (dir, one, two)
     }
 
     #[tokio::test]
