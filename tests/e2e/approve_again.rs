@@ -1,6 +1,7 @@
 //! "Approve, then call again" for an MCP client that cannot elicit: it gets
 //! the approval id, a person approves with the CLI, and the identical call
-//! then runs exactly once — even across a restart of `warden serve`.
+//! then runs exactly once — even across a restart of `warden serve`; an
+//! account stored from the CLI meanwhile is used without a restart.
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -79,6 +80,35 @@ async fn a_client_without_elicitation_approves_with_the_cli_and_calls_again_once
     // Once: the next identical call needs a new approval.
     let next = approval_id(&get_repo(&client, "hello").await);
     assert_ne!(next, first);
+    assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
+    client.cancel().await.expect("close");
+}
+
+/// An account stored from a terminal while `warden serve` runs (two
+/// processes on one data directory and `secrets.enc`) is used by the
+/// server's next call, without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_serve_uses_an_account_stored_from_the_cli_meanwhile() {
+    let fake = FakeGitHub::start().await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let client = plain_client(&warden).await;
+    // The server has read the (empty) store before the account exists.
+    assert!(
+        client.list_all_tools().await.expect("tools/list").len() > 1,
+        "the server is up"
+    );
+    FakeGitHub::store_token(&warden);
+
+    let id = approval_id(&get_repo(&client, "hello").await);
+    let approved = warden.run(&["approvals", "approve", &id]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    let ran = get_repo(&client, "hello").await;
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(
+        ran.structured_content.as_ref().expect("structured")["full_name"],
+        "octo/hello"
+    );
     assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
     client.cancel().await.expect("close");
 }
