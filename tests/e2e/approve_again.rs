@@ -30,6 +30,15 @@ async fn get_repo(client: &RunningService<RoleClient, ()>, repo: &str) -> CallTo
         .expect("tools/call")
 }
 
+/// `result` is the repository `octo/hello`, fetched.
+fn ran_hello(result: &CallToolResult) {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(
+        result.structured_content.as_ref().expect("structured")["full_name"],
+        "octo/hello"
+    );
+}
+
 /// The approval id of a result that asks for approval.
 fn approval_id(result: &CallToolResult) -> String {
     assert_eq!(result.is_error, Some(true), "{result:?}");
@@ -71,11 +80,7 @@ async fn a_client_without_elicitation_approves_with_the_cli_and_calls_again_once
     assert_eq!(fake.count("GET", "/repos/octo/other"), 0);
     // The identical call claims it and runs.
     let ran = get_repo(&client, "hello").await;
-    assert_ne!(ran.is_error, Some(true), "{ran:?}");
-    assert_eq!(
-        ran.structured_content.as_ref().expect("structured")["full_name"],
-        "octo/hello"
-    );
+    ran_hello(&ran);
     assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
     // Once: the next identical call needs a new approval.
     let next = approval_id(&get_repo(&client, "hello").await);
@@ -104,11 +109,7 @@ async fn a_running_serve_uses_an_account_stored_from_the_cli_meanwhile() {
     let approved = warden.run(&["approvals", "approve", &id]);
     assert_eq!(approved.code, 0, "{approved:?}");
     let ran = get_repo(&client, "hello").await;
-    assert_ne!(ran.is_error, Some(true), "{ran:?}");
-    assert_eq!(
-        ran.structured_content.as_ref().expect("structured")["full_name"],
-        "octo/hello"
-    );
+    ran_hello(&ran);
     assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
     client.cancel().await.expect("close");
 }
