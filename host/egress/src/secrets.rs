@@ -108,6 +108,19 @@ impl AccountKey {
     }
 }
 
+impl AccountKey {
+    /// A 64-bit name for this account's refresh lock, the same in every
+    /// process and store (the first eight bytes of a SHA-256 of the key; a
+    /// collision only makes two accounts' refreshes take turns).
+    pub(crate) fn refresh_lock_id(&self) -> u64 {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(format!("refresh\n{self}"));
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first)
+    }
+}
+
 impl fmt::Display for AccountKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use warden_core::spec::{CredentialSpec, Injection};
 
+use super::oauth2::TokenSet;
 use super::{AuthError, host_request};
 use crate::secrets::AccountAudience;
 use crate::session::Egress;
@@ -33,6 +34,28 @@ pub fn claims_in(json: &Value, pointers: &BTreeMap<String, String>) -> Claims {
                 _ => return None,
             };
             Some((name.clone(), value))
+        })
+        .collect()
+}
+
+/// `claims` without any whose value holds the access or the refresh token
+/// of `tokens`: a package's pointer (`account_id = "/access_token"`), or an
+/// endpoint that echoes the bearer, must not turn a secret into a label
+/// that `warden auth status` prints.
+pub fn without_tokens(claims: Claims, tokens: &TokenSet) -> Claims {
+    let secrets: Vec<&str> = std::iter::once(&tokens.access_token)
+        .chain(&tokens.refresh_token)
+        .map(ExposeSecret::expose_secret)
+        .filter(|s| !s.is_empty())
+        .collect();
+    claims
+        .into_iter()
+        .filter(|(name, value)| {
+            let secret = secrets.iter().any(|s| value.contains(s));
+            if secret {
+                tracing::warn!(claim = %name, "an identity claim holds a token and is dropped");
+            }
+            !secret
         })
         .collect()
 }

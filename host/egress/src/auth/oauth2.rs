@@ -385,17 +385,19 @@ impl<'a> OAuth2Flow<'a> {
                 ));
             }
         };
-        Ok(TokenSet {
+        let mut tokens = TokenSet {
             access_token: SecretString::from(access),
             refresh_token: text(at(&pointers.refresh_token)).map(SecretString::from),
             expires_at: expires_in.map(|s| SystemTime::now() + Duration::from_secs(s)),
             scopes,
             token_type: text(at(&pointers.token_type)),
-            claims: match self.recipe.identity_endpoint {
-                None => super::identity::claims_in(&json, &self.recipe.identity),
-                Some(_) => Default::default(),
-            },
-        })
+            claims: super::identity::Claims::new(),
+        };
+        if self.recipe.identity_endpoint.is_none() {
+            let claims = super::identity::claims_in(&json, &self.recipe.identity);
+            tokens.claims = super::identity::without_tokens(claims, &tokens);
+        }
+        Ok(tokens)
     }
 }
 

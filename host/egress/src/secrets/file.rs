@@ -279,7 +279,7 @@ impl SecretStore for EncryptedFileStore {
     async fn lock_refresh(&self, key: &AccountKey) -> Result<Option<RefreshGuard>, SecretError> {
         let dir = shared_file::beside(&self.path, ".locks");
         fs::create_dir_all(&dir).map_err(|e| SecretError::Io(e.kind().to_string()))?;
-        let path = dir.join(format!("refresh-{}", shared_file::name_of(key)?));
+        let path = dir.join(format!("refresh-{:016x}", key.refresh_lock_id()));
         let held = shared_file::lock_within(&path, Duration::from_secs(30)).await?;
         Ok(Some(RefreshGuard::new(held)))
     }

@@ -144,17 +144,6 @@ impl PgSecretStore {
     }
 }
 
-/// The advisory lock key of account `key`'s refreshes: the first eight
-/// bytes of the SHA-256 of its row key (schema and refresh locks may share
-/// the 64-bit space; a collision only makes two refreshes take turns).
-fn refresh_lock_id(key: &AccountKey) -> Result<i64, SecretError> {
-    use sha2::Digest as _;
-    let digest = sha2::Sha256::digest(format!("refresh\n{}", account_text(key)?));
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    Ok(i64::from_be_bytes(first))
-}
-
 fn account_text(key: &AccountKey) -> Result<String, SecretError> {
     serde_json::to_string(key).map_err(|_| SecretError::Corrupt("serialize"))
 }
@@ -263,7 +252,10 @@ impl SecretStore for PgSecretStore {
             .await
             .map_err(backend)?;
         client
-            .execute("SELECT pg_advisory_lock($1)", &[&refresh_lock_id(key)?])
+            .execute(
+                "SELECT pg_advisory_lock($1)",
+                &[&i64::from_be_bytes(key.refresh_lock_id().to_be_bytes())],
+            )
             .await
             .map_err(backend)?;
         Ok(Some(RefreshGuard::new(client)))

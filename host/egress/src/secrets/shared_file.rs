@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{AccountKey, SecretError};
+use super::SecretError;
 
 /// Which version of a file was read: a write replaces the file (rename), so
 /// on unix its inode changes; length and modification time cover the rest.
@@ -49,15 +49,6 @@ pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// A file name for `key`'s lock: the first 16 hex digits of the SHA-256 of
-/// its JSON (a collision only makes two accounts' refreshes take turns).
-pub(super) fn name_of(key: &AccountKey) -> Result<String, SecretError> {
-    use sha2::Digest as _;
-    let json = serde_json::to_vec(key).map_err(|_| SecretError::Corrupt("serialize"))?;
-    let digest = sha2::Sha256::digest(json);
-    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn open_lock_file(path: &Path) -> Result<File, SecretError> {

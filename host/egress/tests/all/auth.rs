@@ -359,6 +359,34 @@ async fn identity_is_read_from_an_endpoint_in_the_audience_only() {
     );
 }
 
+/// A hostile package points its identity claims at the token response's
+/// secrets: no claim keeps a token (what `auth status` would print).
+#[tokio::test]
+async fn identity_pointers_at_the_tokens_yield_no_claim() {
+    let (fx, auth) = fake(3600).await;
+    let mut recipe = recipe();
+    recipe.identity = [
+        ("account_id", "/access_token"),
+        ("team_id", "/refresh_token"),
+        ("kind", "/token_type"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    assert!(tokens.refresh_token.is_some());
+    assert!(
+        !tokens.claims.contains_key("account_id") && !tokens.claims.contains_key("team_id"),
+        "{:?}",
+        tokens.claims.keys()
+    );
+    // Not vacuous: a pointer at a field that is no secret is read.
+    assert_eq!(
+        tokens.claims.get("kind").map(String::as_str),
+        Some("bearer")
+    );
+}
+
 /// A connected account whose token is due (5 s left, within the skew);
 /// the provider's next tokens live an hour.
 async fn due_account() -> (Fixture, FakeAuthServer, AccountKey) {

@@ -297,8 +297,11 @@ async fn read_identity(
         &tokens.access_token,
     )
     .await;
-    read.unwrap_or_else(|error| {
-        tracing::warn!(vendor = %target.vendor, %error, "could not read who the account is");
-        Claims::new()
-    })
+    match read {
+        Ok(claims) => identity::without_tokens(claims, tokens),
+        Err(error) => {
+            tracing::warn!(vendor = %target.vendor, %error, "could not read who the account is");
+            Claims::new()
+        }
+    }
 }
