@@ -14,6 +14,7 @@ use warden_core::spec::{CredentialSpec, Injection};
 
 use super::oauth2::TokenSet;
 use super::{AuthError, host_request};
+use crate::redact::Redactor;
 use crate::secrets::AccountAudience;
 use crate::session::Egress;
 
@@ -39,19 +40,20 @@ pub fn claims_in(json: &Value, pointers: &BTreeMap<String, String>) -> Claims {
 }
 
 /// `claims` without any whose value holds the access or the refresh token
-/// of `tokens`: a package's pointer (`account_id = "/access_token"`), or an
+/// of `tokens` in any form the redactor knows (raw, base64, percent, hex,
+/// escaped): a package's pointer (`account_id = "/access_token"`), or an
 /// endpoint that echoes the bearer, must not turn a secret into a label
 /// that `warden auth status` prints.
 pub fn without_tokens(claims: Claims, tokens: &TokenSet) -> Claims {
-    let secrets: Vec<&str> = std::iter::once(&tokens.access_token)
-        .chain(&tokens.refresh_token)
-        .map(ExposeSecret::expose_secret)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let redactor = Redactor::new(
+        std::iter::once(&tokens.access_token)
+            .chain(&tokens.refresh_token)
+            .map(|s| s.expose_secret().as_bytes()),
+    );
     claims
         .into_iter()
         .filter(|(name, value)| {
-            let secret = secrets.iter().any(|s| value.contains(s));
+            let secret = redactor.contains(value.as_bytes());
             if secret {
                 tracing::warn!(claim = %name, "an identity claim holds a token and is dropped");
             }
@@ -98,6 +100,35 @@ pub async fn fetch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_holding_a_token_in_any_form_is_dropped() {
+        use base64::Engine as _;
+        let access = "gho_AccessTokenValue0123456789";
+        let tokens = TokenSet {
+            access_token: SecretString::from(access),
+            refresh_token: Some(SecretString::from("ghr_RefreshTokenValue0123456789")),
+            expires_at: None,
+            scopes: Vec::new(),
+            token_type: None,
+            claims: Claims::new(),
+        };
+        let claims: Claims = [
+            ("account_id", "octocat".to_owned()),
+            ("raw", format!("id:{access}")),
+            (
+                "base64",
+                base64::engine::general_purpose::STANDARD.encode(access),
+            ),
+            ("percent", access.replace('_', "%5F")),
+            ("refresh", "ghr_RefreshTokenValue0123456789".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let kept = without_tokens(claims, &tokens);
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["account_id"]);
+    }
 
     #[test]
     fn claims_are_read_through_pointers_and_non_scalars_left_out() {
