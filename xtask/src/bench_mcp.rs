@@ -52,6 +52,10 @@ pub(crate) struct Args {
     /// above and a plain line-buffered one), alternating runs.
     #[arg(long)]
     clients: bool,
+    /// With `--clients`: also measure this warden binary, run by run beside
+    /// the one measured, and print the ratios.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
     /// Runs per configuration in `--cold`, `--fairness` and `--clients`.
     #[arg(long, default_value_t = 8)]
     runs: usize,
@@ -335,7 +339,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             fairness::run(&binary, args.runs)?;
         }
         if args.clients {
-            clients::run(&binary, args.runs, args.calls)?;
+            clients::run(&binary, args.baseline.as_deref(), args.runs, args.calls)?;
         }
         return Ok(());
     }

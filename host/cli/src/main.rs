@@ -21,10 +21,20 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = cli.command.worker_threads() {
-        builder.worker_threads(workers);
-    }
+    // One worker (`serve` over stdio by default) is a current-thread
+    // runtime: the same single executor, without the multi-thread
+    // scheduler's per-wake bookkeeping (BENCHMARKS.md, "Server CPU per call
+    // with two clients"). Calls that run long still move to the long-call
+    // lane's own threads, and blocking work to the blocking pool.
+    let mut builder = match cli.command.worker_threads() {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(workers) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

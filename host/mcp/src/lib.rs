@@ -44,6 +44,7 @@ mod connect;
 mod guard;
 mod http;
 mod lines;
+mod parse;
 mod result;
 mod server;
 mod stdio;

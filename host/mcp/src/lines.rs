@@ -158,7 +158,7 @@ where
                 if line.is_empty() {
                     None
                 } else {
-                    Some(serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line))
+                    Some(crate::parse::message(line))
                 }
             };
             match parsed {

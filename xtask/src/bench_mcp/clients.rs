@@ -8,6 +8,11 @@
 //!   `write` per request line, answers read with `read_line`.
 //!
 //! Server CPU is the scheduler's per-thread run time (`schedstat`).
+//!
+//! With `--baseline <warden>`, each run measures both binaries (in
+//! alternating order) and the ratio printed is the median of the runs' own
+//! ratios: this machine's speed drifts by a third within minutes, which the
+//! medians of two separate invocations do not cancel and neighbouring runs do.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
@@ -110,20 +115,51 @@ fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
     Ok((client.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
 }
 
-pub(crate) fn run(binary: &Path, runs: usize, calls: usize) -> Result<()> {
-    let data_dir = temp_data_dir("clients")?;
-    super::cold::fill_cache(binary, &data_dir)?;
-    let (mut channel, mut line) = (Vec::new(), Vec::new());
+/// One binary's figures: per run, the channel and the line client's.
+struct Figures {
+    channel: Vec<f64>,
+    line: Vec<f64>,
+}
+
+/// Both clients against `binary`, and against `baseline` when given: run
+/// `i` measures every binary once with each client, the binaries and the
+/// clients in alternating order, so each run's pair was measured side by
+/// side (this machine's speed drifts by a third within minutes; a ratio of
+/// neighbouring runs does not).
+pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: usize) -> Result<()> {
+    let binaries: Vec<&Path> = std::iter::once(binary).chain(baseline).collect();
+    let mut data_dirs = Vec::new();
+    for (i, binary) in binaries.iter().enumerate() {
+        let data_dir = temp_data_dir(&format!("clients-{i}"))?;
+        super::cold::fill_cache(binary, &data_dir)?;
+        data_dirs.push(data_dir);
+    }
+    let mut figures: Vec<Figures> = binaries
+        .iter()
+        .map(|_| Figures {
+            channel: Vec::new(),
+            line: Vec::new(),
+        })
+        .collect();
     for i in 0..runs {
-        if i % 2 == 0 {
-            channel.push(channel_run(binary, &data_dir, calls)?);
-            line.push(line_run(binary, &data_dir, calls)?);
-        } else {
-            line.push(line_run(binary, &data_dir, calls)?);
-            channel.push(channel_run(binary, &data_dir, calls)?);
+        let mut order: Vec<usize> = (0..binaries.len()).collect();
+        if i % 2 == 1 {
+            order.reverse();
+        }
+        for b in order {
+            let (binary, data_dir, figures) = (binaries[b], &data_dirs[b], &mut figures[b]);
+            if (i / 2) % 2 == 0 {
+                figures.channel.push(channel_run(binary, data_dir, calls)?);
+                figures.line.push(line_run(binary, data_dir, calls)?);
+            } else {
+                figures.line.push(line_run(binary, data_dir, calls)?);
+                figures.channel.push(channel_run(binary, data_dir, calls)?);
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&data_dir);
+    for data_dir in data_dirs {
+        let _ = std::fs::remove_dir_all(data_dir);
+    }
     let range = |v: &[f64]| {
         let (min, max) = v
             .iter()
@@ -134,11 +170,31 @@ pub(crate) fn run(binary: &Path, runs: usize, calls: usize) -> Result<()> {
         "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
     );
     println!();
-    println!("| client | median (min–max) |");
-    println!("|---|---|");
-    println!("| channel (bench-mcp's) | {} |", range(&channel));
-    println!("| line-buffered | {} |", range(&line));
-    println!();
-    println!("line / channel: {:.2}×", median(&line) / median(&channel));
+    println!("| binary | channel client (bench-mcp's) | line-buffered client | line / channel |");
+    println!("|---|---|---|---|");
+    for (binary, figures) in binaries.iter().zip(&figures) {
+        println!(
+            "| {} | {} | {} | {:.2}× |",
+            binary.display(),
+            range(&figures.channel),
+            range(&figures.line),
+            median(&figures.line) / median(&figures.channel)
+        );
+    }
+    if let [measured, base] = &figures[..] {
+        // The median of each run's ratio: neighbours in time, so the
+        // machine's drift cancels out.
+        let paired = |ours: &[f64], theirs: &[f64]| {
+            let ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+            median(&ratios)
+        };
+        println!();
+        println!(
+            "{} / baseline, median of the runs' ratios: channel client {:.2}×, line-buffered client {:.2}×",
+            binary.display(),
+            paired(&measured.channel, &base.channel),
+            paired(&measured.line, &base.line),
+        );
+    }
     Ok(())
 }

@@ -8,8 +8,6 @@
 //! resumed by another, and the package (its content digest) so an approval
 //! given to one version of a package cannot run another.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use warden_core::Origin;
@@ -24,6 +22,10 @@ pub struct Fingerprint(pub String);
 impl Fingerprint {
     /// The fingerprint of calling `capability_id` of `package` with `input`
     /// from `origin` in `scope`.
+    ///
+    /// The document is written straight out in canonical form (its keys are
+    /// listed here in sorted order), with no intermediate `Value`: a call
+    /// computes this on its hot path.
     pub fn of(
         capability_id: &str,
         package: Option<&PackageIdentity>,
@@ -31,24 +33,28 @@ impl Fingerprint {
         origin: Origin,
         input: &Value,
     ) -> Self {
-        let mut scope_doc = serde_json::Map::new();
-        scope_doc.insert("location".into(), Value::String(scope.location.0.clone()));
-        if let Some(session) = &scope.session {
-            scope_doc.insert("session".into(), Value::String(session.clone()));
-        }
-        let mut doc = serde_json::Map::new();
-        doc.insert("capability_id".into(), capability_id.into());
-        doc.insert("input".into(), input.clone());
-        doc.insert("origin".into(), origin.as_str().into());
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"capability_id\":");
+        write_string(capability_id, &mut out);
+        out.extend_from_slice(b",\"input\":");
+        write_canonical(input, &mut out);
+        out.extend_from_slice(b",\"origin\":");
+        write_string(origin.as_str(), &mut out);
         if let Some(package) = package {
-            let mut package_doc = serde_json::Map::new();
-            package_doc.insert("digest".into(), package.digest.clone().into());
-            package_doc.insert("extension_id".into(), package.extension_id.clone().into());
-            doc.insert("package".into(), Value::Object(package_doc));
+            out.extend_from_slice(b",\"package\":{\"digest\":");
+            write_string(&package.digest, &mut out);
+            out.extend_from_slice(b",\"extension_id\":");
+            write_string(&package.extension_id, &mut out);
+            out.push(b'}');
         }
-        doc.insert("scope".into(), Value::Object(scope_doc));
-        let canonical = canonical_json(&Value::Object(doc));
-        Fingerprint(hex::encode(Sha256::digest(canonical.as_bytes())))
+        out.extend_from_slice(b",\"scope\":{\"location\":");
+        write_string(&scope.location.0, &mut out);
+        if let Some(session) = &scope.session {
+            out.extend_from_slice(b",\"session\":");
+            write_string(session, &mut out);
+        }
+        out.extend_from_slice(b"}}");
+        Fingerprint(hex::encode(Sha256::digest(&out)))
     }
 }
 
@@ -60,46 +66,57 @@ impl std::fmt::Display for Fingerprint {
 
 /// `value` as canonical JSON (sorted keys, no whitespace).
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Null | Value::Bool(_) | Value::Number(_) => {
-            let _ = write!(out, "{value}");
+            serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");
         }
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(key, out);
-                out.push(':');
-                write_canonical(&map[key], out);
+            out.push(b'{');
+            // serde_json's map is a BTreeMap (sorted by the keys' bytes)
+            // unless its `preserve_order` feature is on: sort only then.
+            if map.keys().is_sorted() {
+                write_members(map.iter(), out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                members.sort_unstable_by_key(|(key, _)| *key);
+                write_members(members.into_iter(), out);
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    let _ = write!(out, "{}", Value::String(s.to_owned()));
+fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Vec<u8>) {
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(key, out);
+        out.push(b':');
+        write_canonical(value, out);
+    }
+}
+
+/// `s` as a JSON string, escaped as `serde_json` escapes it.
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
 }
 
 #[cfg(test)]
@@ -176,6 +193,61 @@ mod tests {
         assert_eq!(a.0.len(), 64);
         for other in [c, d, e, f, g] {
             assert_ne!(a, other);
+        }
+    }
+
+    /// The document as it was built before the direct writer (a map turned
+    /// into canonical JSON): stored approvals and audit lines keep their
+    /// fingerprints.
+    fn reference(
+        capability_id: &str,
+        package: Option<&PackageIdentity>,
+        scope: &InvocationScope,
+        origin: Origin,
+        input: &Value,
+    ) -> Fingerprint {
+        let mut scope_doc = json!({ "location": scope.location.0 });
+        if let Some(session) = &scope.session {
+            scope_doc["session"] = session.as_str().into();
+        }
+        let mut doc = json!({
+            "capability_id": capability_id,
+            "input": input,
+            "origin": origin.as_str(),
+            "scope": scope_doc,
+        });
+        if let Some(package) = package {
+            doc["package"] =
+                json!({ "digest": package.digest, "extension_id": package.extension_id });
+        }
+        let canonical = canonical_json(&doc);
+        Fingerprint(hex::encode(Sha256::digest(canonical.as_bytes())))
+    }
+
+    #[test]
+    fn the_direct_writer_gives_the_canonical_documents_digest() {
+        let package = PackageIdentity::installed("gh", "sha256:d1");
+        let plain = InvocationScope::location("loc");
+        let session = InvocationScope::location("l\u{e9}\"o").with_session("caller:\n\u{1}");
+        let inputs = [
+            json!(null),
+            json!({}),
+            json!({"z": [1, 2.5, -3, 1e300, true, null], "a": {"y": "\u{2028}\\", "b": {}}}),
+            json!("plain string"),
+            json!([{"k": "v"}, [], "é"]),
+        ];
+        for input in &inputs {
+            for scope in [&plain, &session] {
+                for pkg in [None, Some(&package)] {
+                    for origin in [Origin::LoopRun, Origin::Automation] {
+                        assert_eq!(
+                            Fingerprint::of("gh.op", pkg, scope, origin, input),
+                            reference("gh.op", pkg, scope, origin, input),
+                            "{input} {scope:?} {pkg:?} {origin:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 }

@@ -166,9 +166,11 @@ impl Approvals {
         // Grants can only turn "needs approval" into "allow", so the store is
         // read only when the decision without grants is to ask.
         let scope = &invocation.scope;
-        let fingerprint = invocation.fingerprint();
+        // Only a call that may need approval is fingerprinted here: an
+        // allowed or denied one never looks an approval up.
         let decision = match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
             Decision::NeedsApproval(_) => {
+                let fingerprint = invocation.fingerprint();
                 // A person's approval of this very call is spent before any
                 // grant is consulted, so an approve-and-grant's own lease is
                 // never left over to run the call again after the grant is
@@ -188,6 +190,7 @@ impl Approvals {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => {
                 // An identical call waits on the pending request, if any.
+                let fingerprint = invocation.fingerprint();
                 let request = match self.store.pending_with(&fingerprint).await? {
                     Some(waiting) => waiting,
                     None => self.request(invocation, rule, now).await?,

@@ -172,6 +172,9 @@ struct State {
     generation: u64,
     /// Active registrations, oldest first.
     active: Vec<Entry>,
+    /// The last snapshot taken; current while its generation is (every
+    /// call takes one, and the registry changes rarely).
+    cached: Option<Snapshot>,
 }
 
 #[derive(Debug)]
@@ -194,6 +197,7 @@ impl Inner {
         let removed = state.active.len() != before;
         if removed {
             state.generation += 1;
+            state.cached = None;
         }
         removed
     }
@@ -258,6 +262,7 @@ impl Registry {
         let id = RegistrationId(state.next_id);
         state.next_id += 1;
         state.generation += 1;
+        state.cached = None;
         let tools = draft
             .tools
             .into_iter()
@@ -288,7 +293,12 @@ impl Registry {
 
     /// The effective tools now. Later registry changes do not affect it.
     pub fn snapshot(&self) -> Snapshot {
-        let state = self.inner.lock();
+        let mut state = self.inner.lock();
+        if let Some(cached) = &state.cached
+            && cached.generation() == state.generation
+        {
+            return cached.clone();
+        }
         let mut winners: Vec<&Entry> = Vec::new();
         for entry in state.active.iter().rev() {
             if !winners.iter().any(|w| w.placement == entry.placement) {
@@ -299,7 +309,9 @@ impl Registry {
             .into_iter()
             .flat_map(|e| e.tools.iter().cloned())
             .collect();
-        Snapshot::new(self.inner.location.clone(), state.generation, tools)
+        let snapshot = Snapshot::new(self.inner.location.clone(), state.generation, tools);
+        state.cached = Some(snapshot.clone());
+        snapshot
     }
 }
 
