@@ -7,7 +7,7 @@
 //! what the server costs while idle (CPU and thread wake-ups per second,
 //! summed over its threads, after the calls). `--cold`, `--fairness` and
 //! `--clients` measure a cold start, a cheap call beside CPU-bound ones, and
-//! the per-call CPU with two clients, each against its baseline in the same
+//! the per-call CPU with three clients, each against its baseline in the same
 //! run (see the modules).
 
 use std::collections::HashMap;
@@ -48,8 +48,9 @@ pub(crate) struct Args {
     /// lane and without it (`serve --long-call-threads 0`), alternating runs.
     #[arg(long)]
     fairness: bool,
-    /// Server CPU per sequential call with two clients (the channel client
-    /// above and a plain line-buffered one), alternating runs.
+    /// Server CPU per sequential call with three clients (the channel client
+    /// above, the same writing whole lines, a plain line-buffered one),
+    /// alternating runs.
     #[arg(long)]
     clients: bool,
     /// With `--clients`: also measure this warden binary, run by run beside
@@ -85,6 +86,9 @@ pub(crate) struct Server {
     stdin: ChildStdin,
     lines: Receiver<Value>,
     next_id: u64,
+    /// Write each request with one `write(2)` (as MCP SDKs do) instead of
+    /// one per JSON token.
+    whole_lines: bool,
 }
 
 impl Server {
@@ -111,14 +115,28 @@ impl Server {
             stdin,
             lines,
             next_id: 1,
+            whole_lines: false,
         })
+    }
+
+    /// Requests from now on are written with one `write(2)` each.
+    pub(crate) fn writing_whole_lines(mut self) -> Self {
+        self.whole_lines = true;
+        self
     }
 
     pub(crate) fn send(&mut self, method: &str, params: Value) -> Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        writeln!(self.stdin, "{message}")?;
+        if self.whole_lines {
+            let mut line = serde_json::to_vec(&message)?;
+            line.push(b'\n');
+            self.stdin.write_all(&line)?;
+        } else {
+            // Straight into the unbuffered pipe: a `write(2)` per JSON token.
+            writeln!(self.stdin, "{message}")?;
+        }
         Ok(id)
     }
 

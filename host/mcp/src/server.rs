@@ -228,7 +228,10 @@ impl<B: Backend> ServerHandler for WardenServer<B> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context)
+        // Boxed: rmcp moves each request's future into a task of its own
+        // (and moves it again as the task runs); the call's state machine,
+        // elicitations included, is kilobytes that would be copied each time.
+        Box::pin(self.call(request, context))
             .await
             .map(CallToolResponse::from)
     }

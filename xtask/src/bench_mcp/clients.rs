@@ -1,9 +1,11 @@
-//! `bench-mcp --clients`: server CPU per sequential `echo` call with two
+//! `bench-mcp --clients`: server CPU per sequential `echo` call with three
 //! clients, alternating runs, each in a fresh server process:
 //!
 //! - **channel**: the client of the other phases — a reader thread parses
 //!   each answer and hands it over a channel; requests are written with
-//!   `writeln!` straight into the pipe (several small writes per request);
+//!   `writeln!` straight into the pipe (a `write(2)` per JSON token);
+//! - **channel, whole lines**: the same client writing each request with
+//!   one `write(2)`, as MCP SDKs do — what the write pattern alone costs;
 //! - **line**: a plain line-buffered JSON-RPC client on one thread — one
 //!   `write` per request line, answers read with `read_line`.
 //!
@@ -85,8 +87,11 @@ impl Drop for LineClient {
 }
 
 /// Server CPU per call, in microseconds, of `calls` sequential calls.
-fn channel_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) -> Result<f64> {
     let mut server = Server::spawn(binary, data_dir)?;
+    if whole_lines {
+        server = server.writing_whole_lines();
+    }
     server.initialize()?;
     for i in 0..50 {
         check_echo(&server.request("tools/call", echo_call(i))?)?;
@@ -115,17 +120,29 @@ fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
     Ok((client.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
 }
 
-/// One binary's figures: per run, the channel and the line client's.
-struct Figures {
-    channel: Vec<f64>,
-    line: Vec<f64>,
+/// The clients measured, in the order of the table's columns.
+#[derive(Clone, Copy)]
+enum Client {
+    Channel,
+    ChannelWholeLines,
+    Line,
 }
 
-/// Both clients against `binary`, and against `baseline` when given: run
+const CLIENTS: [Client; 3] = [Client::Channel, Client::ChannelWholeLines, Client::Line];
+
+impl Client {
+    fn run(self, binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+        match self {
+            Client::Channel => channel_run(binary, data_dir, calls, false),
+            Client::ChannelWholeLines => channel_run(binary, data_dir, calls, true),
+            Client::Line => line_run(binary, data_dir, calls),
+        }
+    }
+}
+
+/// Every client against `binary`, and against `baseline` when given: run
 /// `i` measures every binary once with each client, the binaries and the
-/// clients in alternating order, so each run's pair was measured side by
-/// side (this machine's speed drifts by a third within minutes; a ratio of
-/// neighbouring runs does not).
+/// clients in rotating order, so each run's pair was measured side by side.
 pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: usize) -> Result<()> {
     let binaries: Vec<&Path> = std::iter::once(binary).chain(baseline).collect();
     let mut data_dirs = Vec::new();
@@ -134,26 +151,17 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
         super::cold::fill_cache(binary, &data_dir)?;
         data_dirs.push(data_dir);
     }
-    let mut figures: Vec<Figures> = binaries
-        .iter()
-        .map(|_| Figures {
-            channel: Vec::new(),
-            line: Vec::new(),
-        })
-        .collect();
+    // figures[binary][client][run]
+    let mut figures = vec![vec![Vec::new(); CLIENTS.len()]; binaries.len()];
     for i in 0..runs {
         let mut order: Vec<usize> = (0..binaries.len()).collect();
         if i % 2 == 1 {
             order.reverse();
         }
         for b in order {
-            let (binary, data_dir, figures) = (binaries[b], &data_dirs[b], &mut figures[b]);
-            if (i / 2) % 2 == 0 {
-                figures.channel.push(channel_run(binary, data_dir, calls)?);
-                figures.line.push(line_run(binary, data_dir, calls)?);
-            } else {
-                figures.line.push(line_run(binary, data_dir, calls)?);
-                figures.channel.push(channel_run(binary, data_dir, calls)?);
+            for c in 0..CLIENTS.len() {
+                let c = (c + i) % CLIENTS.len();
+                figures[b][c].push(CLIENTS[c].run(binaries[b], &data_dirs[b], calls)?);
             }
         }
     }
@@ -170,30 +178,38 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
         "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
     );
     println!();
-    println!("| binary | channel client (bench-mcp's) | line-buffered client | line / channel |");
-    println!("|---|---|---|---|");
+    println!(
+        "| binary | channel client (bench-mcp's) | channel, whole lines | line-buffered client | line / channel |"
+    );
+    println!("|---|---|---|---|---|");
     for (binary, figures) in binaries.iter().zip(&figures) {
         println!(
-            "| {} | {} | {} | {:.2}× |",
+            "| {} | {} | {} | {} | {:.2}× |",
             binary.display(),
-            range(&figures.channel),
-            range(&figures.line),
-            median(&figures.line) / median(&figures.channel)
+            range(&figures[0]),
+            range(&figures[1]),
+            range(&figures[2]),
+            median(&figures[2]) / median(&figures[0])
         );
     }
     if let [measured, base] = &figures[..] {
         // The median of each run's ratio: neighbours in time, so the
         // machine's drift cancels out.
-        let paired = |ours: &[f64], theirs: &[f64]| {
-            let ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+        let paired = |c: usize| {
+            let ratios: Vec<f64> = measured[c]
+                .iter()
+                .zip(&base[c])
+                .map(|(a, b)| a / b)
+                .collect();
             median(&ratios)
         };
         println!();
         println!(
-            "{} / baseline, median of the runs' ratios: channel client {:.2}×, line-buffered client {:.2}×",
+            "{} / baseline, median of the runs' ratios: channel client {:.2}×, channel with whole lines {:.2}×, line-buffered client {:.2}×",
             binary.display(),
-            paired(&measured.channel, &base.channel),
-            paired(&measured.line, &base.line),
+            paired(0),
+            paired(1),
+            paired(2),
         );
     }
     Ok(())
