@@ -210,16 +210,31 @@ impl Server {
         Ok(total)
     }
 
+    /// Peak resident set (`VmHWM`): the process's own memory and the pages
+    /// of files it maps (mostly the binary's code) that it touched.
     pub(crate) fn peak_rss_kib(&self) -> Result<u64> {
+        self.status_kib("VmHWM")
+    }
+
+    /// Resident anonymous memory now (`RssAnon`): what the process itself
+    /// allocated, without the binary's shared, reclaimable code pages.
+    pub(crate) fn private_rss_kib(&self) -> Result<u64> {
+        self.status_kib("RssAnon")
+    }
+
+    fn status_kib(&self, field: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let line = status
             .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .context("VmHWM")?;
+            .find(|l| {
+                l.strip_prefix(field)
+                    .is_some_and(|rest| rest.starts_with(':'))
+            })
+            .with_context(|| format!("{field} in /proc/<pid>/status"))?;
         Ok(line
             .split_whitespace()
             .nth(1)
-            .context("VmHWM value")?
+            .with_context(|| format!("{field} value"))?
             .parse()?)
     }
 }

@@ -62,6 +62,7 @@ struct Start {
     to_list: Duration,
     to_call: Duration,
     peak_rss_mib: f64,
+    private_rss_mib: f64,
 }
 
 fn start(binary: &Path, data_dir: &Path) -> Result<Start> {
@@ -77,6 +78,7 @@ fn start(binary: &Path, data_dir: &Path) -> Result<Start> {
         to_list,
         to_call,
         peak_rss_mib: server.peak_rss_kib()? as f64 / 1024.0,
+        private_rss_mib: server.private_rss_kib()? as f64 / 1024.0,
     })
 }
 
@@ -108,7 +110,8 @@ pub(crate) fn run(binary: &Path, runs: usize) -> Result<()> {
                 .collect::<Vec<_>>(),
         )
     };
-    let rss = |starts: &[Start]| median(&starts.iter().map(|s| s.peak_rss_mib).collect::<Vec<_>>());
+    let mib =
+        |starts: &[Start], f: fn(&Start) -> f64| median(&starts.iter().map(f).collect::<Vec<_>>());
     println!("cold start ({components} components; medians of {runs} alternating runs each)");
     println!();
     println!("| figure | cold cache | warm cache | cold / warm |");
@@ -123,10 +126,17 @@ pub(crate) fn run(binary: &Path, runs: usize) -> Result<()> {
         let (c, w) = (ms(&cold, f), ms(&warm, f));
         println!("| {name} | {c:.1} ms | {w:.1} ms | {:.2}× |", c / w);
     }
-    let (c, w) = (rss(&cold), rss(&warm));
-    println!(
-        "| peak RSS (after warm-up) | {c:.1} MiB | {w:.1} MiB | {:.2}× |",
-        c / w
-    );
+    for (name, f) in [
+        (
+            "peak RSS (after warm-up)",
+            (|s: &Start| s.peak_rss_mib) as fn(&Start) -> f64,
+        ),
+        ("private memory (RssAnon, after warm-up)", |s: &Start| {
+            s.private_rss_mib
+        }),
+    ] {
+        let (c, w) = (mib(&cold, f), mib(&warm, f));
+        println!("| {name} | {c:.1} MiB | {w:.1} MiB | {:.2}× |", c / w);
+    }
     Ok(())
 }
