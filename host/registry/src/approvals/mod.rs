@@ -166,34 +166,42 @@ impl Approvals {
         // Grants can only turn "needs approval" into "allow", so the store is
         // read only when the decision without grants is to ask.
         let scope = &invocation.scope;
-        // Only a call that may need approval is fingerprinted here: an
-        // allowed or denied one never looks an approval up.
-        let decision = match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
-            Decision::NeedsApproval(_) => {
-                let fingerprint = invocation.fingerprint();
-                // A person's approval of this very call is spent before any
-                // grant is consulted, so an approve-and-grant's own lease is
-                // never left over to run the call again after the grant is
-                // revoked.
-                if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now).await? {
-                    return Ok(Gate::Approved(dispatch));
+        let (decision, fingerprint) =
+            match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
+                // Only a call that may need approval is fingerprinted (once):
+                // an allowed or denied one never looks an approval up.
+                Decision::NeedsApproval(_) => {
+                    let fingerprint = invocation.fingerprint();
+                    // A person's approval of this very call is spent before
+                    // any grant is consulted, so an approve-and-grant's own
+                    // lease is never left over to run the call again after
+                    // the grant is revoked.
+                    if let Some(dispatch) =
+                        self.claim_identical(invocation, &fingerprint, now).await?
+                    {
+                        return Ok(Gate::Approved(dispatch));
+                    }
+                    let grants = self
+                        .store
+                        .grants(&policy.capability_id, &scope.location, now)
+                        .await?;
+                    let decision =
+                        authorizer.authorize(policy, scope, invocation.origin, &grants, now);
+                    (decision, Some(fingerprint))
                 }
-                let grants = self
-                    .store
-                    .grants(&policy.capability_id, &scope.location, now)
-                    .await?;
-                authorizer.authorize(policy, scope, invocation.origin, &grants, now)
-            }
-            decided => decided,
-        };
+                decided => (decided, None),
+            };
         match decision {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => {
+                let fingerprint = fingerprint.unwrap_or_else(|| invocation.fingerprint());
                 // An identical call waits on the pending request, if any.
-                let fingerprint = invocation.fingerprint();
                 let request = match self.store.pending_with(&fingerprint).await? {
                     Some(waiting) => waiting,
-                    None => self.request(invocation, rule, now).await?,
+                    None => {
+                        self.persist_request(invocation, fingerprint, rule, now)
+                            .await?
+                    }
                 };
                 Ok(Gate::Blocked(Box::new(request)))
             }
@@ -233,7 +241,17 @@ impl Approvals {
         rule: Rule,
         now: UnixMillis,
     ) -> Result<ApprovalRequest, ApprovalError> {
-        let fingerprint = invocation.fingerprint();
+        self.persist_request(invocation, invocation.fingerprint(), rule, now)
+            .await
+    }
+
+    async fn persist_request(
+        &self,
+        invocation: &Invocation,
+        fingerprint: Fingerprint,
+        rule: Rule,
+        now: UnixMillis,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         let request = ApprovalRequest {
             id: ApprovalId(new_id("apr", &fingerprint.0)),
             capability_id: invocation.capability_id.clone(),

@@ -172,8 +172,8 @@ struct State {
     generation: u64,
     /// Active registrations, oldest first.
     active: Vec<Entry>,
-    /// The last snapshot taken; current while its generation is (every
-    /// call takes one, and the registry changes rarely).
+    /// The last snapshot taken, cleared by every change (every call takes
+    /// one, and the registry changes rarely).
     cached: Option<Snapshot>,
 }
 
@@ -294,9 +294,7 @@ impl Registry {
     /// The effective tools now. Later registry changes do not affect it.
     pub fn snapshot(&self) -> Snapshot {
         let mut state = self.inner.lock();
-        if let Some(cached) = &state.cached
-            && cached.generation() == state.generation
-        {
+        if let Some(cached) = &state.cached {
             return cached.clone();
         }
         let mut winners: Vec<&Entry> = Vec::new();

@@ -109,6 +109,23 @@ fn snapshots_are_isolated_from_later_changes() {
     assert!(after.generation() > before.generation());
 }
 
+/// Every call takes a snapshot, so the registry keeps the last one: each
+/// kind of change must drop it.
+#[test]
+fn the_kept_snapshot_follows_every_change() {
+    let registry = Registry::new("loc".into());
+    let first = registry.snapshot();
+    assert!(names(&first).is_empty());
+    let p = registry
+        .transform("p", |d| d.add(tool("read", "p")).map(drop))
+        .unwrap();
+    let added = registry.snapshot();
+    assert_eq!(names(&added), ["read"]);
+    assert_eq!(registry.snapshot().generation(), added.generation());
+    assert!(p.close());
+    assert!(names(&registry.snapshot()).is_empty());
+}
+
 #[test]
 fn namespaces_flatten_to_model_names() {
     let registry = Registry::new("loc".into());
