@@ -190,24 +190,9 @@ impl Server {
         thread_cpu(self.child.id())
     }
 
-    /// Context switches of all the server's threads so far: each is a
-    /// thread going to sleep or being woken.
+    /// Context switches of the server's threads so far (see [`thread_switches`]).
     fn switches(&self) -> Result<u64> {
-        let mut total = 0;
-        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.id()))? {
-            let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
-                continue; // the thread ended meanwhile
-            };
-            for line in status.lines() {
-                if let Some(count) = line
-                    .strip_prefix("voluntary_ctxt_switches:")
-                    .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-                {
-                    total += count.trim().parse::<u64>()?;
-                }
-            }
-        }
-        Ok(total)
+        thread_switches(self.child.id())
     }
 
     /// Peak resident set (`VmHWM`): the process's own memory and the pages
@@ -397,6 +382,38 @@ pub(crate) fn thread_cpu(pid: u32) -> Result<Duration> {
             .parse::<u64>()?;
     }
     Ok(Duration::from_nanos(nanos))
+}
+
+/// Context switches of all of process `pid`'s threads so far: each is a
+/// thread going to sleep or being woken.
+pub(crate) fn thread_switches(pid: u32) -> Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+            continue; // the thread ended meanwhile
+        };
+        for line in status.lines() {
+            if let Some(count) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += count.trim().parse::<u64>()?;
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// `read`-family system calls process `pid` made so far (`syscr` of
+/// `/proc/<pid>/io`): how many pieces the server read its input in.
+pub(crate) fn read_syscalls(pid: u32) -> Result<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+    io.lines()
+        .find_map(|line| line.strip_prefix("syscr:"))
+        .context("syscr in /proc/<pid>/io")?
+        .trim()
+        .parse()
+        .context("syscr value")
 }
 
 /// A fresh, empty data directory under the system's temp directory.

@@ -9,7 +9,10 @@
 //! - **line**: a plain line-buffered JSON-RPC client on one thread — one
 //!   `write` per request line, answers read with `read_line`.
 //!
-//! Server CPU is the scheduler's per-thread run time (`schedstat`).
+//! Server CPU is the scheduler's per-thread run time (`schedstat`). Beside
+//! it, per call: the server's `read` system calls (`syscr`, the pieces a
+//! request arrived in) and its threads' context switches — what a client's
+//! write pattern changes in the server's work.
 //!
 //! With `--baseline <warden>`, each run measures both binaries (in
 //! alternating order) and the ratio printed is the median of the runs' own
@@ -73,10 +76,6 @@ impl LineClient {
             }
         }
     }
-
-    fn cpu(&self) -> Result<Duration> {
-        super::thread_cpu(self.child.id())
-    }
 }
 
 impl Drop for LineClient {
@@ -86,8 +85,46 @@ impl Drop for LineClient {
     }
 }
 
-/// Server CPU per call, in microseconds, of `calls` sequential calls.
-fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) -> Result<f64> {
+/// What the server spent on a run's calls, per call.
+#[derive(Clone, Copy, Debug)]
+struct PerCall {
+    /// Server CPU, microseconds.
+    cpu_us: f64,
+    /// `read` system calls: the pieces a request arrived in, plus the
+    /// server's own reads (none per echo call beyond its input).
+    reads: f64,
+    /// Context switches of all the server's threads: wake-ups and sleeps.
+    switches: f64,
+}
+
+/// Cumulative counters of a server process.
+struct Counters {
+    cpu: Duration,
+    reads: u64,
+    switches: u64,
+}
+
+impl Counters {
+    fn of(pid: u32) -> Result<Counters> {
+        Ok(Counters {
+            cpu: super::thread_cpu(pid)?,
+            reads: super::read_syscalls(pid)?,
+            switches: super::thread_switches(pid)?,
+        })
+    }
+
+    fn per_call_since(&self, before: &Counters, calls: usize) -> PerCall {
+        let calls = calls as f64;
+        PerCall {
+            cpu_us: (self.cpu - before.cpu).as_secs_f64() * 1e6 / calls,
+            reads: (self.reads - before.reads) as f64 / calls,
+            switches: (self.switches - before.switches) as f64 / calls,
+        }
+    }
+}
+
+/// What the server spent per call on `calls` sequential calls.
+fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) -> Result<PerCall> {
     let mut server = Server::spawn(binary, data_dir)?;
     if whole_lines {
         server = server.writing_whole_lines();
@@ -96,14 +133,15 @@ fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) 
     for i in 0..50 {
         check_echo(&server.request("tools/call", echo_call(i))?)?;
     }
-    let before = server.cpu()?;
+    let pid = server.child.id();
+    let before = Counters::of(pid)?;
     for i in 0..calls {
         check_echo(&server.request("tools/call", echo_call(i))?)?;
     }
-    Ok((server.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
+    Ok(Counters::of(pid)?.per_call_since(&before, calls))
 }
 
-fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<PerCall> {
     let mut client = LineClient::spawn(binary, data_dir)?;
     client.request(
         "initialize",
@@ -113,11 +151,12 @@ fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
     for i in 0..50 {
         check_echo(&client.request("tools/call", echo_call(i))?)?;
     }
-    let before = client.cpu()?;
+    let pid = client.child.id();
+    let before = Counters::of(pid)?;
     for i in 0..calls {
         check_echo(&client.request("tools/call", echo_call(i))?)?;
     }
-    Ok((client.cpu()? - before).as_secs_f64() * 1e6 / calls as f64)
+    Ok(Counters::of(pid)?.per_call_since(&before, calls))
 }
 
 /// The clients measured, in the order of the table's columns.
@@ -131,7 +170,7 @@ enum Client {
 const CLIENTS: [Client; 3] = [Client::Channel, Client::ChannelWholeLines, Client::Line];
 
 impl Client {
-    fn run(self, binary: &Path, data_dir: &Path, calls: usize) -> Result<f64> {
+    fn run(self, binary: &Path, data_dir: &Path, calls: usize) -> Result<PerCall> {
         match self {
             Client::Channel => channel_run(binary, data_dir, calls, false),
             Client::ChannelWholeLines => channel_run(binary, data_dir, calls, true),
@@ -168,11 +207,13 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
     for data_dir in data_dirs {
         let _ = std::fs::remove_dir_all(data_dir);
     }
-    let range = |v: &[f64]| {
+    let cpu = |runs: &[PerCall]| runs.iter().map(|r| r.cpu_us).collect::<Vec<_>>();
+    let range = |runs: &[PerCall]| {
+        let v = cpu(runs);
         let (min, max) = v
             .iter()
             .fold((f64::MAX, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
-        format!("{:.1} µs ({min:.1}–{max:.1})", median(v))
+        format!("{:.1} µs ({min:.1}–{max:.1})", median(&v))
     };
     println!(
         "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
@@ -189,7 +230,28 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
             range(&figures[0]),
             range(&figures[1]),
             range(&figures[2]),
-            median(&figures[2]) / median(&figures[0])
+            median(&cpu(&figures[2])) / median(&cpu(&figures[0]))
+        );
+    }
+    println!();
+    println!("server `read` calls / context switches per call (medians of the runs)");
+    println!();
+    println!(
+        "| binary | channel client (bench-mcp's) | channel, whole lines | line-buffered client |"
+    );
+    println!("|---|---|---|---|");
+    for (binary, figures) in binaries.iter().zip(&figures) {
+        let counts = |runs: &[PerCall]| {
+            let reads: Vec<f64> = runs.iter().map(|r| r.reads).collect();
+            let switches: Vec<f64> = runs.iter().map(|r| r.switches).collect();
+            format!("{:.2} / {:.2}", median(&reads), median(&switches))
+        };
+        println!(
+            "| {} | {} | {} | {} |",
+            binary.display(),
+            counts(&figures[0]),
+            counts(&figures[1]),
+            counts(&figures[2]),
         );
     }
     if let [measured, base] = &figures[..] {
@@ -199,7 +261,7 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
             let ratios: Vec<f64> = measured[c]
                 .iter()
                 .zip(&base[c])
-                .map(|(a, b)| a / b)
+                .map(|(a, b)| a.cpu_us / b.cpu_us)
                 .collect();
             median(&ratios)
         };
