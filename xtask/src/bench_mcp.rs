@@ -190,11 +190,6 @@ impl Server {
         thread_cpu(self.child.id())
     }
 
-    /// Context switches of the server's threads so far (see [`thread_switches`]).
-    fn switches(&self) -> Result<u64> {
-        thread_switches(self.child.id())
-    }
-
     /// Peak resident set (`VmHWM`): the process's own memory and the pages
     /// of files it maps (mostly the binary's code) that it touched.
     pub(crate) fn peak_rss_kib(&self) -> Result<u64> {
@@ -311,17 +306,46 @@ fn concurrent(server: &mut Server, calls: usize, inflight: usize) -> Result<Phas
 fn idle(server: &Server, period: Duration) -> Result<()> {
     // Let the last call's tail (output, logging) settle first.
     std::thread::sleep(Duration::from_millis(500));
-    let (cpu, switches) = (server.cpu()?, server.switches()?);
+    let pid = server.child.id();
+    let before = per_thread(pid)?;
     std::thread::sleep(period);
-    let cpu = server.cpu()? - cpu;
-    let switches = server.switches()? - switches;
+    // Thread by thread: an idle blocking-pool thread may exit meanwhile
+    // (what it used in the window is lost, a few microseconds at most).
+    let (mut cpu_ns, mut switches) = (0, 0);
+    for (tid, (cpu, count)) in per_thread(pid)? {
+        let (cpu_then, count_then) = before.get(&tid).copied().unwrap_or_default();
+        cpu_ns += cpu.saturating_sub(cpu_then);
+        switches += count.saturating_sub(count_then);
+    }
     let secs = period.as_secs_f64();
     println!(
         "idle over {secs:.0} s: {:.2} ms CPU/s, {:.1} wake-ups/s (context switches of all threads)",
-        cpu.as_secs_f64() * 1e3 / secs,
+        cpu_ns as f64 / 1e6 / secs,
         switches as f64 / secs,
     );
     Ok(())
+}
+
+/// Run time (ns) and context switches of each of process `pid`'s threads.
+fn per_thread(pid: u32) -> Result<HashMap<String, (u64, u64)>> {
+    let mut threads = HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let task = task?;
+        let tid = task.file_name().to_string_lossy().into_owned();
+        let (Ok(stat), Ok(status)) = (
+            std::fs::read_to_string(task.path().join("schedstat")),
+            std::fs::read_to_string(task.path().join("status")),
+        ) else {
+            continue; // the thread ended meanwhile
+        };
+        let cpu = stat
+            .split_whitespace()
+            .next()
+            .context("schedstat format")?
+            .parse::<u64>()?;
+        threads.insert(tid, (cpu, switches_in(&status)?));
+    }
+    Ok(threads)
 }
 
 pub(crate) fn check_echo(answer: &Value) -> Result<()> {
@@ -392,13 +416,20 @@ pub(crate) fn thread_switches(pid: u32) -> Result<u64> {
         let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
             continue; // the thread ended meanwhile
         };
-        for line in status.lines() {
-            if let Some(count) = line
-                .strip_prefix("voluntary_ctxt_switches:")
-                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-            {
-                total += count.trim().parse::<u64>()?;
-            }
+        total += switches_in(&status)?;
+    }
+    Ok(total)
+}
+
+/// Voluntary and involuntary context switches in a thread's `status`.
+fn switches_in(status: &str) -> Result<u64> {
+    let mut total = 0;
+    for line in status.lines() {
+        if let Some(count) = line
+            .strip_prefix("voluntary_ctxt_switches:")
+            .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+        {
+            total += count.trim().parse::<u64>()?;
         }
     }
     Ok(total)

@@ -21,6 +21,7 @@ use warden_mcp::{BearerToken, HttpAuth, HttpConfig, JwksSource, JwtAuth};
 use super::Context;
 use crate::cli::ServeAuthArgs;
 
+mod changes;
 mod live;
 
 /// Serve stdio (default) or streamable HTTP; over HTTP, callers authenticate

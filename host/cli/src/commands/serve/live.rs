@@ -3,15 +3,16 @@
 //! whose change counter then makes the MCP server send
 //! `notifications/tools/list_changed`.
 //!
-//! How a change is noticed: every [`POLL`] the server lists the data dir's
-//! `packages/` directory and compares a signature of it (each package
-//! directory's name, inode and modification time). `warden install` writes a
-//! package into a fresh staging directory and renames it into place, and
-//! `warden uninstall` removes it, so every change gives a package directory a
-//! new inode or removes one: one `readdir` plus a `stat` per package, no
-//! reading of files, while nothing changes. Chosen over a file-system
-//! watcher (the `notify` crate) to add no dependency and no platform code;
-//! the interval is long enough to keep an idle server nearly idle.
+//! How a change is noticed: when the file system reports an event under the
+//! data dir's `packages/` directory ([`Changes`]: a watch, so an idle server
+//! is never woken; a 2 s timer where no watch can be set), the server lists
+//! the directory and compares a signature of it (each package directory's
+//! name, inode and modification time). `warden install` writes a package
+//! into a fresh staging directory and renames it into place, and `warden
+//! uninstall` removes it, so every change gives a package directory a new
+//! inode or removes one: one `readdir` plus a `stat` per package, no reading
+//! of files, and events that change nothing (a staging directory being
+//! written) change no signature.
 //!
 //! On a change the directory is reconciled with the Location: a package
 //! whose content digest differs from the active one (new or upgraded) is
@@ -23,12 +24,11 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use warden_host::{Location, PackageSource, Provenance, Replace};
 
-/// How often the packages directory is checked.
-pub(crate) const POLL: Duration = Duration::from_secs(2);
+use super::changes::Changes;
 
 /// What identifies the state of the packages directory.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -100,8 +100,10 @@ pub(crate) fn spawn_for(
     kind: Kind,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        // Watched first, then checked: a change made before the watch was
+        // set is caught by the first check, one made after by the watch.
+        let mut changes = Changes::watch(&packages_dir);
         loop {
-            tokio::time::sleep(POLL).await;
             let dir = packages_dir.clone();
             let location = location.clone();
             let previous = seen.clone();
@@ -117,6 +119,7 @@ pub(crate) fn spawn_for(
                 Ok(now) => seen = now,
                 Err(error) => eprintln!("warden: checking installed packages failed: {error}"),
             }
+            changes.next().await;
         }
     })
 }
