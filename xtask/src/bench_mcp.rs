@@ -312,10 +312,10 @@ fn idle(server: &Server, period: Duration) -> Result<()> {
     // Thread by thread: an idle blocking-pool thread may exit meanwhile
     // (what it used in the window is lost, a few microseconds at most).
     let (mut cpu_ns, mut switches) = (0, 0);
-    for (tid, (cpu, count)) in per_thread(pid)? {
-        let (cpu_then, count_then) = before.get(&tid).copied().unwrap_or_default();
-        cpu_ns += cpu.saturating_sub(cpu_then);
-        switches += count.saturating_sub(count_then);
+    for (tid, now) in per_thread(pid)? {
+        let then = before.get(&tid).copied().unwrap_or_default();
+        cpu_ns += now.cpu_ns.saturating_sub(then.cpu_ns);
+        switches += now.switches.saturating_sub(then.switches);
     }
     let secs = period.as_secs_f64();
     println!(
@@ -324,28 +324,6 @@ fn idle(server: &Server, period: Duration) -> Result<()> {
         switches as f64 / secs,
     );
     Ok(())
-}
-
-/// Run time (ns) and context switches of each of process `pid`'s threads.
-fn per_thread(pid: u32) -> Result<HashMap<String, (u64, u64)>> {
-    let mut threads = HashMap::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let task = task?;
-        let tid = task.file_name().to_string_lossy().into_owned();
-        let (Ok(stat), Ok(status)) = (
-            std::fs::read_to_string(task.path().join("schedstat")),
-            std::fs::read_to_string(task.path().join("status")),
-        ) else {
-            continue; // the thread ended meanwhile
-        };
-        let cpu = stat
-            .split_whitespace()
-            .next()
-            .context("schedstat format")?
-            .parse::<u64>()?;
-        threads.insert(tid, (cpu, switches_in(&status)?));
-    }
-    Ok(threads)
 }
 
 pub(crate) fn check_echo(answer: &Value) -> Result<()> {
@@ -394,31 +372,41 @@ pub(crate) fn run(args: &Args) -> Result<()> {
 /// microseconds each. (Threads that ended are not counted; none end during
 /// a measured phase.)
 pub(crate) fn thread_cpu(pid: u32) -> Result<Duration> {
-    let mut nanos = 0u64;
+    Ok(Duration::from_nanos(
+        per_thread(pid)?.values().map(|t| t.cpu_ns).sum(),
+    ))
+}
+
+/// What one thread has used so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ThreadUse {
+    /// Run time, nanoseconds (`schedstat`).
+    pub(crate) cpu_ns: u64,
+    /// Context switches, voluntary or not (`status`).
+    pub(crate) switches: u64,
+}
+
+/// What each of process `pid`'s live threads has used so far, by thread id.
+pub(crate) fn per_thread(pid: u32) -> Result<HashMap<String, ThreadUse>> {
+    let mut threads = HashMap::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+        let task = task?;
+        let tid = task.file_name().to_string_lossy().into_owned();
+        let (Ok(stat), Ok(status)) = (
+            std::fs::read_to_string(task.path().join("schedstat")),
+            std::fs::read_to_string(task.path().join("status")),
+        ) else {
             continue; // the thread ended meanwhile
         };
-        nanos += stat
+        let cpu_ns = stat
             .split_whitespace()
             .next()
             .context("schedstat format")?
             .parse::<u64>()?;
+        let switches = switches_in(&status)?;
+        threads.insert(tid, ThreadUse { cpu_ns, switches });
     }
-    Ok(Duration::from_nanos(nanos))
-}
-
-/// Context switches of all of process `pid`'s threads so far: each is a
-/// thread going to sleep or being woken.
-pub(crate) fn thread_switches(pid: u32) -> Result<u64> {
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
-            continue; // the thread ended meanwhile
-        };
-        total += switches_in(&status)?;
-    }
-    Ok(total)
+    Ok(threads)
 }
 
 /// Voluntary and involuntary context switches in a thread's `status`.

@@ -106,10 +106,11 @@ struct Counters {
 
 impl Counters {
     fn of(pid: u32) -> Result<Counters> {
+        let threads = super::per_thread(pid)?;
         Ok(Counters {
-            cpu: super::thread_cpu(pid)?,
+            cpu: Duration::from_nanos(threads.values().map(|t| t.cpu_ns).sum()),
             reads: super::read_syscalls(pid)?,
-            switches: super::thread_switches(pid)?,
+            switches: threads.values().map(|t| t.switches).sum(),
         })
     }
 
@@ -169,6 +170,9 @@ enum Client {
 
 const CLIENTS: [Client; 3] = [Client::Channel, Client::ChannelWholeLines, Client::Line];
 
+/// The tables' client columns, in the order of [`CLIENTS`].
+const COLUMNS: &str = "channel client (bench-mcp's) | channel, whole lines | line-buffered client";
+
 impl Client {
     fn run(self, binary: &Path, data_dir: &Path, calls: usize) -> Result<PerCall> {
         match self {
@@ -219,40 +223,28 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
         "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
     );
     println!();
-    println!(
-        "| binary | channel client (bench-mcp's) | channel, whole lines | line-buffered client | line / channel |"
-    );
+    let row = |binary: &Path, figures: &[Vec<PerCall>], cell: &dyn Fn(&[PerCall]) -> String| {
+        let cells: Vec<String> = figures.iter().map(|runs| cell(runs)).collect();
+        format!("| {} | {} |", binary.display(), cells.join(" | "))
+    };
+    println!("| binary | {COLUMNS} | line / channel |");
     println!("|---|---|---|---|---|");
     for (binary, figures) in binaries.iter().zip(&figures) {
-        println!(
-            "| {} | {} | {} | {} | {:.2}× |",
-            binary.display(),
-            range(&figures[0]),
-            range(&figures[1]),
-            range(&figures[2]),
-            median(&cpu(&figures[2])) / median(&cpu(&figures[0]))
-        );
+        let ratio = median(&cpu(&figures[2])) / median(&cpu(&figures[0]));
+        println!("{} {ratio:.2}× |", row(binary, figures, &range));
     }
     println!();
     println!("server `read` calls / context switches per call (medians of the runs)");
     println!();
-    println!(
-        "| binary | channel client (bench-mcp's) | channel, whole lines | line-buffered client |"
-    );
+    println!("| binary | {COLUMNS} |");
     println!("|---|---|---|---|");
+    let counts = |runs: &[PerCall]| {
+        let reads: Vec<f64> = runs.iter().map(|r| r.reads).collect();
+        let switches: Vec<f64> = runs.iter().map(|r| r.switches).collect();
+        format!("{:.2} / {:.2}", median(&reads), median(&switches))
+    };
     for (binary, figures) in binaries.iter().zip(&figures) {
-        let counts = |runs: &[PerCall]| {
-            let reads: Vec<f64> = runs.iter().map(|r| r.reads).collect();
-            let switches: Vec<f64> = runs.iter().map(|r| r.switches).collect();
-            format!("{:.2} / {:.2}", median(&reads), median(&switches))
-        };
-        println!(
-            "| {} | {} | {} | {} |",
-            binary.display(),
-            counts(&figures[0]),
-            counts(&figures[1]),
-            counts(&figures[2]),
-        );
+        println!("{}", row(binary, figures, &counts));
     }
     if let [measured, base] = &figures[..] {
         // The median of each run's ratio: neighbours in time, so the

@@ -166,35 +166,27 @@ impl Approvals {
         // Grants can only turn "needs approval" into "allow", so the store is
         // read only when the decision without grants is to ask.
         let scope = &invocation.scope;
-        let (decision, fingerprint) =
-            match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
-                // Only a call that may need approval is fingerprinted (once):
-                // an allowed or denied one never looks an approval up.
-                Decision::NeedsApproval(_) => {
-                    let fingerprint = invocation.fingerprint();
-                    // A person's approval of this very call is spent before
-                    // any grant is consulted, so an approve-and-grant's own
-                    // lease is never left over to run the call again after
-                    // the grant is revoked.
-                    if let Some(dispatch) =
-                        self.claim_identical(invocation, &fingerprint, now).await?
-                    {
-                        return Ok(Gate::Approved(dispatch));
-                    }
-                    let grants = self
-                        .store
-                        .grants(&policy.capability_id, &scope.location, now)
-                        .await?;
-                    let decision =
-                        authorizer.authorize(policy, scope, invocation.origin, &grants, now);
-                    (decision, Some(fingerprint))
-                }
-                decided => (decided, None),
-            };
-        match decision {
+        match authorizer.authorize(policy, scope, invocation.origin, &[], now) {
+            Decision::Allow(rule) => return Ok(Gate::Run(rule)),
+            Decision::Deny(rule) => return Err(ToolFailure::Denied { rule }.into()),
+            Decision::NeedsApproval(_) => {}
+        }
+        // Only a call that may need approval is fingerprinted (once): an
+        // allowed or denied one never looks an approval up.
+        let fingerprint = invocation.fingerprint();
+        // A person's approval of this very call is spent before any grant is
+        // consulted, so an approve-and-grant's own lease is never left over
+        // to run the call again after the grant is revoked.
+        if let Some(dispatch) = self.claim_identical(invocation, &fingerprint, now).await? {
+            return Ok(Gate::Approved(dispatch));
+        }
+        let grants = self
+            .store
+            .grants(&policy.capability_id, &scope.location, now)
+            .await?;
+        match authorizer.authorize(policy, scope, invocation.origin, &grants, now) {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => {
-                let fingerprint = fingerprint.unwrap_or_else(|| invocation.fingerprint());
                 // An identical call waits on the pending request, if any.
                 let request = match self.store.pending_with(&fingerprint).await? {
                     Some(waiting) => waiting,

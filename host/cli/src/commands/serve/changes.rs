@@ -5,8 +5,11 @@
 //! or the system is out of watches).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use notify::event::ModifyKind;
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
@@ -26,6 +29,8 @@ enum Trigger {
     Watch {
         _watcher: RecommendedWatcher,
         woken: mpsc::Receiver<()>,
+        /// Set when the watched directory itself is removed or moved away.
+        root_gone: Arc<AtomicBool>,
     },
     Poll,
 }
@@ -36,33 +41,39 @@ impl Changes {
     pub(crate) fn watch(dir: &Path) -> Changes {
         let dir = dir.to_path_buf();
         let trigger = Trigger::watching(&dir).unwrap_or_else(|error| {
-            tracing::warn!(dir = %dir.display(), %error, "no file watch; checking every 2 s");
+            tracing::warn!(
+                dir = %dir.display(), %error, every = ?POLL,
+                "no file watch; checking on a timer"
+            );
             Trigger::Poll
         });
         Changes { dir, trigger }
     }
 
     /// Whether a file watch is set (rather than a timer).
-    pub(crate) fn is_watching(&self) -> bool {
+    #[cfg(test)]
+    fn is_watching(&self) -> bool {
         matches!(self.trigger, Trigger::Watch { .. })
     }
 
     /// Wait until the directory may have changed.
     pub(crate) async fn next(&mut self) {
-        // A directory removed and made again needs a new watch; one that is
-        // gone is polled until it is back.
-        let lost = match &self.trigger {
-            Trigger::Watch { .. } => !self.dir.is_dir(),
-            Trigger::Poll => false,
+        let present = self.dir.is_dir();
+        let stale = match &self.trigger {
+            // Removed or moved away, perhaps replaced by another directory
+            // (the watch went with the one that is gone).
+            Trigger::Watch { root_gone, .. } => !present || root_gone.load(Ordering::Relaxed),
+            Trigger::Poll => true,
         };
-        if lost {
-            self.trigger = Trigger::Poll;
-        } else if !self.is_watching()
-            && self.dir.is_dir()
-            && let Ok(trigger) = Trigger::watching(&self.dir)
-        {
-            self.trigger = trigger;
-            return; // look once: it may have changed while unwatched
+        if stale {
+            match present.then(|| Trigger::watching(&self.dir)) {
+                Some(Ok(trigger)) => {
+                    self.trigger = trigger;
+                    return; // look once: it may have changed while unwatched
+                }
+                // Gone (polled until it is back), or no watch to be had.
+                _ => self.trigger = Trigger::Poll,
+            }
         }
         match &mut self.trigger {
             Trigger::Watch { woken, .. } => {
@@ -80,14 +91,24 @@ impl Trigger {
     fn watching(dir: &Path) -> notify::Result<Trigger> {
         std::fs::create_dir_all(dir)?;
         let (wake, woken) = mpsc::channel(1);
+        let root_gone = Arc::new(AtomicBool::new(false));
+        let (root, gone) = (dir.to_path_buf(), Arc::clone(&root_gone));
         // Any change, or an error (e.g. the kernel's event queue overflowed),
         // means "look again": the check compares the whole directory. Not an
         // access: the check's own listing opens the directory, and waking on
         // that would check again, forever.
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok_and(|event| matches!(event.kind, EventKind::Access(_))) {
-                    return;
+                if let Ok(event) = &event {
+                    match event.kind {
+                        EventKind::Access(_) => return,
+                        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+                            if event.paths.contains(&root) =>
+                        {
+                            gone.store(true, Ordering::Relaxed);
+                        }
+                        _ => {}
+                    }
                 }
                 let _ = wake.try_send(());
             })?;
@@ -95,6 +116,7 @@ impl Trigger {
         Ok(Trigger::Watch {
             _watcher: watcher,
             woken,
+            root_gone,
         })
     }
 }
@@ -103,14 +125,34 @@ impl Trigger {
 mod tests {
     use super::*;
 
-    /// Longer than a poll interval: a timer would have fired.
+    /// Whether `changes` stays asleep for longer than a poll interval (a
+    /// timer would have fired).
+    async fn quiet_past_a_poll(changes: &mut Changes) -> bool {
+        tokio::time::timeout(POLL + Duration::from_millis(500), changes.next())
+            .await
+            .is_err()
+    }
+
+    /// Waits (bounded) for a wake-up, then lets the rest of its burst pass.
+    async fn woken(changes: &mut Changes, what: &str) {
+        tokio::time::timeout(Duration::from_secs(10), changes.next())
+            .await
+            .unwrap_or_else(|_| panic!("{what} is seen"));
+        while tokio::time::timeout(Duration::from_millis(100), changes.next())
+            .await
+            .is_ok()
+        {}
+    }
+
     #[tokio::test]
     async fn a_watched_directory_that_does_not_change_never_wakes_its_reader() {
         let dir = tempfile::tempdir().unwrap();
         let mut changes = Changes::watch(&dir.path().join("packages"));
         assert!(changes.is_watching(), "inotify is available here");
-        let woke = tokio::time::timeout(POLL + Duration::from_millis(500), changes.next()).await;
-        assert!(woke.is_err(), "woken with nothing changed");
+        assert!(
+            quiet_past_a_poll(&mut changes).await,
+            "woken with nothing changed"
+        );
     }
 
     /// The live catalog lists the directory after each wake-up; that must
@@ -129,8 +171,7 @@ mod tests {
             std::fs::read_dir(entry.path()).unwrap().for_each(drop);
         }
         std::fs::read(packages.join("live").join("manifest.toml")).unwrap();
-        let woke = tokio::time::timeout(POLL + Duration::from_millis(500), changes.next()).await;
-        assert!(woke.is_err(), "woken by a read");
+        assert!(quiet_past_a_poll(&mut changes).await, "woken by a read");
     }
 
     #[tokio::test]
@@ -138,25 +179,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let packages = dir.path().join("packages");
         let mut changes = Changes::watch(&packages);
-        let within = Duration::from_secs(30);
-
         // Staged beside, then renamed into place (as `warden install` does).
         let staging = packages.join(".live.installing");
         std::fs::create_dir(&staging).unwrap();
         std::fs::write(staging.join("manifest.toml"), "x").unwrap();
         std::fs::rename(&staging, packages.join("live")).unwrap();
-        tokio::time::timeout(within, changes.next())
-            .await
-            .expect("an install is seen");
-        // Drain what the burst left, then edit a file inside the package.
-        while tokio::time::timeout(Duration::from_millis(100), changes.next())
-            .await
-            .is_ok()
-        {}
+        woken(&mut changes, "an install").await;
         std::fs::write(packages.join("live").join("extra.md"), "y").unwrap();
-        tokio::time::timeout(within, changes.next())
-            .await
-            .expect("a file added inside a package is seen");
+        woken(&mut changes, "a file added inside a package").await;
+    }
+
+    /// `rm -r packages && mkdir packages`: the watch was on the directory
+    /// that is gone; the new one must be watched.
+    #[tokio::test]
+    async fn a_directory_replaced_by_another_is_watched_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = dir.path().join("packages");
+        let mut changes = Changes::watch(&packages);
+        std::fs::remove_dir(&packages).unwrap();
+        std::fs::create_dir(&packages).unwrap();
+        woken(&mut changes, "the replacement").await;
+        std::fs::create_dir(packages.join("live")).unwrap();
+        woken(&mut changes, "a package in the new directory").await;
     }
 
     #[tokio::test]
@@ -165,9 +209,7 @@ mod tests {
         let packages = dir.path().join("packages");
         let mut changes = Changes::watch(&packages);
         std::fs::remove_dir(&packages).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), changes.next())
-            .await
-            .expect("the removal is seen");
+        woken(&mut changes, "the removal").await;
         changes.next().await; // notices the watch is gone, waits one poll
         assert!(!changes.is_watching());
         std::fs::create_dir(&packages).unwrap();
