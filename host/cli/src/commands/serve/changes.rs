@@ -4,6 +4,7 @@
 //! where no watch can be set (the directory is missing or cannot be created,
 //! or the system is out of watches).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,9 @@ enum Trigger {
     /// reports an event). The channel holds at most one wake-up: a burst of
     /// events while a check runs makes one more check, not one per event.
     Watch {
-        _watcher: RecommendedWatcher,
+        watcher: RecommendedWatcher,
+        /// The package directories watched besides the root.
+        packages: BTreeSet<PathBuf>,
         woken: mpsc::Receiver<()>,
         /// Set when the watched directory itself is removed or moved away.
         root_gone: Arc<AtomicBool>,
@@ -36,8 +39,8 @@ enum Trigger {
 }
 
 impl Changes {
-    /// Watch `dir` and everything under it (a package directory edited in
-    /// place counts as a change too), creating `dir` if it is missing.
+    /// Watch `dir` and each package directory in it (a package directory
+    /// edited in place counts as a change too), creating `dir` if missing.
     pub(crate) fn watch(dir: &Path) -> Changes {
         let dir = dir.to_path_buf();
         let trigger = Trigger::watching(&dir).unwrap_or_else(|error| {
@@ -74,6 +77,12 @@ impl Changes {
                 // Gone (polled until it is back), or no watch to be had.
                 _ => self.trigger = Trigger::Poll,
             }
+        }
+        if let Trigger::Watch {
+            watcher, packages, ..
+        } = &mut self.trigger
+        {
+            follow_packages(watcher, packages, &self.dir);
         }
         match &mut self.trigger {
             Trigger::Watch { woken, .. } => {
@@ -112,12 +121,48 @@ impl Trigger {
                 }
                 let _ = wake.try_send(());
             })?;
-        watcher.watch(dir, RecursiveMode::Recursive)?;
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        let mut packages = BTreeSet::new();
+        follow_packages(&mut watcher, &mut packages, dir);
         Ok(Trigger::Watch {
-            _watcher: watcher,
+            watcher,
+            packages,
             woken,
             root_gone,
         })
+    }
+}
+
+/// Watch each package directory directly under `dir` (not deeper, and not
+/// dot-named staging directories): what the live catalog's signature sees is
+/// the root's entries and each package directory's own modification time,
+/// which only its direct entries change. Two levels, so a package's depth
+/// cannot spend the user's inotify watches. A watch that cannot be added
+/// leaves that package's in-place edits unseen until the next event.
+fn follow_packages(watcher: &mut RecommendedWatcher, packages: &mut BTreeSet<PathBuf>, dir: &Path) {
+    let now: BTreeSet<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    for gone in packages.difference(&now) {
+        let _ = watcher.unwatch(gone); // the kernel drops a removed one itself
+    }
+    packages.retain(|p| now.contains(p));
+    for new in now {
+        if !packages.contains(&new) {
+            match watcher.watch(&new, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    packages.insert(new);
+                }
+                Err(error) => {
+                    tracing::debug!(dir = %new.display(), %error, "package directory not watched");
+                }
+            }
+        }
     }
 }
 
@@ -187,6 +232,29 @@ mod tests {
         woken(&mut changes, "an install").await;
         std::fs::write(packages.join("live").join("extra.md"), "y").unwrap();
         woken(&mut changes, "a file added inside a package").await;
+    }
+
+    /// Two levels: however deep a package's files lie, it costs one watch.
+    #[tokio::test]
+    async fn only_the_root_and_each_package_directory_are_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = dir.path().join("packages");
+        let deep = packages.join("live").join("a").join("b").join("c");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(packages.join(".live.installing")).unwrap();
+        let mut changes = Changes::watch(&packages);
+        let Trigger::Watch {
+            packages: watched, ..
+        } = &changes.trigger
+        else {
+            panic!("inotify is available here");
+        };
+        assert_eq!(watched.iter().collect::<Vec<_>>(), [&packages.join("live")]);
+        std::fs::write(deep.join("notes.md"), "z").unwrap();
+        assert!(
+            quiet_past_a_poll(&mut changes).await,
+            "woken by a deep file"
+        );
     }
 
     /// `rm -r packages && mkdir packages`: the watch was on the directory
