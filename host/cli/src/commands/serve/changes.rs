@@ -170,12 +170,21 @@ fn follow_packages(watcher: &mut RecommendedWatcher, packages: &mut BTreeSet<Pat
 mod tests {
     use super::*;
 
-    /// Whether `changes` stays asleep for longer than a poll interval (a
-    /// timer would have fired).
-    async fn quiet_past_a_poll(changes: &mut Changes) -> bool {
-        tokio::time::timeout(POLL + Duration::from_millis(500), changes.next())
+    /// A `packages` directory path in a fresh temporary directory (not
+    /// created: [`Changes::watch`] creates it).
+    fn packages_dir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let packages = dir.path().join("packages");
+        (dir, packages)
+    }
+
+    /// Asserts that `changes` stays asleep for longer than a poll interval
+    /// (a timer would have fired).
+    async fn assert_quiet_past_a_poll(changes: &mut Changes, woken_by: &str) {
+        let quiet = tokio::time::timeout(POLL + Duration::from_millis(500), changes.next())
             .await
-            .is_err()
+            .is_err();
+        assert!(quiet, "woken by {woken_by}");
     }
 
     /// Waits (bounded) for a wake-up, then lets the rest of its burst pass.
@@ -191,21 +200,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_watched_directory_that_does_not_change_never_wakes_its_reader() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut changes = Changes::watch(&dir.path().join("packages"));
+        let (_dir, packages) = packages_dir();
+        let mut changes = Changes::watch(&packages);
         assert!(changes.is_watching(), "inotify is available here");
-        assert!(
-            quiet_past_a_poll(&mut changes).await,
-            "woken with nothing changed"
-        );
+        assert_quiet_past_a_poll(&mut changes, "nothing").await;
     }
 
     /// The live catalog lists the directory after each wake-up; that must
     /// not count as a change (it would wake the reader again, forever).
     #[tokio::test]
     async fn listing_and_reading_the_directory_does_not_wake_the_reader() {
-        let dir = tempfile::tempdir().unwrap();
-        let packages = dir.path().join("packages");
+        let (_dir, packages) = packages_dir();
         std::fs::create_dir_all(packages.join("live")).unwrap();
         std::fs::write(packages.join("live").join("manifest.toml"), "x").unwrap();
         let mut changes = Changes::watch(&packages);
@@ -216,13 +221,12 @@ mod tests {
             std::fs::read_dir(entry.path()).unwrap().for_each(drop);
         }
         std::fs::read(packages.join("live").join("manifest.toml")).unwrap();
-        assert!(quiet_past_a_poll(&mut changes).await, "woken by a read");
+        assert_quiet_past_a_poll(&mut changes, "a read").await;
     }
 
     #[tokio::test]
     async fn a_package_moved_in_or_edited_in_place_wakes_the_reader() {
-        let dir = tempfile::tempdir().unwrap();
-        let packages = dir.path().join("packages");
+        let (_dir, packages) = packages_dir();
         let mut changes = Changes::watch(&packages);
         // Staged beside, then renamed into place (as `warden install` does).
         let staging = packages.join(".live.installing");
@@ -237,8 +241,7 @@ mod tests {
     /// Two levels: however deep a package's files lie, it costs one watch.
     #[tokio::test]
     async fn only_the_root_and_each_package_directory_are_watched() {
-        let dir = tempfile::tempdir().unwrap();
-        let packages = dir.path().join("packages");
+        let (_dir, packages) = packages_dir();
         let deep = packages.join("live").join("a").join("b").join("c");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::create_dir_all(packages.join(".live.installing")).unwrap();
@@ -251,18 +254,14 @@ mod tests {
         };
         assert_eq!(watched.iter().collect::<Vec<_>>(), [&packages.join("live")]);
         std::fs::write(deep.join("notes.md"), "z").unwrap();
-        assert!(
-            quiet_past_a_poll(&mut changes).await,
-            "woken by a deep file"
-        );
+        assert_quiet_past_a_poll(&mut changes, "a deep file").await;
     }
 
     /// `rm -r packages && mkdir packages`: the watch was on the directory
     /// that is gone; the new one must be watched.
     #[tokio::test]
     async fn a_directory_replaced_by_another_is_watched_in_its_place() {
-        let dir = tempfile::tempdir().unwrap();
-        let packages = dir.path().join("packages");
+        let (_dir, packages) = packages_dir();
         let mut changes = Changes::watch(&packages);
         std::fs::remove_dir(&packages).unwrap();
         std::fs::create_dir(&packages).unwrap();
@@ -273,8 +272,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_removed_directory_is_polled_and_watched_again_once_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let packages = dir.path().join("packages");
+        let (_dir, packages) = packages_dir();
         let mut changes = Changes::watch(&packages);
         std::fs::remove_dir(&packages).unwrap();
         woken(&mut changes, "the removal").await;
