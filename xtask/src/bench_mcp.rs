@@ -339,6 +339,10 @@ pub(crate) fn check_echo(answer: &Value) -> Result<()> {
 
 /// Run the benchmark and print a Markdown table.
 pub(crate) fn run(args: &Args) -> Result<()> {
+    // What is stale, as `test` and `demo` do: the bundled packages the
+    // release build embeds (a fresh clone has none built, and a binary built
+    // without them serves no `echo`) and the fixture `--fairness` installs.
+    crate::bundle::run(&crate::bundle::Args::default())?;
     let binary = match &args.binary {
         Some(path) => path.clone(),
         None => {
