@@ -25,6 +25,7 @@ use crate::workspace;
 mod clients;
 mod cold;
 mod fairness;
+mod wassette;
 
 /// Options of `bench-mcp`.
 #[derive(clap::Args, Debug)]
@@ -57,6 +58,11 @@ pub(crate) struct Args {
     /// the one measured, and print the ratios.
     #[arg(long)]
     baseline: Option<PathBuf>,
+    /// With `--cold`: also start this Wassette executable (`wassette run`)
+    /// cold and warm, alternating with Warden's runs, on an echo component
+    /// doing the same work (built from `xtask/bench/wassette-echo`).
+    #[arg(long)]
+    wassette: Option<PathBuf>,
     /// Runs per configuration in `--cold`, `--fairness` and `--clients`.
     #[arg(long, default_value_t = 8)]
     runs: usize,
@@ -97,7 +103,11 @@ impl Server {
     }
 
     pub(crate) fn spawn_with(binary: &Path, data_dir: &Path, extra: &[&str]) -> Result<Server> {
-        let mut child = spawn_serve(binary, data_dir, extra)?;
+        Ok(Server::over(spawn_serve(binary, data_dir, extra)?))
+    }
+
+    /// A client of `child`, a server spawned with piped stdin and stdout.
+    pub(crate) fn over(mut child: Child) -> Server {
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let (tx, lines) = channel();
@@ -110,13 +120,13 @@ impl Server {
                 }
             }
         });
-        Ok(Server {
+        Server {
             child,
             stdin,
             lines,
             next_id: 1,
             whole_lines: false,
-        })
+        }
     }
 
     /// Requests from now on are written with one `write(2)` each.
@@ -357,7 +367,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     };
     if args.cold || args.fairness || args.clients {
         if args.cold {
-            cold::run(&binary, args.runs)?;
+            cold::run(&binary, args.wassette.as_deref(), args.runs)?;
         }
         if args.fairness {
             fairness::run(&binary, args.runs)?;

@@ -158,6 +158,12 @@ pub struct RuntimeConfig {
     /// `0` keeps every call where it started. Default: the machine's cores
     /// less one (at least one), leaving a core for serving.
     pub long_call_threads: usize,
+    /// Compile a component's functions on a pool of threads, one per core.
+    /// Off by default: a host compiles lazily or in the background beside
+    /// serving, where a pool would take every core from the calls and hold
+    /// compile memory in each thread. On in a process that only compiles
+    /// (`warden compile-component`, at a lower priority than the host).
+    pub parallel_compilation: bool,
     /// Compile components in another process on a cache miss (see
     /// [`ExternalCompiler`](crate::ExternalCompiler)); `None` compiles here.
     pub external_compiler: Option<std::sync::Arc<dyn crate::ExternalCompiler>>,
@@ -180,6 +186,7 @@ impl Default for RuntimeConfig {
             long_call_threads: std::thread::available_parallelism()
                 .map_or(1, |n| n.get().saturating_sub(1))
                 .max(1),
+            parallel_compilation: false,
             external_compiler: None,
         }
     }

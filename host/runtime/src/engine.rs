@@ -105,11 +105,9 @@ fn with(
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(config.max_wasm_stack + (1 << 20))
-        // One compiling thread per component: components compile lazily or
-        // in the background beside serving, where a pool of compiler threads
-        // would take every core from the calls and hold compile memory in
-        // each thread (a cold `serve` peaked at twice the warm RSS with it).
-        .parallel_compilation(false);
+        // One compiling thread per component unless asked: a cold `serve`
+        // compiling in-process with a pool peaked at twice the warm RSS.
+        .parallel_compilation(config.parallel_compilation);
     if let Some(pool) = pool {
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }

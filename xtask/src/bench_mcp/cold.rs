@@ -3,7 +3,8 @@
 //!
 //! Measures spawn → `tools/list` answered, spawn → first `echo` call
 //! answered, and the peak RSS once the background warm-up has compiled every
-//! component (the cache stops growing).
+//! component (the cache stops growing). With `--wassette <path>`, Wassette's
+//! cold and warm starts alternate with Warden's (see [`super::wassette`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde_json::json;
 
+use super::wassette::Wassette;
 use super::{Server, check_echo, echo_call, median, temp_data_dir};
 
 /// Compiled artifacts in a data directory's cache.
@@ -58,11 +60,12 @@ pub(crate) fn fill_cache(binary: &Path, data_dir: &Path) -> Result<usize> {
     Ok(count)
 }
 
-struct Start {
-    to_list: Duration,
-    to_call: Duration,
-    peak_rss_mib: f64,
-    private_rss_mib: f64,
+/// What one start took.
+pub(super) struct Start {
+    pub(super) to_list: Duration,
+    pub(super) to_call: Duration,
+    pub(super) peak_rss_mib: f64,
+    pub(super) private_rss_mib: f64,
 }
 
 fn start(binary: &Path, data_dir: &Path) -> Result<Start> {
@@ -82,61 +85,121 @@ fn start(binary: &Path, data_dir: &Path) -> Result<Start> {
     })
 }
 
-pub(crate) fn run(binary: &Path, runs: usize) -> Result<()> {
+/// Cold and warm starts of one server, alternating.
+#[derive(Default)]
+struct Starts {
+    cold: Vec<Start>,
+    warm: Vec<Start>,
+}
+
+impl Starts {
+    /// One cold and one warm start, cold first when `cold_first`.
+    fn measure(
+        &mut self,
+        cold_first: bool,
+        cold: impl FnOnce() -> Result<Start>,
+        warm: impl FnOnce() -> Result<Start>,
+    ) -> Result<()> {
+        if cold_first {
+            self.cold.push(cold()?);
+            self.warm.push(warm()?);
+        } else {
+            self.warm.push(warm()?);
+            self.cold.push(cold()?);
+        }
+        Ok(())
+    }
+}
+
+type Figure = (&'static str, fn(&Start) -> f64, &'static str);
+
+const FIGURES: [Figure; 4] = [
+    (
+        "spawn → tools/list",
+        |s| s.to_list.as_secs_f64() * 1e3,
+        "ms",
+    ),
+    (
+        "spawn → first call",
+        |s| s.to_call.as_secs_f64() * 1e3,
+        "ms",
+    ),
+    ("peak RSS (after warm-up)", |s| s.peak_rss_mib, "MiB"),
+    (
+        "private memory (RssAnon, after warm-up)",
+        |s| s.private_rss_mib,
+        "MiB",
+    ),
+];
+
+fn median_of(starts: &[Start], figure: fn(&Start) -> f64) -> f64 {
+    median(&starts.iter().map(figure).collect::<Vec<_>>())
+}
+
+pub(crate) fn run(binary: &Path, wassette: Option<&Path>, runs: usize) -> Result<()> {
     let warm_dir = temp_data_dir("warm")?;
     let components = fill_cache(binary, &warm_dir)?;
-    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    let wassette = wassette.map(Wassette::new).transpose()?;
+    let wassette_warm = wassette.as_ref().map(Wassette::warm_dir).transpose()?;
+    let (mut warden, mut other) = (Starts::default(), Starts::default());
     for i in 0..runs {
-        let mut measure_cold = || -> Result<()> {
-            let dir = temp_data_dir("cold")?;
-            cold.push(start(binary, &dir)?);
-            let _ = std::fs::remove_dir_all(&dir);
-            Ok(())
-        };
-        if i % 2 == 0 {
-            measure_cold()?;
-            warm.push(start(binary, &warm_dir)?);
-        } else {
-            warm.push(start(binary, &warm_dir)?);
-            measure_cold()?;
+        warden.measure(
+            i % 2 == 0,
+            || {
+                let dir = temp_data_dir("cold")?;
+                let start = start(binary, &dir);
+                let _ = std::fs::remove_dir_all(&dir);
+                start
+            },
+            || start(binary, &warm_dir),
+        )?;
+        if let (Some(wassette), Some(warm)) = (&wassette, &wassette_warm) {
+            other.measure(
+                i % 2 == 1,
+                || {
+                    let dir = wassette.cold_dir("wassette-cold")?;
+                    let start = wassette.start(&dir);
+                    let _ = std::fs::remove_dir_all(&dir);
+                    start
+                },
+                || wassette.start(warm),
+            )?;
         }
     }
     let _ = std::fs::remove_dir_all(&warm_dir);
-    let ms = |starts: &[Start], f: fn(&Start) -> Duration| {
-        median(
-            &starts
-                .iter()
-                .map(|s| f(s).as_secs_f64() * 1e3)
-                .collect::<Vec<_>>(),
-        )
-    };
-    let mib =
-        |starts: &[Start], f: fn(&Start) -> f64| median(&starts.iter().map(f).collect::<Vec<_>>());
+    if let Some(dir) = &wassette_warm {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     println!("cold start ({components} components; medians of {runs} alternating runs each)");
     println!();
     println!("| figure | cold cache | warm cache | cold / warm |");
     println!("|---|---|---|---|");
-    for (name, f) in [
-        (
-            "spawn → tools/list",
-            (|s: &Start| s.to_list) as fn(&Start) -> Duration,
-        ),
-        ("spawn → first call", |s: &Start| s.to_call),
-    ] {
-        let (c, w) = (ms(&cold, f), ms(&warm, f));
-        println!("| {name} | {c:.1} ms | {w:.1} ms | {:.2}× |", c / w);
+    for (name, figure, unit) in FIGURES {
+        let (c, w) = (
+            median_of(&warden.cold, figure),
+            median_of(&warden.warm, figure),
+        );
+        println!("| {name} | {c:.1} {unit} | {w:.1} {unit} | {:.2}× |", c / w);
     }
-    for (name, f) in [
-        (
-            "peak RSS (after warm-up)",
-            (|s: &Start| s.peak_rss_mib) as fn(&Start) -> f64,
-        ),
-        ("private memory (RssAnon, after warm-up)", |s: &Start| {
-            s.private_rss_mib
-        }),
-    ] {
-        let (c, w) = (mib(&cold, f), mib(&warm, f));
-        println!("| {name} | {c:.1} MiB | {w:.1} MiB | {:.2}× |", c / w);
+    if wassette.is_some() {
+        println!();
+        println!(
+            "against Wassette in the same run (its echo component: xtask/bench/wassette-echo)"
+        );
+        println!();
+        println!(
+            "| figure | Warden cold | Wassette cold | Warden / Wassette | Warden warm | Wassette warm | Warden / Wassette |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for (name, figure, unit) in FIGURES {
+            let [wc, oc, ww, ow] = [&warden.cold, &other.cold, &warden.warm, &other.warm]
+                .map(|starts| median_of(starts, figure));
+            println!(
+                "| {name} | {wc:.1} {unit} | {oc:.1} {unit} | {:.2}× | {ww:.1} {unit} | {ow:.1} {unit} | {:.2}× |",
+                wc / oc,
+                ww / ow
+            );
+        }
     }
     Ok(())
 }

@@ -7,7 +7,8 @@
 //! MiB a compilation takes leave with the child, so a long-running `serve`
 //! does not keep a compiler's peak for the rest of its life (measured by
 //! `cargo xtask bench-mcp --cold`). Anything that goes wrong there and the
-//! host compiles in-process, as without it.
+//! host compiles in-process, as without it. The child compiles on every
+//! core at a lower priority than the host (`nice` 10).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -22,6 +23,8 @@ use super::Context;
 const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 /// Stderr of a failed child kept for the warning.
 const MAX_REASON_BYTES: usize = 2048;
+/// How much lower than the host's the compiler's scheduling priority is.
+const COMPILER_NICENESS: i32 = 10;
 
 /// `warden compile-component --name N < component.wasm`.
 pub(crate) fn run(cx: &Context, name: &str) -> Result<ExitCode> {
@@ -33,8 +36,17 @@ pub(crate) fn run(cx: &Context, name: &str) -> Result<ExitCode> {
     if wasm.len() as u64 > MAX_COMPONENT_BYTES {
         anyhow::bail!("the component is over {MAX_COMPONENT_BYTES} bytes");
     }
+    // This process only compiles: on every core, but behind the host's
+    // threads, so a host serving calls beside a compile keeps its cores (a
+    // call waiting for this component gets them when nothing else runs).
+    #[cfg(unix)]
+    if let Err(error) = rustix::process::nice(COMPILER_NICENESS) {
+        tracing::debug!(%error, "could not lower the compiler's priority");
+    }
+    let mut config = cx.runtime_config();
+    config.parallel_compilation = true;
     // Never an external compiler here: this process is the compiler.
-    let runtime = warden_runtime::Runtime::new(cx.runtime_config())?;
+    let runtime = warden_runtime::Runtime::new(config)?;
     runtime.compile_to_cache(name, &wasm)?;
     Ok(ExitCode::SUCCESS)
 }

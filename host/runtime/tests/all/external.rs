@@ -41,7 +41,13 @@ impl ExternalCompiler for Broken {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_miss_is_compiled_elsewhere_and_loaded_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let other = Runtime::new(cached(dir.path())).unwrap();
+    // Compiling on a pool of threads, as `warden compile-component` does:
+    // its artifacts must be the ones a host compiling on one thread loads.
+    let other = Runtime::new(RuntimeConfig {
+        parallel_compilation: true,
+        ..cached(dir.path())
+    })
+    .unwrap();
     let runtime = Runtime::new(RuntimeConfig {
         external_compiler: Some(Arc::new(OtherRuntime(other.clone()))),
         ..cached(dir.path())
