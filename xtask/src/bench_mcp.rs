@@ -56,12 +56,12 @@ pub(crate) struct Args {
     clients: bool,
     /// With `--clients`: also measure this warden binary, run by run beside
     /// the one measured, and print the ratios.
-    #[arg(long)]
+    #[arg(long, requires = "clients")]
     baseline: Option<PathBuf>,
     /// With `--cold`: also start this Wassette executable (`wassette run`)
     /// cold and warm, alternating with Warden's runs, on an echo component
     /// doing the same work (built from `xtask/bench/wassette-echo`).
-    #[arg(long)]
+    #[arg(long, requires = "cold")]
     wassette: Option<PathBuf>,
     /// Runs per configuration in `--cold`, `--fairness` and `--clients`.
     #[arg(long, default_value_t = 8)]
