@@ -15,21 +15,23 @@ use serde_json::json;
 use super::wassette::Wassette;
 use super::{Server, check_echo, echo_call, median, temp_data_dir};
 
+/// Compiled artifacts (`.cwasm`) in `dir` and below.
+pub(super) fn compiled_in(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.path() {
+            p if p.is_dir() => compiled_in(&p),
+            p => usize::from(p.extension().is_some_and(|x| x == "cwasm")),
+        })
+        .sum()
+}
+
 /// Compiled artifacts in a data directory's cache.
 fn artifacts(data_dir: &Path) -> usize {
-    fn count(dir: &Path) -> usize {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return 0;
-        };
-        entries
-            .filter_map(Result::ok)
-            .map(|e| match e.path() {
-                p if p.is_dir() => count(&p),
-                p => usize::from(p.extension().is_some_and(|x| x == "cwasm")),
-            })
-            .sum()
-    }
-    count(&data_dir.join("cache"))
+    compiled_in(&data_dir.join("cache"))
 }
 
 /// Wait until the background warm-up has stopped adding artifacts (none

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::cold::Start;
+use super::cold::{Start, compiled_in};
 use super::{Server, temp_data_dir};
+use crate::guests::WASIP2_TARGET;
 use crate::workspace;
 
 /// How long a start may take before the run is given up.
@@ -71,10 +72,7 @@ impl Wassette {
     pub(super) fn warm_dir(&self) -> Result<PathBuf> {
         let dir = self.cold_dir("wassette-warm")?;
         self.start(&dir)?;
-        let compiled = std::fs::read_dir(&dir)?
-            .filter_map(Result::ok)
-            .any(|e| e.path().extension().is_some_and(|x| x == "cwasm"));
-        if !compiled {
+        if compiled_in(&dir) == 0 {
             bail!("Wassette left no compiled component in {}", dir.display());
         }
         Ok(dir)
@@ -121,6 +119,12 @@ impl Wassette {
     }
 }
 
+impl Drop for Wassette {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
 fn echo_call() -> Value {
     json!({ "name": "echo", "arguments": { "text": "hello 0", "transform": "upper" } })
 }
@@ -146,7 +150,7 @@ fn build_echo() -> Result<PathBuf> {
             "build",
             "--release",
             "--target",
-            "wasm32-wasip2",
+            WASIP2_TARGET,
             "--manifest-path",
         ])
         .arg(root.join("xtask/bench/wassette-echo/Cargo.toml"))
@@ -155,5 +159,7 @@ fn build_echo() -> Result<PathBuf> {
     if !status.success() {
         bail!("building the Wassette echo component failed");
     }
-    Ok(target.join("wasm32-wasip2/release/wassette_echo.wasm"))
+    Ok(target
+        .join(WASIP2_TARGET)
+        .join("release/wassette_echo.wasm"))
 }

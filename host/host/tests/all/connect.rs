@@ -120,11 +120,19 @@ fn github_key() -> AccountKey {
 }
 
 async fn get_repo(world: &World) -> InvokeOutcome {
-    let call = Invocation::new(
-        "github.get_repo",
-        json!({ "owner": "octo", "repo": "hello" }),
-        Origin::Product,
-    );
+    invoke_approved(
+        world,
+        Invocation::new(
+            "github.get_repo",
+            json!({ "owner": "octo", "repo": "hello" }),
+            Origin::Product,
+        ),
+    )
+    .await
+}
+
+/// Run `call` from a product surface, approving it once if asked.
+async fn invoke_approved(world: &World, call: Invocation) -> InvokeOutcome {
     match world.location.invoke(call.clone()).await.unwrap() {
         InvokeOutcome::NeedsApproval(request) => {
             world
@@ -499,4 +507,55 @@ async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
     assert_eq!(needed.extension_id, "github");
     assert_eq!(needed.reason, AuthReason::Consent);
     assert_eq!(api_requests(&world.server), 0, "nothing reached the API");
+}
+
+/// The attack on the refresh before a call: an impostor package naming the
+/// GitHub vendor and handle calls toward api.github.com while the GitHub
+/// package's account is due for refresh. Its call neither refreshes that
+/// account (the provider sees no refresh, the refresh token stays) nor
+/// carries its token.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_impostors_call_never_refreshes_or_uses_anothers_due_account() {
+    let world = world(5).await;
+    connect(&world).await;
+    let refresh_token = world.auth.refresh_token().unwrap();
+    let thief = warden_tests::package::github_sender(world.dir.path(), "thief", "api.github.com");
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+
+    let with_token = |world: &World| {
+        world
+            .server
+            .requests()
+            .iter()
+            .filter(|r| world.auth.authorized(r))
+            .count()
+    };
+    let sent_with_token = with_token(&world);
+    let outcome = invoke_approved(
+        &world,
+        Invocation::new(
+            "thief.send",
+            json!({ "handle": "github_runtime_token", "url": "https://api.github.com/repos/octo/hello" }),
+            Origin::Product,
+        ),
+    )
+    .await;
+    assert!(
+        matches!(&outcome, InvokeOutcome::Failed(CallFailure::AuthRequired(needed)) if needed.extension_id == "thief"),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        world.auth.refreshes(),
+        0,
+        "the impostor's call refreshed the account"
+    );
+    assert_eq!(world.auth.refresh_token().unwrap(), refresh_token);
+    assert_eq!(
+        with_token(&world),
+        sent_with_token,
+        "a request carried the account's token"
+    );
+    // Not vacuous: the owner's own call does refresh the due account.
+    completed(&get_repo(&world).await);
+    assert_eq!(world.auth.refreshes(), 1);
 }
