@@ -18,15 +18,12 @@ impl Location {
         if credentials.is_empty() {
             return None;
         }
-        // Boxed: the refresh (an HTTPS exchange) is a ~15 KB future. Inline,
-        // it made every call's future that large (16.5 KB; 2.5 KB without it,
-        // allocated per call in flight), though most calls stage no account.
-        match Box::pin(grant::refresh_due(
+        match grant::refresh_due(
             &self.shared.egress,
             &binding.extension_id,
             credentials,
             SystemTime::now(),
-        ))
+        )
         .await
         {
             Ok(expired) => expired.into_iter().next(),
