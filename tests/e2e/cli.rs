@@ -94,6 +94,38 @@ fn the_compiler_process_refuses_what_is_not_a_component() {
 }
 
 #[test]
+fn the_compiler_process_announces_baseline_code_and_leaves_only_the_optimized_code() {
+    use std::io::Write as _;
+    let warden = crate::warden();
+    let wasm =
+        std::fs::read(warden_tests::package::repo_root().join("packages/echo/wasm/echo.wasm"))
+            .expect("run `cargo xtask bundle` first");
+    let compile = || {
+        let mut child = warden
+            .command()
+            .args(["compile-component", "--name", "echo", "--baseline"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("warden runs");
+        child.stdin.take().unwrap().write_all(&wasm).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(compile(), "baseline\n");
+    assert_eq!(
+        compiled_artifacts(&warden),
+        1,
+        "the baseline entry is gone once the optimized code is stored"
+    );
+    // The optimized code is there: nothing to announce, nothing compiled.
+    assert_eq!(compile(), "");
+    assert_eq!(compiled_artifacts(&warden), 1);
+}
+
+#[test]
 fn invalid_input_is_refused_with_its_pointer() {
     let warden = crate::warden();
     let run = warden.run(&["--json", "call", "echo_echo", "--input", r#"{"text": 5}"#]);

@@ -73,6 +73,53 @@ async fn call(
         .expect("tools/call")
 }
 
+/// `component prepared` lines of `warden_runtime`'s debug log for `component`.
+fn prepared(log: &str, component: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| {
+            l.contains("component prepared") && l.contains(&format!("component={component} "))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cold_servers_first_call_runs_baseline_code_until_the_optimized_code_lands() {
+    let warden = crate::warden();
+    let log_path = warden.data_dir().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve").env("RUST_LOG", "warden_runtime=debug");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(log)
+        .spawn()
+        .expect("warden serve starts");
+    let client = ApprovingClient::default()
+        .serve(transport)
+        .await
+        .expect("MCP handshake with warden serve");
+    let result = call(&client, "echo_echo", json!({ "text": "cold" })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    // Calls keep working while the optimized code lands and after.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let lines = loop {
+        let result = call(&client, "echo_echo", json!({ "text": "again" })).await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let lines = prepared(&std::fs::read_to_string(&log_path).unwrap(), "echo");
+        if lines.iter().any(|l| l.contains("cache=External")) {
+            break lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no optimized code for echo: {lines:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(lines[0].contains("cache=Baseline"), "{lines:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_lists_the_tools_and_calls_echo_and_github() {
     let fake = FakeGitHub::start().await;

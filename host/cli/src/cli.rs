@@ -124,6 +124,10 @@ pub(crate) enum Command {
         /// The component's name, for errors.
         #[arg(long)]
         name: String,
+        /// Compile baseline code first and say so on stdout (a `baseline`
+        /// line), then the optimized code at a lower priority.
+        #[arg(long)]
+        baseline: bool,
     },
 }
 

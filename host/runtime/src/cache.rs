@@ -86,8 +86,33 @@ impl ArtifactCache {
         }
     }
 
-    /// Store `artifact` for `component_sha`, atomically (write then rename).
+    /// Whether there is an entry (usable or not) for `component_sha`.
+    pub(crate) fn contains(&self, component_sha: &str) -> bool {
+        self.entry(component_sha).exists()
+    }
+
+    /// Remove the entry of `component_sha`, if any.
+    pub(crate) fn remove(&self, component_sha: &str) {
+        let _ = std::fs::remove_file(self.entry(component_sha));
+    }
+
+    /// Store `artifact` for `component_sha`, atomically (write then rename)
+    /// and synced to disk.
     pub(crate) fn store(&self, component_sha: &str, artifact: &[u8]) -> std::io::Result<()> {
+        self.write(component_sha, artifact, true)
+    }
+
+    /// [`Self::store`] without waiting for the disk: for an entry that is
+    /// soon replaced (a torn one fails its checksum and is rebuilt).
+    pub(crate) fn store_unsynced(
+        &self,
+        component_sha: &str,
+        artifact: &[u8],
+    ) -> std::io::Result<()> {
+        self.write(component_sha, artifact, false)
+    }
+
+    fn write(&self, component_sha: &str, artifact: &[u8], sync: bool) -> std::io::Result<()> {
         static UNIQUE: AtomicU64 = AtomicU64::new(0);
         std::fs::create_dir_all(&self.dir)?;
         let tmp = self.dir.join(format!(
@@ -99,7 +124,9 @@ impl ArtifactCache {
             let mut file = std::fs::File::create(&tmp)?;
             file.write_all(&header(artifact))?;
             file.write_all(artifact)?;
-            file.sync_all()?;
+            if sync {
+                file.sync_all()?;
+            }
             std::fs::rename(&tmp, self.entry(component_sha))
         })();
         if result.is_err() {

@@ -152,13 +152,16 @@ impl InstalledComponent {
         }
         // A lazily installed component compiles at its first call (the
         // wait counts as queue time); a failure to compile fails the call.
-        if let Err(error) = self.ready_async().await {
-            let usage = Usage {
-                queue_time: queued.elapsed(),
-                ..Usage::default()
-            };
-            return CallOutcome::refused(error, usage);
-        }
+        let engine = match self.ready_async(true).await {
+            Ok(ready) => ready.engine.clone(),
+            Err(error) => {
+                let usage = Usage {
+                    queue_time: queued.elapsed(),
+                    ..Usage::default()
+                };
+                return CallOutcome::refused(error, usage);
+            }
+        };
 
         let shared = &inner.shared;
         let admitted = admission::admit(
@@ -189,7 +192,9 @@ impl InstalledComponent {
             request.call_id.clone(),
             request.capability_id.clone(),
         );
-        let mut store = Store::new(&inner.shared.engine, state);
+        // The engine of the code the call runs (baseline code's, until the
+        // optimized code replaces it).
+        let mut store = Store::new(&engine, state);
         store.limiter(|s| &mut s.limiter);
         if config.fuel_metering
             && let Err(e) = store.set_fuel(limits.fuel)
@@ -303,7 +308,7 @@ async fn execute(
 ) -> Result<Result<String, Failed>, (bool, wasmtime::Error)> {
     // Prepared before the call was admitted; a failure was returned then.
     let ready = component
-        .ready()
+        .ready_for(store.engine())
         .map_err(|e| (true, wasmtime::Error::msg(e.to_string())))?;
     let pre = match &ready.pre {
         Prepared::Warden(pre) => pre,

@@ -13,6 +13,7 @@ use crate::config::{Limits, RuntimeConfig, ToolLimits};
 use crate::error::RuntimeError;
 use crate::runtime::Shared;
 use crate::state::CallState;
+use crate::tiering::Tiering;
 use crate::validate::Schema;
 
 /// A component to install and the capabilities it serves.
@@ -98,6 +99,9 @@ pub enum CacheStatus {
     /// Compiled by the [`crate::ExternalCompiler`] into the cache, then
     /// loaded from it; nothing was compiled in this process.
     External,
+    /// Baseline code the external compiler produced first; its optimized
+    /// code replaces it when ready (then the status is `External`).
+    Baseline,
 }
 
 /// How preparing a component went.
@@ -178,6 +182,8 @@ pub(crate) enum Prepared {
 pub(crate) struct Ready {
     pub(crate) pre: Prepared,
     pub(crate) report: InstallReport,
+    /// The engine the code was compiled for (a call's store must be of it).
+    pub(crate) engine: wasmtime::Engine,
 }
 
 pub(crate) struct Inner {
@@ -189,6 +195,10 @@ pub(crate) struct Inner {
     wasm: Mutex<Option<Vec<u8>>>,
     /// Prepared once; an error is kept and returned to every later call.
     ready: OnceLock<Result<Ready, RuntimeError>>,
+    /// The optimized code that replaced baseline code in `ready`.
+    pub(crate) optimized: OnceLock<Ready>,
+    /// Calls waiting for the first code, and the external compile's stage.
+    pub(crate) tiering: Tiering,
     pub(crate) capabilities: HashMap<String, Capability>,
 }
 
@@ -202,6 +212,7 @@ impl std::fmt::Debug for Inner {
                 "report",
                 &self.ready.get().map(|r| r.as_ref().map(|r| r.report)),
             )
+            .field("optimized", &self.optimized.get().map(|r| r.report))
             .finish_non_exhaustive()
     }
 }
@@ -221,6 +232,8 @@ impl InstalledComponent {
                 world,
                 wasm: Mutex::new(Some(wasm)),
                 ready: OnceLock::new(),
+                optimized: OnceLock::new(),
+                tiering: Tiering::default(),
                 capabilities,
             }),
         }
@@ -236,8 +249,12 @@ impl InstalledComponent {
         self.inner.world
     }
 
-    /// How preparing the code went; `None` until it is prepared.
+    /// How preparing the code that calls run now went; `None` until it is
+    /// prepared.
     pub fn report(&self) -> Option<InstallReport> {
+        if let Some(optimized) = self.inner.optimized.get() {
+            return Some(optimized.report);
+        }
         match self.inner.ready.get() {
             Some(Ok(ready)) => Some(ready.report),
             _ => None,
@@ -257,29 +274,48 @@ impl InstalledComponent {
     }
 
     /// [`Self::prepare`] on Tokio's blocking pool, so an async caller's
-    /// thread keeps serving while the code compiles.
+    /// thread keeps serving while the code compiles; when the first code was
+    /// baseline code, it also waits until the optimized code replaced it (or
+    /// failed to), so a host warming components up one at a time runs one
+    /// compiler at a time.
     pub async fn prepare_async(&self) -> Result<InstallReport, RuntimeError> {
-        self.ready_async().await.map(|ready| ready.report)
+        self.ready_async(false).await?;
+        let tiering = &self.inner.tiering;
+        let mut upgraded = std::pin::pin!(tiering.upgraded.notified());
+        upgraded.as_mut().enable();
+        if tiering.upgrading() {
+            upgraded.await;
+        }
+        self.ready().map(|ready| ready.report)
     }
 
-    /// The prepared code, preparing it on the blocking pool first if needed.
-    pub(crate) async fn ready_async(&self) -> Result<&Ready, RuntimeError> {
+    /// The prepared code, preparing it on the blocking pool first if needed;
+    /// a `call` waiting for it gets baseline code as soon as there is some.
+    pub(crate) async fn ready_async(&self, call: bool) -> Result<&Ready, RuntimeError> {
         if !self.is_prepared() {
             let this = self.clone();
             // The outcome is kept in `ready`; a panic while compiling is the
             // only thing that reaches the join error.
-            tokio::task::spawn_blocking(move || this.ready().map(|_| ()))
-                .await
-                .map_err(|e| RuntimeError::Internal {
-                    reason: format!("preparing `{}`: {e}", self.inner.name),
-                })?
-                .ok();
+            tokio::task::spawn_blocking(move || {
+                let _waiting = call.then(|| this.inner.tiering.call_waits());
+                this.ready().map(|_| ())
+            })
+            .await
+            .map_err(|e| RuntimeError::Internal {
+                reason: format!("preparing `{}`: {e}", self.inner.name),
+            })?
+            .ok();
         }
         self.ready()
     }
 
+    /// The code calls run now: the optimized code once it replaced baseline
+    /// code, else what preparing gave.
     pub(crate) fn ready(&self) -> Result<&Ready, RuntimeError> {
         let inner = &self.inner;
+        if let Some(optimized) = inner.optimized.get() {
+            return Ok(optimized);
+        }
         inner
             .ready
             .get_or_init(|| {
@@ -291,10 +327,25 @@ impl InstalledComponent {
                     .ok_or_else(|| RuntimeError::Internal {
                         reason: format!("the code of `{}` is gone", inner.name),
                     })?;
-                crate::prepare::prepare(&inner.shared, &inner.name, inner.world, &wasm)
+                crate::prepare::prepare(&self.inner, &wasm)
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The code compiled for `engine`: a call whose store was made before
+    /// optimized code replaced baseline code keeps running the baseline code.
+    pub(crate) fn ready_for(&self, engine: &wasmtime::Engine) -> Result<&Ready, RuntimeError> {
+        let current = self.ready()?;
+        if wasmtime::Engine::same(&current.engine, engine) {
+            return Ok(current);
+        }
+        match self.inner.ready.get() {
+            Some(Ok(first)) if wasmtime::Engine::same(&first.engine, engine) => Ok(first),
+            _ => Err(RuntimeError::Internal {
+                reason: format!("no code of `{}` for the call's engine", self.inner.name),
+            }),
+        }
     }
 
     /// The effective limits of `capability_id` (before per-call overrides).

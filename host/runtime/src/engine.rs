@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use wasmtime::{
     Config, Enabled, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig,
+    Strategy,
 };
 
 use crate::config::{Allocator, RuntimeConfig};
@@ -95,10 +96,41 @@ fn pool(config: &RuntimeConfig) -> PoolingAllocationConfig {
     pool
 }
 
+/// The engine of baseline code (Winch): the same limits and features as the
+/// runtime's own engine, compiled an order of magnitude faster into slower
+/// code. Only the first calls of a component run it (see
+/// [`crate::ExternalCompiler::compile_tiered`]), so it allocates on demand
+/// and reserves no pool.
+///
+/// Only on x86-64, where Winch is in wasmtime's first tier of support (the
+/// tier Cranelift is in); elsewhere there is no baseline code.
+pub(crate) fn build_baseline(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(RuntimeError::Engine {
+            reason: "the baseline compiler is used on x86-64 only".into(),
+        });
+    }
+    let mut wasm = base(config);
+    wasm.strategy(Strategy::Winch);
+    Engine::new(&wasm).map_err(|e| RuntimeError::Engine {
+        reason: format!("the baseline compiler: {e:#}"),
+    })
+}
+
 fn with(
     config: &RuntimeConfig,
     pool: Option<PoolingAllocationConfig>,
 ) -> Result<Engine, RuntimeError> {
+    let mut wasm = base(config);
+    if let Some(pool) = pool {
+        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    Engine::new(&wasm).map_err(|e| RuntimeError::Engine {
+        reason: format!("{e:#}"),
+    })
+}
+
+fn base(config: &RuntimeConfig) -> Config {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .consume_fuel(config.fuel_metering)
@@ -108,12 +140,7 @@ fn with(
         // One compiling thread per component unless asked: a cold `serve`
         // compiling in-process with a pool peaked at twice the warm RSS.
         .parallel_compilation(config.parallel_compilation);
-    if let Some(pool) = pool {
-        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    }
-    Engine::new(&wasm).map_err(|e| RuntimeError::Engine {
-        reason: format!("{e:#}"),
-    })
+    wasm
 }
 
 /// How long the ticker keeps ticking after the last guest returned: calls
@@ -136,6 +163,9 @@ pub(crate) struct Ticker {
     wake: std::sync::Condvar,
     /// Epochs advanced so far (tests observe the parking through it).
     ticks: std::sync::atomic::AtomicU64,
+    /// The baseline engine, once there is one: its epoch advances with the
+    /// runtime's own.
+    baseline: std::sync::OnceLock<Engine>,
 }
 
 #[derive(Debug, Default)]
@@ -176,6 +206,11 @@ impl Ticker {
             self.wake.notify_one();
         }
         Busy(self.clone())
+    }
+
+    /// Advance `engine`'s epoch too from now on.
+    pub(crate) fn also_tick(&self, engine: &Engine) {
+        let _ = self.baseline.set(engine.clone());
     }
 
     /// Stop the ticker thread for good.
@@ -226,6 +261,9 @@ pub(crate) fn spawn_ticker(
                 match engine.upgrade() {
                     Some(engine) => engine.increment_epoch(),
                     None => break,
+                }
+                if let Some(baseline) = ticker.baseline.get() {
+                    baseline.increment_epoch();
                 }
                 ticker
                     .ticks

@@ -17,4 +17,20 @@
 pub trait ExternalCompiler: Send + Sync + std::fmt::Debug {
     /// Compile `wasm` (component `name`) into the cache, or say why not.
     fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String>;
+
+    /// Compile in two tiers, as [`crate::Runtime::compile_to_cache_tiered`]
+    /// does: baseline code into the cache first, then `baseline_ready`, then
+    /// the optimized code; return once the optimized code is in the cache (or
+    /// failed). The runtime runs the component's first calls on the baseline
+    /// code meanwhile and swaps in the optimized code after. The default
+    /// compiles only the optimized code, so every call waits for it.
+    fn compile_tiered(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<(), String> {
+        let _ = baseline_ready;
+        self.compile(name, wasm)
+    }
 }

@@ -41,6 +41,7 @@ mod outcome;
 mod prepare;
 mod runtime;
 mod state;
+mod tiering;
 mod validate;
 mod wasi;
 

@@ -2,30 +2,83 @@
 //! its world, imports and exports, link it, and probe a compatibility
 //! component's schema. Runs once per installed component (see
 //! [`crate::InstalledComponent::prepare`]).
+//!
+//! On a cache miss with an [`crate::ExternalCompiler`], [`crate::tiering`]
+//! runs it.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use wasmtime::Engine;
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 
 use crate::bindings::SandboxedToolPre;
 use crate::cache::{Lookup, sha256_hex};
 use crate::compat::ComponentWorld;
-use crate::component::{CacheStatus, InstallReport, Prepared, Ready};
+use crate::component::{CacheStatus, Inner, InstallReport, Prepared, Ready};
 use crate::error::RuntimeError;
-use crate::runtime::Shared;
+use crate::runtime::{Baseline, Shared};
+use crate::state::CallState;
+use crate::tiering::Elsewhere;
 
-/// Prepare the code of component `name`, whose exports said `world`.
-pub(crate) fn prepare(
+/// Prepare the code of an installed component from its `wasm`.
+pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<Ready, RuntimeError> {
+    let start = Instant::now();
+    let (shared, name) = (&inner.shared, inner.name.as_str());
+    let (component, status) = match cached(shared, name, wasm) {
+        Cached::Hit(component) => (component, CacheStatus::Hit),
+        Cached::Miss(sha) => match crate::tiering::compile_elsewhere(inner, wasm, &sha, start) {
+            Elsewhere::Baseline(ready) => return Ok(ready),
+            Elsewhere::Optimized(component) => (component, CacheStatus::External),
+            Elsewhere::Not => compile_and_store(shared, name, wasm, &sha, CacheStatus::Compiled)?,
+        },
+        Cached::Invalid(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Rebuilt)?,
+        Cached::Disabled => (compile(shared, name, wasm)?, CacheStatus::Disabled),
+    };
+    link(
+        shared,
+        optimizing(shared),
+        name,
+        inner.world,
+        component,
+        status,
+        start,
+    )
+}
+
+/// An engine and its linker: the runtime's own, or the baseline tier's.
+#[derive(Clone, Copy)]
+pub(crate) struct Tier<'a> {
+    engine: &'a Engine,
+    linker: &'a Linker<CallState>,
+}
+
+pub(crate) fn optimizing(shared: &Shared) -> Tier<'_> {
+    Tier {
+        engine: &shared.engine,
+        linker: &shared.linker,
+    }
+}
+
+pub(crate) fn baseline(tier: &Baseline) -> Tier<'_> {
+    Tier {
+        engine: &tier.engine,
+        linker: &tier.linker,
+    }
+}
+
+/// Check the compiled `component` against its world and imports and link it.
+pub(crate) fn link(
     shared: &Shared,
+    tier: Tier<'_>,
     name: &str,
     world: ComponentWorld,
-    wasm: &[u8],
+    component: Component,
+    cache: CacheStatus,
+    start: Instant,
 ) -> Result<Ready, RuntimeError> {
-    let start = Instant::now();
-    let (component, cache) = load(shared, name, wasm)?;
-    let compiled_world = crate::compat::detect(&shared.engine, name, &component)?;
+    let compiled_world = crate::compat::detect(tier.engine, name, &component)?;
     if compiled_world != world {
         return Err(RuntimeError::ExportMissing {
             component: name.to_owned(),
@@ -34,8 +87,8 @@ pub(crate) fn prepare(
             ),
         });
     }
-    check_imports(&shared.engine, name, &component, world)?;
-    let pre = shared
+    check_imports(tier.engine, name, &component, world)?;
+    let pre = tier
         .linker
         .instantiate_pre(&component)
         .map_err(|e| RuntimeError::Internal {
@@ -50,7 +103,7 @@ pub(crate) fn prepare(
         ComponentWorld::NearAgent => {
             let pre = crate::compat::call::Pre::new(pre).map_err(missing)?;
             let _busy = shared.ticker.busy();
-            crate::compat::probe::check_schema(&shared.engine, &shared.config, name, &pre)?;
+            crate::compat::probe::check_schema(tier.engine, &shared.config, name, &pre)?;
             Prepared::NearAgent(pre)
         }
     };
@@ -59,78 +112,64 @@ pub(crate) fn prepare(
         elapsed: start.elapsed(),
     };
     tracing::debug!(component = %name, cache = ?report.cache, elapsed_ms = report.elapsed.as_millis() as u64, "component prepared");
-    Ok(Ready { pre, report })
+    Ok(Ready {
+        pre,
+        report,
+        engine: tier.engine.clone(),
+    })
 }
 
-fn load(
-    shared: &Shared,
-    name: &str,
-    wasm: &[u8],
-) -> Result<(Component, CacheStatus), RuntimeError> {
-    let engine = &shared.engine;
+/// What the cache had for a component.
+enum Cached {
+    Hit(Component),
+    /// No entry for the component of this sha256.
+    Miss(String),
+    /// An entry that cannot be used; it is rebuilt.
+    Invalid(String),
+    /// The runtime has no cache.
+    Disabled,
+}
+
+fn cached(shared: &Shared, name: &str, wasm: &[u8]) -> Cached {
     let Some(cache) = &shared.cache else {
-        return Ok((compile(shared, name, wasm)?, CacheStatus::Disabled));
+        return Cached::Disabled;
     };
     let sha = sha256_hex(wasm);
-    let rebuilt = match cache.load(engine, &sha) {
+    match cache.load(&shared.engine, &sha) {
         Lookup::Hit(component) => {
             shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok((component, CacheStatus::Hit));
+            Cached::Hit(component)
         }
-        Lookup::Miss => false,
+        Lookup::Miss => Cached::Miss(sha),
         Lookup::Invalid(reason) => {
             tracing::warn!(component = %name, %reason, "rebuilding cache entry");
             shared.stats.cache_rebuilt.fetch_add(1, Ordering::Relaxed);
-            true
+            Cached::Invalid(sha)
         }
-    };
-    if !rebuilt && let Some(component) = compile_elsewhere(shared, name, wasm, &sha) {
-        return Ok((component, CacheStatus::External));
     }
-    let component = compile(shared, name, wasm)?;
-    match component.serialize() {
-        Ok(artifact) => {
-            if let Err(error) = cache.store(&sha, &artifact) {
-                tracing::warn!(component = %name, %error, "could not write cache entry");
-            }
-        }
-        Err(error) => tracing::warn!(component = %name, %error, "could not serialize"),
-    }
-    let status = if rebuilt {
-        CacheStatus::Rebuilt
-    } else {
-        CacheStatus::Compiled
-    };
-    Ok((component, status))
 }
 
-/// Have the configured external compiler fill the cache, then load the
-/// entry; `None` (with a warning) when there is no compiler or no usable
-/// entry came of it, and the caller compiles here.
-fn compile_elsewhere(shared: &Shared, name: &str, wasm: &[u8], sha: &str) -> Option<Component> {
-    let compiler = shared.config.external_compiler.as_ref()?;
-    let cache = shared.cache.as_ref()?;
-    if let Err(reason) = compiler.compile(name, wasm) {
-        tracing::warn!(component = %name, %reason, "the external compiler failed; compiling here");
-        return None;
-    }
-    match cache.load(&shared.engine, sha) {
-        Lookup::Hit(component) => {
-            shared
-                .stats
-                .compiled_external
-                .fetch_add(1, Ordering::Relaxed);
-            Some(component)
-        }
-        Lookup::Miss => {
-            tracing::warn!(component = %name, "the external compiler left no cache entry for this engine; compiling here");
-            None
-        }
-        Lookup::Invalid(reason) => {
-            tracing::warn!(component = %name, %reason, "the external compiler's cache entry is invalid; compiling here");
-            None
+/// Compile here and keep the artifact in the cache (a failure to write it
+/// is only a warning).
+fn compile_and_store(
+    shared: &Shared,
+    name: &str,
+    wasm: &[u8],
+    sha: &str,
+    status: CacheStatus,
+) -> Result<(Component, CacheStatus), RuntimeError> {
+    let component = compile(shared, name, wasm)?;
+    if let Some(cache) = &shared.cache {
+        match component.serialize() {
+            Ok(artifact) => {
+                if let Err(error) = cache.store(sha, &artifact) {
+                    tracing::warn!(component = %name, %error, "could not write cache entry");
+                }
+            }
+            Err(error) => tracing::warn!(component = %name, %error, "could not serialize"),
         }
     }
+    Ok((component, status))
 }
 
 /// Compile `wasm` into the cache unless it is there already (what an
@@ -140,12 +179,78 @@ pub(crate) fn compile_to_cache(
     name: &str,
     wasm: &[u8],
 ) -> Result<CacheStatus, RuntimeError> {
-    if shared.cache.is_none() {
-        return Err(RuntimeError::InvalidConfig {
+    match cached(shared, name, wasm) {
+        Cached::Hit(component) => Ok((component, CacheStatus::Hit)),
+        Cached::Miss(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Compiled),
+        Cached::Invalid(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Rebuilt),
+        Cached::Disabled => Err(RuntimeError::InvalidConfig {
             reason: "compiling into the cache needs a cache directory".into(),
-        });
+        }),
     }
-    load(shared, name, wasm).map(|(_, status)| status)
+    .map(|(_, status)| status)
+}
+
+/// [`compile_to_cache`] in two tiers (see
+/// [`crate::Runtime::compile_to_cache_tiered`]).
+pub(crate) fn compile_to_cache_tiered(
+    shared: &Shared,
+    name: &str,
+    wasm: &[u8],
+    baseline_ready: &mut dyn FnMut(),
+) -> Result<CacheStatus, RuntimeError> {
+    let sha = sha256_hex(wasm);
+    let optimized_there = shared
+        .cache
+        .as_ref()
+        .is_some_and(|cache| cache.contains(&sha));
+    let tier = if optimized_there {
+        None
+    } else {
+        shared.baseline()
+    };
+    if let Some(tier) = tier {
+        match compile_baseline(shared, tier, name, wasm, &sha) {
+            Ok(()) => baseline_ready(),
+            Err(error) => tracing::warn!(component = %name, %error, "no baseline code"),
+        }
+    }
+    let status = compile_to_cache(shared, name, wasm)?;
+    // The optimized code replaces it for good.
+    if let Some(tier) = tier {
+        tier.cache.remove(&sha);
+    }
+    Ok(status)
+}
+
+fn compile_baseline(
+    shared: &Shared,
+    tier: &Baseline,
+    name: &str,
+    wasm: &[u8],
+    sha: &str,
+) -> Result<(), RuntimeError> {
+    if tier.cache.contains(sha) {
+        return Ok(());
+    }
+    let component = Component::new(&tier.engine, wasm).map_err(|e| RuntimeError::Compile {
+        component: name.to_owned(),
+        reason: format!("{e:#}"),
+    })?;
+    shared
+        .stats
+        .baseline_compiled
+        .fetch_add(1, Ordering::Relaxed);
+    let internal = |what: &str, e: &dyn std::fmt::Display| RuntimeError::Internal {
+        reason: format!("{what} the baseline code of `{name}`: {e}"),
+    };
+    let artifact = component
+        .serialize()
+        .map_err(|e| internal("serializing", &e))?;
+    // Not synced to disk: it lives until the optimized code is stored, and
+    // a torn entry fails its checksum and is not used.
+    tier.cache
+        .store_unsynced(sha, &artifact)
+        .map_err(|e| internal("storing", &e))
 }
 
 fn compile(shared: &Shared, name: &str, wasm: &[u8]) -> Result<Component, RuntimeError> {

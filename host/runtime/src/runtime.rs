@@ -45,6 +45,47 @@ pub(crate) struct Shared {
     /// Where long calls finish.
     pub(crate) long_lane: Arc<LongLane>,
     pub(crate) stats: Counters,
+    /// The baseline tier, built the first time baseline code is compiled or
+    /// loaded; `None` where the baseline compiler is unavailable.
+    baseline: std::sync::OnceLock<Option<Baseline>>,
+}
+
+/// The baseline compiler's engine, linker and cache directory.
+pub(crate) struct Baseline {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<CallState>,
+    pub(crate) cache: ArtifactCache,
+}
+
+impl Shared {
+    /// The baseline tier; `None` without a cache directory or where the
+    /// baseline compiler cannot be used (logged once).
+    pub(crate) fn baseline(&self) -> Option<&Baseline> {
+        self.baseline
+            .get_or_init(|| {
+                let dir = self.config.cache_dir.as_deref()?;
+                let built = engine::build_baseline(&self.config).and_then(|engine| {
+                    let linker = link_host(&engine)?;
+                    Ok((engine, linker))
+                });
+                match built {
+                    Ok((engine, linker)) => {
+                        self.ticker.also_tick(&engine);
+                        let cache = ArtifactCache::new(dir, &engine);
+                        Some(Baseline {
+                            engine,
+                            linker,
+                            cache,
+                        })
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "no baseline code: first calls wait for the optimizing compiler");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
 }
 
 impl Drop for Shared {
@@ -68,6 +109,8 @@ pub(crate) struct Counters {
     pub(crate) cache_hits: AtomicU64,
     pub(crate) cache_rebuilt: AtomicU64,
     pub(crate) compiled_external: AtomicU64,
+    pub(crate) baseline_compiled: AtomicU64,
+    pub(crate) baseline_served: AtomicU64,
 }
 
 /// Install statistics of a runtime since it was created.
@@ -83,6 +126,36 @@ pub struct RuntimeStats {
     pub long_calls: u64,
     /// Components the [`crate::ExternalCompiler`] compiled into the cache.
     pub compiled_external: u64,
+    /// Components compiled to baseline code here (by
+    /// [`Runtime::compile_to_cache_tiered`]).
+    pub baseline_compiled: u64,
+    /// Components whose first calls ran baseline code while the optimizing
+    /// compiler worked.
+    pub baseline_served: u64,
+}
+
+/// The linker of the contract, of the `near:agent` compatibility world and
+/// of the locked-down WASI 0.2, for `engine`.
+fn link_host(engine: &Engine) -> Result<Linker<CallState>, RuntimeError> {
+    let mut linker = Linker::new(engine);
+    SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(
+        |e| RuntimeError::Internal {
+            reason: format!("linking the contract: {e}"),
+        },
+    )?;
+    crate::compat::bindings::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(
+        &mut linker,
+        |s| s,
+    )
+    .map_err(|e| RuntimeError::Internal {
+        reason: format!("linking the near:agent compatibility world: {e}"),
+    })?;
+    // Imports resolve per component at install: a contract-only component's
+    // `InstancePre` holds no WASI definition and its calls create no context.
+    crate::wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Internal {
+        reason: format!("linking WASI: {e}"),
+    })?;
+    Ok(linker)
 }
 
 impl Runtime {
@@ -91,24 +164,7 @@ impl Runtime {
     /// ticker.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
         let (engine, allocator) = engine::build(&config)?;
-        let mut linker = Linker::new(&engine);
-        SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(
-            |e| RuntimeError::Internal {
-                reason: format!("linking the contract: {e}"),
-            },
-        )?;
-        crate::compat::bindings::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| RuntimeError::Internal {
-            reason: format!("linking the near:agent compatibility world: {e}"),
-        })?;
-        // Imports resolve per component at install: a contract-only component's
-        // `InstancePre` holds no WASI definition and its calls create no context.
-        crate::wasi::add_to_linker(&mut linker).map_err(|e| RuntimeError::Internal {
-            reason: format!("linking WASI: {e}"),
-        })?;
+        let linker = link_host(&engine)?;
         let ticker = Arc::new(engine::Ticker::default());
         engine::spawn_ticker(engine.weak(), config.epoch_tick, ticker.clone()).map_err(|e| {
             RuntimeError::Engine {
@@ -134,6 +190,7 @@ impl Runtime {
                 ticker,
                 long_lane,
                 stats: Counters::default(),
+                baseline: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -157,6 +214,8 @@ impl Runtime {
             cache_rebuilt: s.cache_rebuilt.load(Ordering::Relaxed),
             long_calls: self.shared.long_lane.moved(),
             compiled_external: s.compiled_external.load(Ordering::Relaxed),
+            baseline_compiled: s.baseline_compiled.load(Ordering::Relaxed),
+            baseline_served: s.baseline_served.load(Ordering::Relaxed),
         }
     }
 
@@ -189,6 +248,21 @@ impl Runtime {
         wasm: &[u8],
     ) -> Result<crate::CacheStatus, RuntimeError> {
         crate::prepare::compile_to_cache(&self.shared, name, wasm)
+    }
+
+    /// [`Self::compile_to_cache`] in two tiers, as a tiered
+    /// [`crate::ExternalCompiler`] runs it: baseline code first (Winch, into
+    /// the baseline engine's cache directory), then `baseline_ready`, then the
+    /// optimized code, after which the baseline entry is removed. Without a
+    /// baseline compiler it only compiles the optimized code (and never calls
+    /// `baseline_ready`); an entry already there is not compiled again.
+    pub fn compile_to_cache_tiered(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<crate::CacheStatus, RuntimeError> {
+        crate::prepare::compile_to_cache_tiered(&self.shared, name, wasm, baseline_ready)
     }
 
     /// Install a component whose code is prepared later: at its first call,

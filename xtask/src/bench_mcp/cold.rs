@@ -34,19 +34,32 @@ fn artifacts(data_dir: &Path) -> usize {
     compiled_in(&data_dir.join("cache"))
 }
 
-/// Wait until the background warm-up has stopped adding artifacts (none
-/// for a second), at most 60 s; the count reached.
-fn wait_for_warm_up(data_dir: &Path) -> usize {
+/// Wait until the background warm-up is over — for a second, no compiler
+/// process ran under the server and no artifact came or went (baseline code
+/// is replaced by optimized code) — at most 60 s; the count reached.
+fn wait_for_warm_up(server: &Server, data_dir: &Path) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = server.child.id();
     let (mut seen, mut since) = (artifacts(data_dir), Instant::now());
     while Instant::now() < deadline && since.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(50));
         let now = artifacts(data_dir);
-        if now != seen {
+        if now != seen || compiling(pid) {
             (seen, since) = (now, Instant::now());
         }
     }
     seen
+}
+
+/// Whether process `pid` has a child (a `warden compile-component`).
+fn compiling(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).any(|task| {
+        std::fs::read_to_string(task.path().join("children"))
+            .is_ok_and(|children| !children.trim().is_empty())
+    })
 }
 
 /// Start a server on `data_dir`, call echo, and let the warm-up compile
@@ -55,7 +68,7 @@ pub(crate) fn fill_cache(binary: &Path, data_dir: &Path) -> Result<usize> {
     let mut server = Server::spawn(binary, data_dir)?;
     server.initialize()?;
     check_echo(&server.request("tools/call", echo_call(0))?)?;
-    let count = wait_for_warm_up(data_dir);
+    let count = wait_for_warm_up(&server, data_dir);
     if count == 0 {
         bail!("the server compiled nothing into {}", data_dir.display());
     }
@@ -78,7 +91,7 @@ fn start(binary: &Path, data_dir: &Path) -> Result<Start> {
     let to_list = spawned.elapsed();
     check_echo(&server.request("tools/call", echo_call(0))?)?;
     let to_call = spawned.elapsed();
-    wait_for_warm_up(data_dir);
+    wait_for_warm_up(&server, data_dir);
     Ok(Start {
         to_list,
         to_call,

@@ -41,6 +41,10 @@ pub(crate) struct Context {
     pub(crate) memory_budget: Option<u64>,
     /// `serve --long-call-threads`, replacing the runtime's default.
     pub(crate) long_call_threads: Option<u16>,
+    /// Whether a cache miss runs baseline code while the optimized code
+    /// compiles: for `serve`, which lives on after a first call; a one-shot
+    /// command waits for the optimized code, so its cache is complete when it exits.
+    pub(crate) baseline_code: bool,
     /// The shared approval store (`--store postgres://…`), connected once;
     /// `None`: SQLite in the data directory.
     pub(crate) approval_store: Option<Arc<dyn warden_registry::ApprovalStore>>,
@@ -117,8 +121,9 @@ impl Context {
     ) -> Result<Host> {
         let mut runtime = self.runtime_config();
         // A cache miss compiles in a `warden compile-component` process.
-        runtime.external_compiler = compile::ChildCompiler::new(self.data_dir.clone())
-            .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
+        runtime.external_compiler =
+            compile::ChildCompiler::new(self.data_dir.clone(), self.baseline_code)
+                .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
         let config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
             egress: adjust(self.settings.egress()?),
@@ -253,6 +258,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             } => *long_call_threads,
             _ => None,
         },
+        baseline_code: matches!(cli.command, Command::Serve { .. }),
     };
     match cli.command {
         Command::List => inspect::list(&cx),
@@ -268,6 +274,6 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Grants(command) => grants::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
         Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
-        Command::CompileComponent { name } => compile::run(&cx, &name),
+        Command::CompileComponent { name, baseline } => compile::run(&cx, &name, baseline),
     }
 }

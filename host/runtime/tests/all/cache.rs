@@ -39,6 +39,7 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
             cache_rebuilt: 0,
             long_calls: 0,
             compiled_external: 0,
+            ..RuntimeStats::default()
         }
     );
     drop(first);
@@ -52,6 +53,7 @@ async fn a_second_runtime_on_the_same_cache_compiles_nothing() {
             cache_rebuilt: 0,
             long_calls: 0,
             compiled_external: 0,
+            ..RuntimeStats::default()
         },
         "the restart deserialized every component"
     );

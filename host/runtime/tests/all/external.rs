@@ -1,20 +1,11 @@
 //! The external compiler: a cache miss is compiled elsewhere and loaded from
 //! the cache; whatever goes wrong there, the runtime compiles itself.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use warden_runtime::{CacheStatus, ExternalCompiler, Runtime, RuntimeConfig};
 
-use crate::support::{echo_dir, package};
-
-fn cached(dir: &Path) -> RuntimeConfig {
-    RuntimeConfig {
-        cache_dir: Some(dir.to_owned()),
-        max_concurrent: 4,
-        ..RuntimeConfig::default()
-    }
-}
+use crate::support::{cached, compile_in, echo_dir, package};
 
 /// Another runtime, standing in for the other process.
 #[derive(Debug)]
@@ -22,10 +13,7 @@ struct OtherRuntime(Runtime);
 
 impl ExternalCompiler for OtherRuntime {
     fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
-        self.0
-            .compile_to_cache(name, wasm)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        compile_in(&self.0, name, wasm)
     }
 }
 

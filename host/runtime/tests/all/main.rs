@@ -13,4 +13,5 @@ mod lazy;
 mod limits;
 mod network;
 mod support;
+mod tiered;
 mod wasi;

@@ -63,6 +63,23 @@ pub(crate) fn package(dir: &Path) -> ComponentSpec<'static> {
     spec
 }
 
+/// A runtime configuration with its own cache directory `dir`.
+pub(crate) fn cached(dir: &Path) -> RuntimeConfig {
+    RuntimeConfig {
+        cache_dir: Some(dir.to_owned()),
+        max_concurrent: 4,
+        ..RuntimeConfig::default()
+    }
+}
+
+/// `runtime` compiling into its cache, as an [`warden_runtime::ExternalCompiler`] does.
+pub(crate) fn compile_in(runtime: &Runtime, name: &str, wasm: &[u8]) -> Result<(), String> {
+    runtime
+        .compile_to_cache(name, wasm)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// The test configuration: a shared cache (so most runtimes compile nothing),
 /// a 5 s default deadline, a modest pool.
 pub(crate) fn config() -> RuntimeConfig {

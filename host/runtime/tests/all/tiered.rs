@@ -1,0 +1,248 @@
+//! Tiered compilation: on a cache miss, a tiered external compiler's baseline
+//! code runs the first calls — under the same fuel, time and memory limits —
+//! until its optimized code replaces it.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use warden_runtime::{
+    CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeConfig,
+    RuntimeError, ToolLimits,
+};
+
+use crate::support::{cached, compile_in, echo_dir, hostile_dir, package};
+
+/// Another runtime standing in for the compiler process; after the baseline
+/// code it holds the optimized compile until the test opens the gate (or
+/// drops its end).
+#[derive(Debug)]
+struct Tiered {
+    other: Runtime,
+    gate: Mutex<mpsc::Receiver<()>>,
+}
+
+impl ExternalCompiler for Tiered {
+    fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
+        compile_in(&self.other, name, wasm)
+    }
+
+    fn compile_tiered(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<(), String> {
+        let compiled = self.other.compile_to_cache_tiered(name, wasm, &mut || {
+            baseline_ready();
+            let _ = self.gate.lock().unwrap().recv();
+        });
+        compiled.map(drop).map_err(|e| e.to_string())
+    }
+}
+
+/// A runtime whose compiler is [`Tiered`], the other runtime, and the gate.
+fn tiered(dir: &Path) -> (Runtime, Runtime, mpsc::Sender<()>) {
+    let other = Runtime::new(cached(dir)).unwrap();
+    let (open, gate) = mpsc::channel();
+    let compiler = Tiered {
+        other: other.clone(),
+        gate: Mutex::new(gate),
+    };
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(compiler)),
+        ..cached(dir)
+    })
+    .unwrap();
+    (runtime, other, open)
+}
+
+fn artifacts(dir: &Path) -> usize {
+    walk(dir)
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .count()
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .flat_map(|e| match e.path() {
+            p if p.is_dir() => walk(&p),
+            p => vec![p],
+        })
+        .collect()
+}
+
+async fn echo(component: &InstalledComponent, text: &str) -> u64 {
+    let input = serde_json::json!({ "text": text }).to_string();
+    let outcome = component.call(CallRequest::new("echo.echo", input)).await;
+    let output = outcome.result.expect("echo runs");
+    assert_eq!(output["text"], text);
+    outcome.usage.fuel_consumed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_calls_run_baseline_code_until_the_optimized_code_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, other, open) = tiered(dir.path());
+    let component = runtime.install_lazy(package(&echo_dir())).unwrap();
+
+    let baseline_fuel = echo(&component, "first").await;
+    assert_eq!(component.report().unwrap().cache, CacheStatus::Baseline);
+    assert_eq!(runtime.stats().baseline_served, 1);
+    assert_eq!(other.stats().baseline_compiled, 1);
+    assert_eq!(other.stats().compiled, 0, "the optimized compile waits");
+    assert_eq!(runtime.stats().compiled, 0, "nothing compiled here");
+    assert_eq!(artifacts(dir.path()), 1, "the baseline code");
+
+    open.send(()).unwrap();
+    // Waits for the swap, not only for the first code.
+    let report = component.prepare_async().await.unwrap();
+    assert_eq!(report.cache, CacheStatus::External);
+    assert_eq!(component.report().unwrap().cache, CacheStatus::External);
+    assert_eq!(other.stats().compiled, 1);
+    assert_eq!(runtime.stats().compiled_external, 1);
+    assert_eq!(
+        artifacts(dir.path()),
+        1,
+        "the optimized code replaced the baseline entry"
+    );
+
+    // Both tiers meter the same guest work alike, to within a few units in
+    // a thousand (each compiler counts at its own block boundaries: 5430 and
+    // 5465 units for this call with wasmtime 48).
+    let optimized_fuel = echo(&component, "first").await;
+    let (low, high) = (
+        baseline_fuel.min(optimized_fuel),
+        baseline_fuel.max(optimized_fuel),
+    );
+    assert!(
+        high - low <= high / 50,
+        "baseline {baseline_fuel}, optimized {optimized_fuel}"
+    );
+
+    // A later runtime finds the optimized code and runs no baseline code.
+    let (later, _, _) = tiered(dir.path());
+    let component = later.install(package(&echo_dir())).unwrap();
+    assert_eq!(component.report().unwrap().cache, CacheStatus::Hit);
+    assert_eq!(later.stats().baseline_served, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_hold_on_baseline_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // The gate stays shut: every call below runs baseline code.
+    let (runtime, _other, _open) = tiered(dir.path());
+    let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
+    let call = |op: &str, limits: Option<ToolLimits>| {
+        let mut request = CallRequest::new(format!("hostile.{op}"), "{}");
+        request.limits = limits;
+        hostile.call(request)
+    };
+
+    let fuel = ToolLimits {
+        fuel: Some(5_000_000),
+        ..ToolLimits::default()
+    };
+    let outcome = call("spin", Some(fuel)).await;
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+    assert_eq!(
+        outcome.result.unwrap_err(),
+        RuntimeError::FuelExhausted { limit: 5_000_000 }
+    );
+    assert_eq!(outcome.usage.fuel_consumed, 5_000_000);
+
+    let time = ToolLimits {
+        timeout_ms: Some(300),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    let outcome = call("spin", Some(time)).await;
+    assert_eq!(
+        outcome.result.unwrap_err(),
+        RuntimeError::Timeout {
+            limit: Duration::from_millis(300)
+        }
+    );
+
+    let outcome = call("memory_bomb", None).await;
+    let limit = warden_runtime::Limits::DEFAULT.memory_bytes;
+    assert_eq!(
+        outcome.result.unwrap_err(),
+        RuntimeError::MemoryLimit { limit_bytes: limit }
+    );
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+}
+
+/// Announces baseline code it never compiled.
+#[derive(Debug)]
+struct Announcing(Runtime);
+
+impl ExternalCompiler for Announcing {
+    fn compile(&self, name: &str, wasm: &[u8]) -> Result<(), String> {
+        compile_in(&self.0, name, wasm)
+    }
+
+    fn compile_tiered(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<(), String> {
+        baseline_ready();
+        self.compile(name, wasm)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn announced_baseline_code_that_is_not_there_means_waiting_for_the_optimized_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = Runtime::new(cached(dir.path())).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(Announcing(other))),
+        ..cached(dir.path())
+    })
+    .unwrap();
+    let component = runtime.install_lazy(package(&echo_dir())).unwrap();
+    echo(&component, "x").await;
+    assert_eq!(component.report().unwrap().cache, CacheStatus::External);
+    assert_eq!(runtime.stats().baseline_served, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_waiting_call_loads_baseline_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, other, open) = tiered(dir.path());
+    // A warm-up nobody waits for: the baseline code stays in the cache.
+    let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
+    open.send(()).unwrap();
+    let report = hostile.prepare_async().await.unwrap();
+    assert_eq!(report.cache, CacheStatus::External);
+    assert_eq!(other.stats().baseline_compiled, 1);
+    assert_eq!(runtime.stats().baseline_served, 0);
+
+    // A call that starts waiting while a warm-up is at the optimized code
+    // gets the baseline code the compiler announced before it came.
+    let echo_component = runtime.install_lazy(package(&echo_dir())).unwrap();
+    let warm_up = tokio::spawn({
+        let component = echo_component.clone();
+        async move { component.prepare_async().await }
+    });
+    while other.stats().baseline_compiled < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(runtime.stats().baseline_served, 0, "nobody waited yet");
+    echo(&echo_component, "late").await;
+    assert_eq!(
+        echo_component.report().unwrap().cache,
+        CacheStatus::Baseline
+    );
+    assert_eq!(runtime.stats().baseline_served, 1);
+    open.send(()).unwrap();
+    let report = warm_up.await.unwrap().unwrap();
+    assert_eq!(report.cache, CacheStatus::External);
+}
