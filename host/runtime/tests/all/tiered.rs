@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use warden_runtime::{
     CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeConfig,
-    RuntimeError, ToolLimits,
+    RuntimeError, ToolLimits, TrapKind,
 };
 
 use crate::support::{cached, compile_in, echo_dir, hostile_dir, package};
@@ -174,6 +174,14 @@ async fn limits_hold_on_baseline_code() {
     assert_eq!(
         outcome.result.unwrap_err(),
         RuntimeError::MemoryLimit { limit_bytes: limit }
+    );
+
+    let outcome = call("recurse", None).await;
+    assert_eq!(
+        outcome.result.unwrap_err(),
+        RuntimeError::GuestTrap {
+            kind: TrapKind::StackOverflow
+        }
     );
     assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
 }
