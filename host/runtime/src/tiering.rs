@@ -191,7 +191,12 @@ struct Job {
 
 impl Job {
     fn run(self: Arc<Self>, compiler: &dyn ExternalCompiler, wasm: &[u8]) {
-        let compiled = compiler.compile_tiered(&self.name, wasm, &mut || self.announce());
+        // A panic is an error like any other: the preparing thread must hear
+        // the end (an announcement kept in the component holds its channel open).
+        let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compiler.compile_tiered(&self.name, wasm, &mut || self.announce())
+        }))
+        .unwrap_or_else(|_| Err("the external compiler panicked".into()));
         let Some(component) = self.component.upgrade() else {
             return;
         };

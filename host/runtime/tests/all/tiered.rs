@@ -254,3 +254,40 @@ async fn only_a_waiting_call_loads_baseline_code() {
     let report = warm_up.await.unwrap().unwrap();
     assert_eq!(report.cache, CacheStatus::External);
 }
+
+/// Announces baseline code, then panics.
+#[derive(Debug)]
+struct Panicking(Runtime);
+
+impl ExternalCompiler for Panicking {
+    fn compile(&self, _: &str, _: &[u8]) -> Result<(), String> {
+        unreachable!("only the tiered path is used")
+    }
+
+    fn compile_tiered(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<(), String> {
+        let _ = self.0.compile_to_cache_tiered(name, wasm, baseline_ready);
+        panic!("the compiler broke");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compiler_that_panics_after_announcing_means_compiling_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = Runtime::new(cached(dir.path())).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(Panicking(other))),
+        ..cached(dir.path())
+    })
+    .unwrap();
+    // A warm-up (nobody waits, so the announced code stays in the cache):
+    // the panic ends it, and the component compiles here.
+    let component = runtime.install_lazy(package(&echo_dir())).unwrap();
+    let report = component.prepare_async().await.unwrap();
+    assert_eq!(report.cache, CacheStatus::Compiled);
+    echo(&component, "after").await;
+}
