@@ -93,6 +93,7 @@ fn the_compiler_process_refuses_what_is_not_a_component() {
     assert_eq!(compiled_artifacts(&warden), 0);
 }
 
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn the_compiler_process_announces_baseline_code_and_leaves_only_the_optimized_code() {
     use std::io::Write as _;

@@ -111,7 +111,9 @@ pub(crate) fn build_baseline(config: &RuntimeConfig) -> Result<Engine, RuntimeEr
         });
     }
     let mut wasm = base(config);
-    wasm.strategy(Strategy::Winch);
+    // One thread: it is quick, and it starts no compiler threads that the
+    // optimizing compile after it would inherit at this priority.
+    wasm.strategy(Strategy::Winch).parallel_compilation(false);
     Engine::new(&wasm).map_err(|e| RuntimeError::Engine {
         reason: format!("the baseline compiler: {e:#}"),
     })

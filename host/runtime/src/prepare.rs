@@ -151,7 +151,7 @@ fn cached(shared: &Shared, name: &str, wasm: &[u8]) -> Cached {
 
 /// Compile here and keep the artifact in the cache (a failure to write it
 /// is only a warning).
-fn compile_and_store(
+pub(crate) fn compile_and_store(
     shared: &Shared,
     name: &str,
     wasm: &[u8],
@@ -196,7 +196,7 @@ pub(crate) fn compile_to_cache_tiered(
     shared: &Shared,
     name: &str,
     wasm: &[u8],
-    baseline_ready: &mut dyn FnMut(),
+    between_tiers: &mut dyn FnMut(bool),
 ) -> Result<CacheStatus, RuntimeError> {
     let sha = sha256_hex(wasm);
     let optimized_there = shared
@@ -208,18 +208,19 @@ pub(crate) fn compile_to_cache_tiered(
     } else {
         shared.baseline()
     };
-    if let Some(tier) = tier {
-        match compile_baseline(shared, tier, name, wasm, &sha) {
-            Ok(()) => baseline_ready(),
-            Err(error) => tracing::warn!(component = %name, %error, "no baseline code"),
-        }
-    }
-    let status = compile_to_cache(shared, name, wasm)?;
-    // The optimized code replaces it for good.
+    let baseline_ready = tier.is_some_and(|tier| {
+        compile_baseline(shared, tier, name, wasm, &sha)
+            .inspect_err(|error| tracing::warn!(component = %name, %error, "no baseline code"))
+            .is_ok()
+    });
+    between_tiers(baseline_ready);
+    let status = compile_to_cache(shared, name, wasm);
+    // The optimized code replaces it for good; without optimized code the
+    // next miss compiles both again.
     if let Some(tier) = tier {
         tier.cache.remove(&sha);
     }
-    Ok(status)
+    status
 }
 
 fn compile_baseline(
@@ -229,7 +230,7 @@ fn compile_baseline(
     wasm: &[u8],
     sha: &str,
 ) -> Result<(), RuntimeError> {
-    if tier.cache.contains(sha) {
+    if let Lookup::Hit(_) = tier.cache.load(&tier.engine, sha) {
         return Ok(());
     }
     let component = Component::new(&tier.engine, wasm).map_err(|e| RuntimeError::Compile {

@@ -251,18 +251,20 @@ impl Runtime {
     }
 
     /// [`Self::compile_to_cache`] in two tiers, as a tiered
-    /// [`crate::ExternalCompiler`] runs it: baseline code first (Winch, into
-    /// the baseline engine's cache directory), then `baseline_ready`, then the
-    /// optimized code, after which the baseline entry is removed. Without a
-    /// baseline compiler it only compiles the optimized code (and never calls
-    /// `baseline_ready`); an entry already there is not compiled again.
+    /// [`crate::ExternalCompiler`] runs it: baseline code first (Winch, on
+    /// one thread, into the baseline engine's cache directory), then
+    /// `between_tiers` with whether the baseline code is in the cache, then
+    /// the optimized code (compiler threads start only now, so they take the
+    /// priority `between_tiers` may have lowered), after which the baseline
+    /// entry is removed. Without a baseline compiler, or with the optimized
+    /// code already in the cache, there is no baseline code.
     pub fn compile_to_cache_tiered(
         &self,
         name: &str,
         wasm: &[u8],
-        baseline_ready: &mut dyn FnMut(),
+        between_tiers: &mut dyn FnMut(bool),
     ) -> Result<crate::CacheStatus, RuntimeError> {
-        crate::prepare::compile_to_cache_tiered(&self.shared, name, wasm, baseline_ready)
+        crate::prepare::compile_to_cache_tiered(&self.shared, name, wasm, between_tiers)
     }
 
     /// Install a component whose code is prepared later: at its first call,

@@ -19,7 +19,7 @@ use crate::ExternalCompiler;
 use crate::cache::Lookup;
 use crate::compat::ComponentWorld;
 use crate::component::{CacheStatus, Inner, Ready};
-use crate::prepare::{baseline, link, optimizing};
+use crate::prepare::{baseline, compile_and_store, link, optimizing};
 use crate::runtime::Shared;
 
 /// What the external compiler gave the preparing thread.
@@ -92,6 +92,15 @@ impl Tiering {
     fn settle(&self) {
         self.lock().stage = Stage::Settled;
         self.upgraded.notify_waiters();
+    }
+}
+
+/// Settles the tiering when dropped.
+struct Settle<'a>(&'a Tiering);
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        self.0.settle();
     }
 }
 
@@ -205,7 +214,7 @@ impl Job {
             Stage::Upgrading => {
                 state.stage = Stage::Upgrading;
                 drop(state);
-                self.upgrade(&component, compiled);
+                self.upgrade(&component, compiled, wasm);
             }
             // Nobody took baseline code: the preparing thread takes the end.
             _ => {
@@ -272,33 +281,32 @@ impl Job {
             .ok()
     }
 
-    /// Swap in the optimized code once the compiler is done; if there is
-    /// none, calls keep running the baseline code.
-    fn upgrade(&self, component: &Inner, compiled: Result<(), String>) {
-        let optimized = compiled
-            .and_then(|()| load_optimized(&self.shared, &self.sha))
-            .and_then(|code| {
-                let tier = optimizing(&self.shared);
-                let status = CacheStatus::External;
-                link(
-                    &self.shared,
-                    tier,
-                    &self.name,
-                    self.world,
-                    code,
-                    status,
-                    self.start,
-                )
-                .map_err(|e| e.to_string())
-            });
-        match optimized {
+    /// Swap in the optimized code once the compiler is done, or compile it
+    /// here if the compiler left none (calls run baseline code meanwhile).
+    fn upgrade(&self, component: &Inner, compiled: Result<(), String>, wasm: &[u8]) {
+        // Settled whatever happens, a panic included: a warm-up waits for it.
+        let _settle = Settle(&component.tiering);
+        let shared = &self.shared;
+        let loaded = compiled
+            .and_then(|()| load_optimized(shared, &self.sha))
+            .map(|code| (code, CacheStatus::External));
+        let code = loaded.or_else(|reason| {
+            tracing::warn!(component = %self.name, %reason, "compiling the optimized code here");
+            compile_and_store(shared, &self.name, wasm, &self.sha, CacheStatus::Compiled)
+        });
+        let ready = code.and_then(|(code, status)| {
+            let tier = optimizing(shared);
+            link(
+                shared, tier, &self.name, self.world, code, status, self.start,
+            )
+        });
+        match ready {
             Ok(ready) => {
                 let _ = component.optimized.set(ready);
             }
-            Err(reason) => {
-                tracing::warn!(component = %self.name, %reason, "no optimized code; calls keep running baseline code");
+            Err(error) => {
+                tracing::warn!(component = %self.name, %error, "no optimized code; calls keep running baseline code");
             }
         }
-        component.tiering.settle();
     }
 }

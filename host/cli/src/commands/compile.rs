@@ -51,12 +51,15 @@ pub(crate) fn run(cx: &Context, name: &str, baseline: bool) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     // A call may wait for the baseline code: at the host's priority. The
-    // optimized code only replaces it: behind the host's threads, so a host
-    // serving calls beside it keeps its cores.
-    runtime.compile_to_cache_tiered(name, &wasm, &mut || {
-        let mut stdout = std::io::stdout().lock();
-        // The host may be gone; the optimized code is still worth the cache.
-        let _ = writeln!(stdout, "{BASELINE_READY}").and_then(|()| stdout.flush());
+    // optimized code only replaces it: behind the host's threads (the
+    // compiler's threads start after this and take the lower priority), so a
+    // host serving calls beside it keeps its cores.
+    runtime.compile_to_cache_tiered(name, &wasm, &mut |baseline_ready| {
+        if baseline_ready {
+            let mut stdout = std::io::stdout().lock();
+            // The host may be gone; the optimized code is still worth the cache.
+            let _ = writeln!(stdout, "{BASELINE_READY}").and_then(|()| stdout.flush());
+        }
         #[cfg(unix)]
         if let Err(error) = rustix::process::nice(COMPILER_NICENESS) {
             tracing::debug!(%error, "could not lower the compiler's priority");
@@ -152,8 +155,7 @@ impl ChildCompiler {
     }
 }
 
-/// Everything `reader` gives until its end, keeping the first `keep` bytes
-/// (cut at a character boundary).
+/// Everything `reader` gives until its end, keeping the first `keep` bytes.
 fn kept_prefix(mut reader: impl Read, keep: usize) -> Vec<u8> {
     let (mut kept, mut buffer) = (Vec::new(), [0; 4096]);
     loop {
@@ -165,11 +167,6 @@ fn kept_prefix(mut reader: impl Read, keep: usize) -> Vec<u8> {
             }
         }
     }
-    let cut = (0..=kept.len())
-        .rev()
-        .find(|&i| std::str::from_utf8(&kept[..i]).is_ok())
-        .unwrap_or(0);
-    kept.truncate(cut);
     kept
 }
 

@@ -13,5 +13,6 @@ mod lazy;
 mod limits;
 mod network;
 mod support;
+#[cfg(target_arch = "x86_64")]
 mod tiered;
 mod wasi;
