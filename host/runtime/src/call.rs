@@ -12,7 +12,7 @@ use crate::admission;
 use crate::bindings::exports::warden::tool::tool as wit;
 use crate::classify;
 use crate::compat;
-use crate::component::{InstalledComponent, Prepared};
+use crate::component::{InstalledComponent, Prepared, Ready};
 use crate::config::ToolLimits;
 use crate::error::RuntimeError;
 use crate::long_lane::{Handoff, LONG_CALL_SLICES, LONG_CALL_TURN_TICKS};
@@ -152,8 +152,10 @@ impl InstalledComponent {
         }
         // A lazily installed component compiles at its first call (the
         // wait counts as queue time); a failure to compile fails the call.
-        let engine = match self.ready_async(true).await {
-            Ok(ready) => ready.engine.clone(),
+        // The call keeps the code it starts on (baseline code stays valid for
+        // it when the optimized code replaces it meanwhile).
+        let ready = match self.ready_async(true).await {
+            Ok(ready) => ready.clone(),
             Err(error) => {
                 let usage = Usage {
                     queue_time: queued.elapsed(),
@@ -192,9 +194,7 @@ impl InstalledComponent {
             request.call_id.clone(),
             request.capability_id.clone(),
         );
-        // The engine of the code the call runs (baseline code's, until the
-        // optimized code replaces it).
-        let mut store = Store::new(&engine, state);
+        let mut store = Store::new(&ready.engine, state);
         store.limiter(|s| &mut s.limiter);
         if config.fuel_metering
             && let Err(e) = store.set_fuel(limits.fuel)
@@ -234,10 +234,9 @@ impl InstalledComponent {
 
         // The future owns the store (and gives it back), so it can move to
         // the long-call lane; the backstop timeout travels with it.
-        let component = self.clone();
         let run = async move {
             let timeout = limits.timeout + BACKSTOP;
-            let ran = tokio::time::timeout(timeout, execute(&component, &mut store, &wit_request));
+            let ran = tokio::time::timeout(timeout, execute(&ready, &mut store, &wit_request));
             let ran = ran.await;
             (store, ran)
         };
@@ -302,14 +301,10 @@ impl InstalledComponent {
 /// Instantiate the component and run `execute`; the `bool` of an error says
 /// whether it came from instantiating.
 async fn execute(
-    component: &InstalledComponent,
+    ready: &Ready,
     store: &mut Store<CallState>,
     request: &wit::Request,
 ) -> Result<Result<String, Failed>, (bool, wasmtime::Error)> {
-    // Prepared before the call was admitted; a failure was returned then.
-    let ready = component
-        .ready_for(store.engine())
-        .map_err(|e| (true, wasmtime::Error::msg(e.to_string())))?;
     let pre = match &ready.pre {
         Prepared::Warden(pre) => pre,
         Prepared::NearAgent(pre) => {

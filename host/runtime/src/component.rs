@@ -194,9 +194,10 @@ pub(crate) struct Inner {
     /// The binary, until it is prepared.
     wasm: Mutex<Option<Vec<u8>>>,
     /// Prepared once; an error is kept and returned to every later call.
-    ready: OnceLock<Result<Ready, RuntimeError>>,
+    /// Shared with the calls running it, which keep the code they started on.
+    ready: OnceLock<Result<Arc<Ready>, RuntimeError>>,
     /// The optimized code that replaced baseline code in `ready`.
-    pub(crate) optimized: OnceLock<Ready>,
+    pub(crate) optimized: OnceLock<Arc<Ready>>,
     /// Calls waiting for the first code, and the external compile's stage.
     pub(crate) tiering: Tiering,
     pub(crate) capabilities: HashMap<String, Capability>,
@@ -291,7 +292,7 @@ impl InstalledComponent {
 
     /// The prepared code, preparing it on the blocking pool first if needed;
     /// a `call` waiting for it gets baseline code as soon as there is some.
-    pub(crate) async fn ready_async(&self, call: bool) -> Result<&Ready, RuntimeError> {
+    pub(crate) async fn ready_async(&self, call: bool) -> Result<&Arc<Ready>, RuntimeError> {
         if !self.is_prepared() {
             let this = self.clone();
             // The outcome is kept in `ready`; a panic while compiling is the
@@ -311,7 +312,7 @@ impl InstalledComponent {
 
     /// The code calls run now: the optimized code once it replaced baseline
     /// code, else what preparing gave.
-    pub(crate) fn ready(&self) -> Result<&Ready, RuntimeError> {
+    pub(crate) fn ready(&self) -> Result<&Arc<Ready>, RuntimeError> {
         let inner = &self.inner;
         if let Some(optimized) = inner.optimized.get() {
             return Ok(optimized);
@@ -327,25 +328,10 @@ impl InstalledComponent {
                     .ok_or_else(|| RuntimeError::Internal {
                         reason: format!("the code of `{}` is gone", inner.name),
                     })?;
-                crate::prepare::prepare(&self.inner, &wasm)
+                crate::prepare::prepare(&self.inner, &wasm).map(Arc::new)
             })
             .as_ref()
             .map_err(Clone::clone)
-    }
-
-    /// The code compiled for `engine`: a call whose store was made before
-    /// optimized code replaced baseline code keeps running the baseline code.
-    pub(crate) fn ready_for(&self, engine: &wasmtime::Engine) -> Result<&Ready, RuntimeError> {
-        let current = self.ready()?;
-        if wasmtime::Engine::same(&current.engine, engine) {
-            return Ok(current);
-        }
-        match self.inner.ready.get() {
-            Some(Ok(first)) if wasmtime::Engine::same(&first.engine, engine) => Ok(first),
-            _ => Err(RuntimeError::Internal {
-                reason: format!("no code of `{}` for the call's engine", self.inner.name),
-            }),
-        }
     }
 
     /// The effective limits of `capability_id` (before per-call overrides).

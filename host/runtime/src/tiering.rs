@@ -302,7 +302,7 @@ impl Job {
         });
         match ready {
             Ok(ready) => {
-                let _ = component.optimized.set(ready);
+                let _ = component.optimized.set(Arc::new(ready));
             }
             Err(error) => {
                 tracing::warn!(component = %self.name, %error, "no optimized code; calls keep running baseline code");

@@ -1,11 +1,9 @@
 //! The external compiler: a cache miss is compiled elsewhere and loaded from
 //! the cache; whatever goes wrong there, the runtime compiles itself.
 
-use std::sync::Arc;
-
 use warden_runtime::{CacheStatus, ExternalCompiler, Runtime, RuntimeConfig};
 
-use crate::support::{cached, compile_in, echo_dir, package};
+use crate::support::{cached, compile_in, compiling_with, echo_dir, package};
 
 /// Another runtime, standing in for the other process.
 #[derive(Debug)]
@@ -36,11 +34,7 @@ async fn a_miss_is_compiled_elsewhere_and_loaded_from_the_cache() {
         ..cached(dir.path())
     })
     .unwrap();
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(OtherRuntime(other.clone()))),
-        ..cached(dir.path())
-    })
-    .unwrap();
+    let runtime = compiling_with(dir.path(), OtherRuntime(other.clone()));
     let echo = runtime.install(package(&echo_dir())).expect("install");
     assert_eq!(echo.report().unwrap().cache, CacheStatus::External);
     assert_eq!(
@@ -64,11 +58,7 @@ async fn a_miss_is_compiled_elsewhere_and_loaded_from_the_cache() {
 #[test]
 fn a_failing_external_compiler_means_compiling_here() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(Broken)),
-        ..cached(dir.path())
-    })
-    .unwrap();
+    let runtime = compiling_with(dir.path(), Broken);
     let echo = runtime.install(package(&echo_dir())).expect("install");
     assert_eq!(echo.report().unwrap().cache, CacheStatus::Compiled);
     assert_eq!(runtime.stats().compiled, 1);
@@ -83,11 +73,7 @@ fn an_entry_for_another_engine_is_not_loaded() {
         ..cached(dir.path())
     })
     .unwrap();
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(OtherRuntime(other.clone()))),
-        ..cached(dir.path())
-    })
-    .unwrap();
+    let runtime = compiling_with(dir.path(), OtherRuntime(other.clone()));
     let echo = runtime.install(package(&echo_dir())).expect("install");
     assert_eq!(other.stats().compiled, 1);
     assert_eq!(echo.report().unwrap().cache, CacheStatus::Compiled);

@@ -2,7 +2,7 @@
 
 use warden_runtime::{CallRequest, FailureKind, RuntimeError};
 
-use crate::support::{FakeNetwork, Host, config};
+use crate::support::{FakeNetwork, Host, assert_echoed_secret_is_redacted, config};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_carries_the_handle_name_and_never_a_secret() {
@@ -203,18 +203,7 @@ async fn a_trap_raised_by_the_host_keeps_its_cause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successful_output_is_redacted_before_it_is_parsed() {
     let host = Host::new(config());
-    // The model's input spells the secret with a JSON escape; the guest
-    // echoes it back decoded, as a guest that recovered a secret would.
-    let outcome = host
-        .hostile
-        .call(
-            CallRequest::new("hostile.healthy", r#"{"note": "s3cr\u0033t here"}"#)
-                .network(FakeNetwork::new(true, false)),
-        )
-        .await;
-    let output = outcome.result.expect("healthy");
-    assert_eq!(output["input"]["note"], "[REDACTED] here");
-    assert!(!output.to_string().contains("s3cr3t"), "{output}");
+    assert_echoed_secret_is_redacted(&host.hostile).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,6 +72,18 @@ pub(crate) fn cached(dir: &Path) -> RuntimeConfig {
     }
 }
 
+/// A runtime on the cache directory `dir` whose cache misses `compiler` compiles.
+pub(crate) fn compiling_with(
+    dir: &Path,
+    compiler: impl warden_runtime::ExternalCompiler + 'static,
+) -> Runtime {
+    Runtime::new(RuntimeConfig {
+        external_compiler: Some(Arc::new(compiler)),
+        ..cached(dir)
+    })
+    .expect("runtime")
+}
+
 /// `runtime` compiling into its cache, as an [`warden_runtime::ExternalCompiler`] does.
 pub(crate) fn compile_in(runtime: &Runtime, name: &str, wasm: &[u8]) -> Result<(), String> {
     runtime
@@ -151,6 +163,21 @@ impl Host {
             .expect("echo succeeds after the previous call");
         assert_eq!(output["text"], "STILL HERE");
     }
+}
+
+/// Call `hostile.healthy` with the secret spelled with a JSON escape in its
+/// input, which the guest echoes back decoded (as a guest that recovered a
+/// secret would), and assert that the output carries it redacted.
+pub(crate) async fn assert_echoed_secret_is_redacted(hostile: &InstalledComponent) {
+    let outcome = hostile
+        .call(
+            CallRequest::new("hostile.healthy", r#"{"note": "s3cr\u0033t here"}"#)
+                .network(FakeNetwork::new(true, false)),
+        )
+        .await;
+    let output = outcome.result.expect("healthy");
+    assert_eq!(output["input"]["note"], "[REDACTED] here");
+    assert!(!output.to_string().contains("s3cr3t"), "{output}");
 }
 
 /// A network that knows one credential (`hostile_token`) and one secret.

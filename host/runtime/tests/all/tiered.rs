@@ -9,11 +9,14 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use warden_runtime::{
-    CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeConfig,
-    RuntimeError, ToolLimits, TrapKind,
+    CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeError,
+    ToolLimits, TrapKind,
 };
 
-use crate::support::{cached, compile_in, echo_dir, hostile_dir, package};
+use crate::support::{
+    FakeNetwork, assert_echoed_secret_is_redacted, cached, compile_in, compiling_with, echo_dir,
+    hostile_dir, package,
+};
 
 /// Another runtime standing in for the compiler process; after the baseline
 /// code it counts the announcement and holds the optimized compile until the
@@ -77,11 +80,7 @@ fn tiered_failing(dir: &Path, fail: bool) -> Setup {
         announced: announced.clone(),
         fail,
     };
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(compiler)),
-        ..cached(dir)
-    })
-    .unwrap();
+    let runtime = compiling_with(dir, compiler);
     Setup {
         runtime,
         other,
@@ -249,11 +248,7 @@ impl ExternalCompiler for Announcing {
 async fn announced_baseline_code_that_is_not_there_means_waiting_for_the_optimized_code() {
     let dir = tempfile::tempdir().unwrap();
     let other = Runtime::new(cached(dir.path())).unwrap();
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(Announcing(other))),
-        ..cached(dir.path())
-    })
-    .unwrap();
+    let runtime = compiling_with(dir.path(), Announcing(other));
     let component = runtime.install_lazy(package(&echo_dir())).unwrap();
     echo(&component, "x").await;
     assert_eq!(component.report().unwrap().cache, CacheStatus::External);
@@ -327,11 +322,7 @@ impl ExternalCompiler for Panicking {
 async fn a_compiler_that_panics_after_announcing_means_compiling_here() {
     let dir = tempfile::tempdir().unwrap();
     let other = Runtime::new(cached(dir.path())).unwrap();
-    let runtime = Runtime::new(RuntimeConfig {
-        external_compiler: Some(Arc::new(Panicking(other))),
-        ..cached(dir.path())
-    })
-    .unwrap();
+    let runtime = compiling_with(dir.path(), Panicking(other));
     // A warm-up (nobody waits, so the announced code stays in the cache):
     // the panic ends it, and the component compiles here.
     let component = runtime.install_lazy(package(&echo_dir())).unwrap();
@@ -352,4 +343,29 @@ async fn without_optimized_code_from_the_compiler_it_is_compiled_here() {
     assert_eq!(report.cache, CacheStatus::Compiled);
     assert_eq!(setup.runtime.stats().compiled, 1);
     echo(&component, "after").await;
+}
+
+/// A hostile guest on baseline code meets the same network boundary: its
+/// request carries the handle's name, never a secret, and a secret it echoes
+/// back (spelled with a JSON escape in its input) leaves redacted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_network_boundary_holds_on_baseline_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // The gate stays shut: both calls run baseline code.
+    let setup = tiered(dir.path());
+    let hostile = setup.runtime.install_lazy(package(&hostile_dir())).unwrap();
+
+    let network = FakeNetwork::new(true, false);
+    let outcome = hostile
+        .call(CallRequest::new("hostile.fetch", "{}").network(network.clone()))
+        .await;
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+    assert_eq!(outcome.result.expect("fetch succeeds")["status"], 200);
+    let seen = network.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1.as_deref(), Some("hostile_token"));
+    assert!(!format!("{:?}", seen[0].0).contains(network.secret));
+
+    assert_echoed_secret_is_redacted(&hostile).await;
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
 }
