@@ -155,7 +155,7 @@ impl InstalledComponent {
         // The call keeps the code it starts on (baseline code stays valid for
         // it when the optimized code replaces it meanwhile).
         let ready = match self.ready_async(true).await {
-            Ok(ready) => ready.clone(),
+            Ok(ready) => ready,
             Err(error) => {
                 let usage = Usage {
                     queue_time: queued.elapsed(),

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use crate::bindings::SandboxedToolPre;
 use crate::compat::ComponentWorld;
 use crate::config::{Limits, RuntimeConfig, ToolLimits};
 use crate::error::RuntimeError;
-use crate::runtime::Shared;
+use crate::runtime::{Baseline, Shared};
 use crate::state::CallState;
 use crate::tiering::Tiering;
 use crate::validate::Schema;
@@ -184,6 +185,47 @@ pub(crate) struct Ready {
     pub(crate) report: InstallReport,
     /// The engine the code was compiled for (a call's store must be of it).
     pub(crate) engine: wasmtime::Engine,
+    /// Counted in [`crate::RuntimeStats::baseline_resident`] while it lives
+    /// (baseline code only).
+    pub(crate) held: Option<BaselineHeld>,
+}
+
+/// What preparing gave first.
+pub(crate) enum First {
+    /// The code calls run from now on.
+    Final(Arc<Ready>),
+    /// Baseline code, held in [`Inner::baseline`] until the optimized code
+    /// replaces it.
+    Baseline,
+}
+
+/// Baseline code being alive: counted in the runtime's statistics, and
+/// keeping the baseline tier (its engine and linker) alive.
+pub(crate) struct BaselineHeld {
+    shared: Arc<Shared>,
+    _tier: Arc<Baseline>,
+}
+
+impl BaselineHeld {
+    pub(crate) fn new(shared: &Arc<Shared>, tier: Arc<Baseline>) -> Self {
+        shared
+            .stats
+            .baseline_resident
+            .fetch_add(1, Ordering::Relaxed);
+        BaselineHeld {
+            shared: shared.clone(),
+            _tier: tier,
+        }
+    }
+}
+
+impl Drop for BaselineHeld {
+    fn drop(&mut self) {
+        self.shared
+            .stats
+            .baseline_resident
+            .fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 pub(crate) struct Inner {
@@ -194,9 +236,13 @@ pub(crate) struct Inner {
     /// The binary, until it is prepared.
     wasm: Mutex<Option<Vec<u8>>>,
     /// Prepared once; an error is kept and returned to every later call.
-    /// Shared with the calls running it, which keep the code they started on.
-    ready: OnceLock<Result<Arc<Ready>, RuntimeError>>,
-    /// The optimized code that replaced baseline code in `ready`.
+    /// The code is shared with the calls running it, which keep the code
+    /// they started on.
+    ready: OnceLock<Result<First, RuntimeError>>,
+    /// Baseline code calls run until the optimized code replaces it; then it
+    /// is let go (freed when the calls still running it end).
+    pub(crate) baseline: Mutex<Option<Arc<Ready>>>,
+    /// The optimized code that replaced baseline code.
     pub(crate) optimized: OnceLock<Arc<Ready>>,
     /// Calls waiting for the first code, and the external compile's stage.
     pub(crate) tiering: Tiering,
@@ -209,11 +255,7 @@ impl std::fmt::Debug for Inner {
             .field("name", &self.name)
             .field("world", &self.world)
             .field("capabilities", &self.capabilities.keys())
-            .field(
-                "report",
-                &self.ready.get().map(|r| r.as_ref().map(|r| r.report)),
-            )
-            .field("optimized", &self.optimized.get().map(|r| r.report))
+            .field("report", &current(self).map(|r| r.map(|r| r.report)))
             .finish_non_exhaustive()
     }
 }
@@ -233,6 +275,7 @@ impl InstalledComponent {
                 world,
                 wasm: Mutex::new(Some(wasm)),
                 ready: OnceLock::new(),
+                baseline: Mutex::new(None),
                 optimized: OnceLock::new(),
                 tiering: Tiering::default(),
                 capabilities,
@@ -253,13 +296,7 @@ impl InstalledComponent {
     /// How preparing the code that calls run now went; `None` until it is
     /// prepared.
     pub fn report(&self) -> Option<InstallReport> {
-        if let Some(optimized) = self.inner.optimized.get() {
-            return Some(optimized.report);
-        }
-        match self.inner.ready.get() {
-            Some(Ok(ready)) => Some(ready.report),
-            _ => None,
-        }
+        current(&self.inner)?.ok().map(|ready| ready.report)
     }
 
     /// Whether the code has been prepared (successfully or not).
@@ -292,7 +329,7 @@ impl InstalledComponent {
 
     /// The prepared code, preparing it on the blocking pool first if needed;
     /// a `call` waiting for it gets baseline code as soon as there is some.
-    pub(crate) async fn ready_async(&self, call: bool) -> Result<&Arc<Ready>, RuntimeError> {
+    pub(crate) async fn ready_async(&self, call: bool) -> Result<Arc<Ready>, RuntimeError> {
         if !self.is_prepared() {
             let this = self.clone();
             // The outcome is kept in `ready`; a panic while compiling is the
@@ -312,30 +349,55 @@ impl InstalledComponent {
 
     /// The code calls run now: the optimized code once it replaced baseline
     /// code, else what preparing gave.
-    pub(crate) fn ready(&self) -> Result<&Arc<Ready>, RuntimeError> {
+    pub(crate) fn ready(&self) -> Result<Arc<Ready>, RuntimeError> {
         let inner = &self.inner;
         if let Some(optimized) = inner.optimized.get() {
-            return Ok(optimized);
+            return Ok(optimized.clone());
         }
-        inner
-            .ready
-            .get_or_init(|| {
-                let wasm = inner
-                    .wasm
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .ok_or_else(|| RuntimeError::Internal {
-                        reason: format!("the code of `{}` is gone", inner.name),
-                    })?;
-                crate::prepare::prepare(&self.inner, &wasm).map(Arc::new)
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        let first = inner.ready.get_or_init(|| {
+            let wasm = inner
+                .wasm
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .ok_or_else(|| RuntimeError::Internal {
+                    reason: format!("the code of `{}` is gone", inner.name),
+                })?;
+            crate::prepare::prepare(&self.inner, &wasm)
+        });
+        resolve(inner, first)
     }
 
     /// The effective limits of `capability_id` (before per-call overrides).
     pub fn limits(&self, capability_id: &str) -> Option<Limits> {
         self.inner.capabilities.get(capability_id).map(|c| c.limits)
+    }
+}
+
+/// The code calls run now, if the component is prepared (never prepares).
+fn current(inner: &Inner) -> Option<Result<Arc<Ready>, RuntimeError>> {
+    if let Some(optimized) = inner.optimized.get() {
+        return Some(Ok(optimized.clone()));
+    }
+    Some(resolve(inner, inner.ready.get()?))
+}
+
+/// The code calls run now, given what preparing gave first.
+fn resolve(inner: &Inner, first: &Result<First, RuntimeError>) -> Result<Arc<Ready>, RuntimeError> {
+    match first {
+        Ok(First::Final(ready)) => Ok(ready.clone()),
+        Err(error) => Err(error.clone()),
+        // The optimized code is in place before the baseline code goes.
+        Ok(First::Baseline) => {
+            let held = inner
+                .baseline
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            held.or_else(|| inner.optimized.get().cloned())
+                .ok_or_else(|| RuntimeError::Internal {
+                    reason: format!("the baseline code of `{}` is gone", inner.name),
+                })
+        }
     }
 }

@@ -159,15 +159,24 @@ const TICKER_GRACE: Duration = Duration::from_millis(50);
 /// tick"), so a parked ticker changes no guest's time budget: every store
 /// that runs guest code holds a guard from before its deadline is set until
 /// the guest returns.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Ticker {
     state: std::sync::Mutex<TickerState>,
     wake: std::sync::Condvar,
     /// Epochs advanced so far (tests observe the parking through it).
     ticks: std::sync::atomic::AtomicU64,
-    /// The baseline engine, once there is one: its epoch advances with the
+    /// The baseline engine while there is one: its epoch advances with the
     /// runtime's own.
-    baseline: std::sync::OnceLock<Engine>,
+    baseline: std::sync::Mutex<Option<EngineWeak>>,
+}
+
+impl std::fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticker")
+            .field("state", &self.state)
+            .field("ticks", &self.ticks)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -210,9 +219,15 @@ impl Ticker {
         Busy(self.clone())
     }
 
-    /// Advance `engine`'s epoch too from now on.
+    /// Advance `engine`'s epoch too from now on (while it lives; it replaces
+    /// the engine given before).
     pub(crate) fn also_tick(&self, engine: &Engine) {
-        let _ = self.baseline.set(engine.clone());
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(engine.weak());
+    }
+
+    pub(crate) fn baseline(&self) -> Option<Engine> {
+        let weak = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        weak.as_ref()?.upgrade()
     }
 
     /// Stop the ticker thread for good.
@@ -264,7 +279,7 @@ pub(crate) fn spawn_ticker(
                     Some(engine) => engine.increment_epoch(),
                     None => break,
                 }
-                if let Some(baseline) = ticker.baseline.get() {
+                if let Some(baseline) = ticker.baseline() {
                     baseline.increment_epoch();
                 }
                 ticker

@@ -16,20 +16,20 @@ use wasmtime::component::{Component, Linker};
 use crate::bindings::SandboxedToolPre;
 use crate::cache::{Lookup, sha256_hex};
 use crate::compat::ComponentWorld;
-use crate::component::{CacheStatus, Inner, InstallReport, Prepared, Ready};
+use crate::component::{CacheStatus, First, Inner, InstallReport, Prepared, Ready};
 use crate::error::RuntimeError;
 use crate::runtime::{Baseline, Shared};
 use crate::state::CallState;
 use crate::tiering::Elsewhere;
 
 /// Prepare the code of an installed component from its `wasm`.
-pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<Ready, RuntimeError> {
+pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<First, RuntimeError> {
     let start = Instant::now();
     let (shared, name) = (&inner.shared, inner.name.as_str());
     let (component, status) = match cached(shared, name, wasm) {
         Cached::Hit(component) => (component, CacheStatus::Hit),
         Cached::Miss(sha) => match crate::tiering::compile_elsewhere(inner, wasm, &sha, start) {
-            Elsewhere::Baseline(ready) => return Ok(ready),
+            Elsewhere::Baseline => return Ok(First::Baseline),
             Elsewhere::Optimized(component) => (component, CacheStatus::External),
             Elsewhere::Not => compile_and_store(shared, name, wasm, &sha, CacheStatus::Compiled)?,
         },
@@ -45,6 +45,7 @@ pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<Ready, RuntimeE
         status,
         start,
     )
+    .map(|ready| First::Final(Arc::new(ready)))
 }
 
 /// An engine and its linker: the runtime's own, or the baseline tier's.
@@ -116,6 +117,7 @@ pub(crate) fn link(
         pre,
         report,
         engine: tier.engine.clone(),
+        held: None,
     })
 }
 
@@ -208,7 +210,7 @@ pub(crate) fn compile_to_cache_tiered(
     } else {
         shared.baseline()
     };
-    let baseline_ready = tier.is_some_and(|tier| {
+    let baseline_ready = tier.as_ref().is_some_and(|tier| {
         compile_baseline(shared, tier, name, wasm, &sha)
             .inspect_err(|error| tracing::warn!(component = %name, %error, "no baseline code"))
             .is_ok()

@@ -45,9 +45,9 @@ pub(crate) struct Shared {
     /// Where long calls finish.
     pub(crate) long_lane: Arc<LongLane>,
     pub(crate) stats: Counters,
-    /// The baseline tier, built the first time baseline code is compiled or
-    /// loaded; `None` where the baseline compiler is unavailable.
-    baseline: std::sync::OnceLock<Option<Baseline>>,
+    /// The baseline tier while baseline code uses it: built when baseline
+    /// code is compiled or loaded, and freed with the last of it.
+    baseline: std::sync::Mutex<BaselineSlot>,
 }
 
 /// The baseline compiler's engine, linker and cache directory.
@@ -57,34 +57,56 @@ pub(crate) struct Baseline {
     pub(crate) cache: ArtifactCache,
 }
 
+/// Where the runtime's baseline tier stands.
+#[derive(Default)]
+enum BaselineSlot {
+    /// Not built, or freed since.
+    #[default]
+    None,
+    /// Built; alive while baseline code (or a compile) holds it.
+    Built(std::sync::Weak<Baseline>),
+    /// Cannot be built here (logged once).
+    Unavailable,
+}
+
 impl Shared {
-    /// The baseline tier; `None` without a cache directory or where the
-    /// baseline compiler cannot be used (logged once).
-    pub(crate) fn baseline(&self) -> Option<&Baseline> {
-        self.baseline
-            .get_or_init(|| {
-                let dir = self.config.cache_dir.as_deref()?;
-                let built = engine::build_baseline(&self.config).and_then(|engine| {
-                    let linker = link_host(&engine)?;
-                    Ok((engine, linker))
-                });
-                match built {
-                    Ok((engine, linker)) => {
-                        self.ticker.also_tick(&engine);
-                        let cache = ArtifactCache::new(dir, &engine);
-                        Some(Baseline {
-                            engine,
-                            linker,
-                            cache,
-                        })
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "no baseline code: first calls wait for the optimizing compiler");
-                        None
-                    }
+    /// The baseline tier, built now if nothing holds it; `None` without a
+    /// cache directory or where the baseline compiler cannot be used
+    /// (logged once). Concurrent callers share one build.
+    pub(crate) fn baseline(&self) -> Option<Arc<Baseline>> {
+        let dir = self.config.cache_dir.as_deref()?;
+        let mut slot = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            BaselineSlot::Unavailable => return None,
+            BaselineSlot::Built(tier) => {
+                if let Some(tier) = tier.upgrade() {
+                    return Some(tier);
                 }
-            })
-            .as_ref()
+            }
+            BaselineSlot::None => {}
+        }
+        let built = engine::build_baseline(&self.config).and_then(|engine| {
+            let linker = link_host(&engine)?;
+            Ok((engine, linker))
+        });
+        match built {
+            Ok((engine, linker)) => {
+                self.ticker.also_tick(&engine);
+                let cache = ArtifactCache::new(dir, &engine);
+                let tier = Arc::new(Baseline {
+                    engine,
+                    linker,
+                    cache,
+                });
+                *slot = BaselineSlot::Built(Arc::downgrade(&tier));
+                Some(tier)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no baseline code: first calls wait for the optimizing compiler");
+                *slot = BaselineSlot::Unavailable;
+                None
+            }
+        }
     }
 }
 
@@ -111,6 +133,7 @@ pub(crate) struct Counters {
     pub(crate) compiled_external: AtomicU64,
     pub(crate) baseline_compiled: AtomicU64,
     pub(crate) baseline_served: AtomicU64,
+    pub(crate) baseline_resident: AtomicU64,
 }
 
 /// Install statistics of a runtime since it was created.
@@ -132,6 +155,10 @@ pub struct RuntimeStats {
     /// Components whose first calls ran baseline code while the optimizing
     /// compiler worked.
     pub baseline_served: u64,
+    /// Components whose baseline code is loaded now: it is let go when the
+    /// optimized code replaces it and freed when the last call running it
+    /// ends (a gauge, not a count since creation).
+    pub baseline_resident: u64,
 }
 
 /// The linker of the contract, of the `near:agent` compatibility world and
@@ -190,7 +217,7 @@ impl Runtime {
                 ticker,
                 long_lane,
                 stats: Counters::default(),
-                baseline: std::sync::OnceLock::new(),
+                baseline: std::sync::Mutex::default(),
             }),
         })
     }
@@ -216,6 +243,7 @@ impl Runtime {
             compiled_external: s.compiled_external.load(Ordering::Relaxed),
             baseline_compiled: s.baseline_compiled.load(Ordering::Relaxed),
             baseline_served: s.baseline_served.load(Ordering::Relaxed),
+            baseline_resident: s.baseline_resident.load(Ordering::Relaxed),
         }
     }
 
@@ -291,5 +319,37 @@ impl Runtime {
             spec.wasm.into_owned(),
             capabilities,
         ))
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// Baseline code is rare (a first call on a cache miss): its tier is
+    /// built for it and freed with it, the ticker's reference included.
+    #[test]
+    fn the_baseline_tier_lives_while_something_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeConfig {
+            cache_dir: Some(dir.path().to_owned()),
+            max_concurrent: 2,
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let shared = &runtime.shared;
+        let tier = shared.baseline().expect("x86-64 has a baseline compiler");
+        let again = shared.baseline().unwrap();
+        assert!(Arc::ptr_eq(&tier, &again), "one tier while it is held");
+        assert!(shared.ticker.baseline().is_some());
+
+        let weak = Arc::downgrade(&tier);
+        drop((tier, again));
+        assert!(weak.upgrade().is_none(), "freed with its last holder");
+        assert!(
+            shared.ticker.baseline().is_none(),
+            "the ticker does not keep its engine alive"
+        );
+        assert!(shared.baseline().is_some(), "built again when needed");
     }
 }

@@ -5,9 +5,11 @@
 //! first and says so; if a call is waiting for the component then (or starts
 //! waiting before the optimized code is there), the baseline code is loaded,
 //! linked and handed to the preparing thread, and calls run it. When the
-//! compiler is done, the same thread swaps in the optimized code. Baseline
-//! code nobody waits for (a background warm-up) is never loaded, so it costs
-//! the host no memory.
+//! compiler is done, the same thread swaps in the optimized code and lets
+//! the baseline code go: it is freed when the last call running it ends, and
+//! the baseline tier (Winch's engine and linker) with the last baseline code.
+//! Baseline code nobody waits for (a background warm-up) is never loaded, so
+//! it costs the host no memory.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
@@ -18,14 +20,15 @@ use wasmtime::component::Component;
 use crate::ExternalCompiler;
 use crate::cache::Lookup;
 use crate::compat::ComponentWorld;
-use crate::component::{CacheStatus, Inner, Ready};
+use crate::component::{BaselineHeld, CacheStatus, Inner, Ready};
 use crate::prepare::{baseline, compile_and_store, link, optimizing};
 use crate::runtime::Shared;
 
 /// What the external compiler gave the preparing thread.
 pub(crate) enum Elsewhere {
-    /// Baseline code, linked; the optimized code follows.
-    Baseline(Ready),
+    /// Baseline code, linked and held by the component; the optimized code
+    /// follows.
+    Baseline,
     /// The optimized code, loaded from the cache.
     Optimized(Component),
     /// Nothing usable (no compiler, or it failed): compile here.
@@ -34,7 +37,7 @@ pub(crate) enum Elsewhere {
 
 /// What the compile thread tells the preparing thread first.
 enum Event {
-    Baseline(Ready),
+    Baseline,
     Done(Result<(), String>),
 }
 
@@ -145,9 +148,9 @@ pub(crate) fn compile_elsewhere(
         return Elsewhere::Not;
     }
     match first.recv() {
-        Ok(Event::Baseline(ready)) => {
+        Ok(Event::Baseline) => {
             shared.stats.baseline_served.fetch_add(1, Ordering::Relaxed);
-            Elsewhere::Baseline(ready)
+            Elsewhere::Baseline
         }
         Ok(Event::Done(Ok(()))) => match load_optimized(shared, sha) {
             Ok(component) => Elsewhere::Optimized(component),
@@ -241,16 +244,29 @@ impl Job {
         }
     }
 
-    /// Load and link the baseline code and hand it to the preparing thread
-    /// (under the component's tiering lock). If it is not there or does not
-    /// link (logged), the preparing thread waits for the optimized code.
+    /// Load and link the baseline code, give it to the component and tell
+    /// the preparing thread (under the component's tiering lock). If it is
+    /// not there or does not link (logged), the preparing thread waits for
+    /// the optimized code.
     fn deliver(&self, state: &mut State) {
         state.stage = Stage::None;
+        let Some(component) = self.component.upgrade() else {
+            return;
+        };
         let Some(ready) = self.baseline() else {
             return;
         };
-        if self.events.send(Event::Baseline(ready)).is_ok() {
+        // In place before the preparing thread hears of it.
+        *component.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(ready));
+        if self.events.send(Event::Baseline).is_ok() {
             state.stage = Stage::Upgrading;
+        } else {
+            let unused = component
+                .baseline
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            drop(unused);
         }
     }
 
@@ -269,16 +285,18 @@ impl Job {
         };
         let linked = link(
             &self.shared,
-            baseline(tier),
+            baseline(&tier),
             &self.name,
             self.world,
             component,
             CacheStatus::Baseline,
             self.start,
         );
-        linked
+        let mut ready = linked
             .inspect_err(|error| tracing::warn!(component = %self.name, %error, "baseline code does not link"))
-            .ok()
+            .ok()?;
+        ready.held = Some(BaselineHeld::new(&self.shared, tier));
+        Some(ready)
     }
 
     /// Swap in the optimized code once the compiler is done, or compile it
@@ -303,6 +321,14 @@ impl Job {
         match ready {
             Ok(ready) => {
                 let _ = component.optimized.set(Arc::new(ready));
+                // Let the baseline code go: calls still running it hold it
+                // until they end, and then its memory is returned.
+                let replaced = component
+                    .baseline
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                drop(replaced);
             }
             Err(error) => {
                 tracing::warn!(component = %self.name, %error, "no optimized code; calls keep running baseline code");

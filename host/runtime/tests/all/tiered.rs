@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use warden_core::net::{
+    BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+};
 use warden_runtime::{
     CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeError,
     ToolLimits, TrapKind,
@@ -131,6 +134,7 @@ async fn first_calls_run_baseline_code_until_the_optimized_code_replaces_it() {
     let baseline_fuel = echo(&component, "first").await;
     assert_eq!(component.report().unwrap().cache, CacheStatus::Baseline);
     assert_eq!(runtime.stats().baseline_served, 1);
+    assert_eq!(runtime.stats().baseline_resident, 1, "calls run it");
     assert_eq!(other.stats().baseline_compiled, 1);
     assert_eq!(other.stats().compiled, 0, "the optimized compile waits");
     assert_eq!(runtime.stats().compiled, 0, "nothing compiled here");
@@ -143,6 +147,11 @@ async fn first_calls_run_baseline_code_until_the_optimized_code_replaces_it() {
     assert_eq!(component.report().unwrap().cache, CacheStatus::External);
     assert_eq!(other.stats().compiled, 1);
     assert_eq!(runtime.stats().compiled_external, 1);
+    assert_eq!(
+        runtime.stats().baseline_resident,
+        0,
+        "the baseline code was freed"
+    );
     assert_eq!(
         artifacts(dir.path()),
         1,
@@ -368,4 +377,76 @@ async fn the_network_boundary_holds_on_baseline_code() {
 
     assert_echoed_secret_is_redacted(&hostile).await;
     assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+}
+
+/// A network whose one request waits until the test lets it through.
+struct HeldNetwork {
+    arrived: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    release: tokio::sync::Semaphore,
+}
+
+impl CallNetwork for HeldNetwork {
+    fn acquire(&self, _handle: &str) -> Result<(), CredentialError> {
+        Ok(())
+    }
+
+    fn send<'a>(
+        &'a self,
+        _request: GuestRequest,
+        _credential: Option<&'a str>,
+        _remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        if let Some(arrived) = self.arrived.lock().unwrap().take() {
+            let _ = arrived.send(());
+        }
+        Box::pin(async move {
+            let _permit = self.release.acquire().await.expect("open");
+            Ok(GuestResponse {
+                status: 200,
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+            })
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_running_baseline_code_keeps_it_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup { runtime, open, .. } = tiered(dir.path());
+    let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
+    let (arrived, request_arrived) = tokio::sync::oneshot::channel();
+    let network = Arc::new(HeldNetwork {
+        arrived: Mutex::new(Some(arrived)),
+        release: tokio::sync::Semaphore::new(0),
+    });
+
+    // A call on baseline code, held inside its request.
+    let running = tokio::spawn({
+        let (hostile, network) = (hostile.clone(), network.clone());
+        async move {
+            hostile
+                .call(CallRequest::new("hostile.fetch", "{}").network(network))
+                .await
+        }
+    });
+    request_arrived.await.unwrap();
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+    assert_eq!(runtime.stats().baseline_resident, 1);
+
+    // The optimized code replaces it; the running call still holds it.
+    open.send(()).unwrap();
+    let report = hostile.prepare_async().await.unwrap();
+    assert_eq!(report.cache, CacheStatus::External);
+    assert_eq!(runtime.stats().baseline_resident, 1, "the call runs it");
+
+    // The call ends on the code it started on, and then it is freed.
+    network.release.add_permits(1);
+    let outcome = running.await.unwrap();
+    assert_eq!(outcome.result.expect("fetch succeeds")["status"], 200);
+    assert_eq!(runtime.stats().baseline_resident, 0);
 }
