@@ -12,7 +12,7 @@ use crate::bindings::SandboxedToolPre;
 use crate::compat::ComponentWorld;
 use crate::config::{Limits, RuntimeConfig, ToolLimits};
 use crate::error::RuntimeError;
-use crate::runtime::{Baseline, Shared};
+use crate::runtime::{Baseline, Counters, Shared};
 use crate::state::CallState;
 use crate::tiering::Tiering;
 use crate::validate::Schema;
@@ -202,18 +202,15 @@ pub(crate) enum First {
 /// Baseline code being alive: counted in the runtime's statistics, and
 /// keeping the baseline tier (its engine and linker) alive.
 pub(crate) struct BaselineHeld {
-    shared: Arc<Shared>,
+    stats: Arc<Counters>,
     _tier: Arc<Baseline>,
 }
 
 impl BaselineHeld {
-    pub(crate) fn new(shared: &Arc<Shared>, tier: Arc<Baseline>) -> Self {
-        shared
-            .stats
-            .baseline_resident
-            .fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn new(stats: &Arc<Counters>, tier: Arc<Baseline>) -> Self {
+        stats.baseline_resident.fetch_add(1, Ordering::Relaxed);
         BaselineHeld {
-            shared: shared.clone(),
+            stats: stats.clone(),
             _tier: tier,
         }
     }
@@ -221,10 +218,7 @@ impl BaselineHeld {
 
 impl Drop for BaselineHeld {
     fn drop(&mut self) {
-        self.shared
-            .stats
-            .baseline_resident
-            .fetch_sub(1, Ordering::Relaxed);
+        self.stats.baseline_resident.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

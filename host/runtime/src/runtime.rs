@@ -44,7 +44,7 @@ pub(crate) struct Shared {
     pub(crate) ticker: Arc<engine::Ticker>,
     /// Where long calls finish.
     pub(crate) long_lane: Arc<LongLane>,
-    pub(crate) stats: Counters,
+    pub(crate) stats: Arc<Counters>,
     /// The baseline tier while baseline code uses it: built when baseline
     /// code is compiled or loaded, and freed with the last of it.
     baseline: std::sync::Mutex<BaselineSlot>,
@@ -216,7 +216,7 @@ impl Runtime {
                 memory,
                 ticker,
                 long_lane,
-                stats: Counters::default(),
+                stats: Arc::default(),
                 baseline: std::sync::Mutex::default(),
             }),
         })
@@ -350,6 +350,11 @@ mod tests {
             shared.ticker.baseline().is_none(),
             "the ticker does not keep its engine alive"
         );
-        assert!(shared.baseline().is_some(), "built again when needed");
+        let rebuilt = shared.baseline().expect("built again when needed");
+        let ticked = shared.ticker.baseline().expect("the ticker has it");
+        assert!(
+            Engine::same(&ticked, &rebuilt.engine),
+            "the ticker advances the rebuilt engine"
+        );
     }
 }

@@ -295,7 +295,7 @@ impl Job {
         let mut ready = linked
             .inspect_err(|error| tracing::warn!(component = %self.name, %error, "baseline code does not link"))
             .ok()?;
-        ready.held = Some(BaselineHeld::new(&self.shared, tier));
+        ready.held = Some(BaselineHeld::new(&self.shared.stats, tier));
         Some(ready)
     }
 

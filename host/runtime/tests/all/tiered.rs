@@ -425,16 +425,25 @@ async fn a_call_running_baseline_code_keeps_it_until_it_ends() {
         release: tokio::sync::Semaphore::new(0),
     });
 
-    // A call on baseline code, held inside its request.
-    let running = tokio::spawn({
+    // A call on baseline code, held inside its request (with room for the
+    // optimized compile of a debug build, so its deadline does not end it).
+    let mut running = tokio::spawn({
         let (hostile, network) = (hostile.clone(), network.clone());
         async move {
-            hostile
-                .call(CallRequest::new("hostile.fetch", "{}").network(network))
-                .await
+            let limits = ToolLimits {
+                timeout_ms: Some(120_000),
+                ..ToolLimits::default()
+            };
+            let request = CallRequest::new("hostile.fetch", "{}")
+                .network(network)
+                .limits(limits);
+            hostile.call(request).await
         }
     });
-    request_arrived.await.unwrap();
+    tokio::select! {
+        arrived = request_arrived => arrived.unwrap(),
+        ended = &mut running => panic!("the call ended before its request: {:?}", ended.unwrap().result),
+    }
     assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
     assert_eq!(runtime.stats().baseline_resident, 1);
 
@@ -449,4 +458,38 @@ async fn a_call_running_baseline_code_keeps_it_until_it_ends() {
     let outcome = running.await.unwrap();
     assert_eq!(outcome.result.expect("fetch succeeds")["status"], 200);
     assert_eq!(runtime.stats().baseline_resident, 0);
+}
+
+/// The baseline tier is freed with the last baseline code and built again for
+/// the next: the epoch of the new engine advances, so a deadline still ends
+/// a guest that never stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_holds_on_a_rebuilt_baseline_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup { runtime, open, .. } = tiered(dir.path());
+    let first = runtime.install_lazy(package(&echo_dir())).unwrap();
+    echo(&first, "first").await;
+    assert_eq!(first.report().unwrap().cache, CacheStatus::Baseline);
+    open.send(()).unwrap();
+    first.prepare_async().await.unwrap();
+    assert_eq!(runtime.stats().baseline_resident, 0, "its tier is gone");
+
+    // The gate stays shut for this one: it runs baseline code on a new tier.
+    let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
+    let limits = ToolLimits {
+        timeout_ms: Some(300),
+        fuel: Some(u64::MAX),
+        ..ToolLimits::default()
+    };
+    let outcome = hostile
+        .call(CallRequest::new("hostile.spin", "{}").limits(limits))
+        .await;
+    assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
+    assert_eq!(runtime.stats().baseline_resident, 1);
+    assert_eq!(
+        outcome.result.unwrap_err(),
+        RuntimeError::Timeout {
+            limit: Duration::from_millis(300)
+        }
+    );
 }
