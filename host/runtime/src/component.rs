@@ -235,12 +235,28 @@ pub(crate) struct Inner {
     ready: OnceLock<Result<First, RuntimeError>>,
     /// Baseline code calls run until the optimized code replaces it; then it
     /// is let go (freed when the calls still running it end).
-    pub(crate) baseline: Mutex<Option<Arc<Ready>>>,
+    baseline: Mutex<Option<Arc<Ready>>>,
     /// The optimized code that replaced baseline code.
     pub(crate) optimized: OnceLock<Arc<Ready>>,
     /// Calls waiting for the first code, and the external compile's stage.
     pub(crate) tiering: Tiering,
     pub(crate) capabilities: HashMap<String, Capability>,
+}
+
+impl Inner {
+    /// Hold `code` as the baseline code calls run (`None`: let it go). What
+    /// was held is returned, to be dropped after the lock.
+    pub(crate) fn hold_baseline(&self, code: Option<Arc<Ready>>) -> Option<Arc<Ready>> {
+        let mut held = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *held, code)
+    }
+
+    fn held_baseline(&self) -> Option<Arc<Ready>> {
+        self.baseline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -382,16 +398,11 @@ fn resolve(inner: &Inner, first: &Result<First, RuntimeError>) -> Result<Arc<Rea
         Ok(First::Final(ready)) => Ok(ready.clone()),
         Err(error) => Err(error.clone()),
         // The optimized code is in place before the baseline code goes.
-        Ok(First::Baseline) => {
-            let held = inner
-                .baseline
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            held.or_else(|| inner.optimized.get().cloned())
-                .ok_or_else(|| RuntimeError::Internal {
-                    reason: format!("the baseline code of `{}` is gone", inner.name),
-                })
-        }
+        Ok(First::Baseline) => inner
+            .held_baseline()
+            .or_else(|| inner.optimized.get().cloned())
+            .ok_or_else(|| RuntimeError::Internal {
+                reason: format!("the baseline code of `{}` is gone", inner.name),
+            }),
     }
 }

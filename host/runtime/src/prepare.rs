@@ -133,10 +133,17 @@ enum Cached {
 }
 
 fn cached(shared: &Shared, name: &str, wasm: &[u8]) -> Cached {
+    if shared.cache.is_none() {
+        return Cached::Disabled;
+    }
+    cached_at(shared, name, sha256_hex(wasm))
+}
+
+/// [`cached`] for the component of `sha`.
+fn cached_at(shared: &Shared, name: &str, sha: String) -> Cached {
     let Some(cache) = &shared.cache else {
         return Cached::Disabled;
     };
-    let sha = sha256_hex(wasm);
     match cache.load(&shared.engine, &sha) {
         Lookup::Hit(component) => {
             shared.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
@@ -181,7 +188,17 @@ pub(crate) fn compile_to_cache(
     name: &str,
     wasm: &[u8],
 ) -> Result<CacheStatus, RuntimeError> {
-    match cached(shared, name, wasm) {
+    compile_to_cache_at(shared, name, wasm, sha256_hex(wasm))
+}
+
+/// [`compile_to_cache`] for `wasm`, whose sha256 is `sha`.
+fn compile_to_cache_at(
+    shared: &Shared,
+    name: &str,
+    wasm: &[u8],
+    sha: String,
+) -> Result<CacheStatus, RuntimeError> {
+    match cached_at(shared, name, sha) {
         Cached::Hit(component) => Ok((component, CacheStatus::Hit)),
         Cached::Miss(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Compiled),
         Cached::Invalid(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Rebuilt),
@@ -216,7 +233,7 @@ pub(crate) fn compile_to_cache_tiered(
             .is_ok()
     });
     between_tiers(baseline_ready);
-    let status = compile_to_cache(shared, name, wasm);
+    let status = compile_to_cache_at(shared, name, wasm, sha.clone());
     // The optimized code replaces it for good; without optimized code the
     // next miss compiles both again.
     if let Some(tier) = tier {

@@ -257,16 +257,11 @@ impl Job {
             return;
         };
         // In place before the preparing thread hears of it.
-        *component.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(ready));
+        component.hold_baseline(Some(Arc::new(ready)));
         if self.events.send(Event::Baseline).is_ok() {
             state.stage = Stage::Upgrading;
         } else {
-            let unused = component
-                .baseline
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            drop(unused);
+            drop(component.hold_baseline(None));
         }
     }
 
@@ -323,12 +318,7 @@ impl Job {
                 let _ = component.optimized.set(Arc::new(ready));
                 // Let the baseline code go: calls still running it hold it
                 // until they end, and then its memory is returned.
-                let replaced = component
-                    .baseline
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take();
-                drop(replaced);
+                drop(component.hold_baseline(None));
             }
             Err(error) => {
                 tracing::warn!(component = %self.name, %error, "no optimized code; calls keep running baseline code");
