@@ -71,10 +71,20 @@ fn step(what: &str, args: &[&str]) -> Result<()> {
     step_with(what, args, &[])
 }
 
+/// Every cargo step builds without incremental state unless the caller set
+/// `CARGO_INCREMENTAL`: the suite is a build-once run, and on a fresh clone
+/// that state is 1.7 GB, a third of `target/` (CI on a machine with little
+/// free disk ran out of space while linking the test binaries). Edit-rebuild
+/// loops (`cargo test -p …`) keep their incremental state; going back and
+/// forth recompiles only the workspace's own crates.
 fn step_with(what: &str, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<()> {
     println!("xtask test: {what}");
     let started = std::time::Instant::now();
-    let status = workspace::cargo()
+    let mut cargo = workspace::cargo();
+    if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        cargo.env("CARGO_INCREMENTAL", "0");
+    }
+    let status = cargo
         .args(args)
         .envs(env.iter().copied())
         .current_dir(workspace::root())
