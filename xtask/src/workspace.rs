@@ -31,7 +31,62 @@ pub(crate) fn archives_dir() -> PathBuf {
     root().join("target").join("packages")
 }
 
-/// The cargo the xtask was started with.
+/// The cargo the xtask was started with, in the caller's environment.
+///
+/// `cargo run` gives the xtask its own package's variables
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, …); a child cargo that inherited
+/// them would see build scripts that watch them (ring's does, through
+/// `rerun-if-env-changed`) as changed, and compile those crates and their
+/// dependents again after every plain `cargo build` or `cargo test`.
 pub(crate) fn cargo() -> std::process::Command {
-    std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// A variable `cargo run` sets for the program it runs (not one a user sets
+/// to configure cargo, such as `CARGO_HOME` or `CARGO_TARGET_DIR`).
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    /// `cargo test` runs this test with the package's variables set, as
+    /// `cargo run` runs the xtask.
+    #[test]
+    fn a_child_cargo_does_not_inherit_the_xtasks_package_variables() {
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let command = super::cargo();
+        let removed: Vec<&OsStr> = command
+            .get_envs()
+            .filter_map(|(name, value)| value.is_none().then_some(name))
+            .collect();
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+        ] {
+            assert!(removed.contains(&OsStr::new(name)), "{name} is inherited");
+        }
+        for name in ["CARGO", "CARGO_HOME", "CARGO_TARGET_DIR", "PATH"] {
+            assert!(!removed.contains(&OsStr::new(name)), "{name} is dropped");
+        }
+    }
 }
