@@ -85,8 +85,13 @@ mod tests {
         ] {
             assert!(removed.contains(&OsStr::new(name)), "{name} is inherited");
         }
-        for name in ["CARGO", "CARGO_HOME", "CARGO_TARGET_DIR", "PATH"] {
+        // Set in this process, so these two check the command itself.
+        for name in ["CARGO", "PATH"] {
             assert!(!removed.contains(&OsStr::new(name)), "{name} is dropped");
+        }
+        // Configuration a user may set (usually unset here): kept.
+        for name in ["CARGO_HOME", "CARGO_TARGET_DIR", "CARGO_INCREMENTAL"] {
+            assert!(!super::set_by_cargo_run(name), "{name} would be dropped");
         }
     }
 }
