@@ -25,6 +25,7 @@ use crate::workspace;
 mod clients;
 mod cold;
 mod fairness;
+pub(crate) mod reference;
 mod wassette;
 
 /// Options of `bench-mcp`.

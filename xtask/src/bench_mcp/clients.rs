@@ -18,10 +18,16 @@
 //! alternating order) and the ratio printed is the median of the runs' own
 //! ratios: this machine's speed drifts by a third within minutes, which the
 //! medians of two separate invocations do not cancel and neighbouring runs do.
+//!
+//! Every run also measures the [`super::reference`] server with each client:
+//! the least any MCP server over stdio can spend on the same exchange. What a
+//! client's write pattern and the CPU it runs on cost every server shows in
+//! its row; Warden's own work per call is the difference, printed per client
+//! as the median of the runs' differences.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -38,16 +44,15 @@ struct LineClient {
 }
 
 impl LineClient {
-    fn spawn(binary: &Path, data_dir: &Path) -> Result<LineClient> {
-        let mut child = super::spawn_serve(binary, data_dir, &[])?;
+    fn over(mut child: Child) -> LineClient {
         let writer = BufWriter::new(child.stdin.take().expect("piped"));
         let reader = BufReader::new(child.stdout.take().expect("piped"));
-        Ok(LineClient {
+        LineClient {
             child,
             writer,
             reader,
             next_id: 1,
-        })
+        }
     }
 
     fn write_line(&mut self, message: &Value) -> Result<()> {
@@ -125,8 +130,13 @@ impl Counters {
 }
 
 /// What the server spent per call on `calls` sequential calls.
-fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) -> Result<PerCall> {
-    let mut server = Server::spawn(binary, data_dir)?;
+fn channel_run(
+    subject: Subject<'_>,
+    data_dir: &Path,
+    calls: usize,
+    whole_lines: bool,
+) -> Result<PerCall> {
+    let mut server = Server::over(subject.spawn(data_dir)?);
     if whole_lines {
         server = server.writing_whole_lines();
     }
@@ -142,8 +152,8 @@ fn channel_run(binary: &Path, data_dir: &Path, calls: usize, whole_lines: bool) 
     Ok(Counters::of(pid)?.per_call_since(&before, calls))
 }
 
-fn line_run(binary: &Path, data_dir: &Path, calls: usize) -> Result<PerCall> {
-    let mut client = LineClient::spawn(binary, data_dir)?;
+fn line_run(subject: Subject<'_>, data_dir: &Path, calls: usize) -> Result<PerCall> {
+    let mut client = LineClient::over(subject.spawn(data_dir)?);
     client.request(
         "initialize",
         json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "line", "version": "0" } }),
@@ -174,43 +184,91 @@ const CLIENTS: [Client; 3] = [Client::Channel, Client::ChannelWholeLines, Client
 const COLUMNS: &str = "channel client (bench-mcp's) | channel, whole lines | line-buffered client";
 
 impl Client {
-    fn run(self, binary: &Path, data_dir: &Path, calls: usize) -> Result<PerCall> {
+    fn run(self, subject: Subject<'_>, data_dir: &Path, calls: usize) -> Result<PerCall> {
         match self {
-            Client::Channel => channel_run(binary, data_dir, calls, false),
-            Client::ChannelWholeLines => channel_run(binary, data_dir, calls, true),
-            Client::Line => line_run(binary, data_dir, calls),
+            Client::Channel => channel_run(subject, data_dir, calls, false),
+            Client::ChannelWholeLines => channel_run(subject, data_dir, calls, true),
+            Client::Line => line_run(subject, data_dir, calls),
         }
     }
 }
 
-/// Every client against `binary`, and against `baseline` when given: run
-/// `i` measures every binary once with each client, the binaries and the
-/// clients in rotating order, so each run's pair was measured side by side.
+/// The server a run measures.
+#[derive(Clone, Copy)]
+enum Subject<'a> {
+    /// `warden serve` of this binary.
+    Warden(&'a Path),
+    /// The [`super::reference`] server (this xtask, `reference-server`).
+    Reference,
+}
+
+impl Subject<'_> {
+    fn spawn(self, data_dir: &Path) -> Result<Child> {
+        match self {
+            Subject::Warden(binary) => super::spawn_serve(binary, data_dir, &[]),
+            Subject::Reference => Ok(Command::new(std::env::current_exe()?)
+                .arg("reference-server")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()?),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Subject::Warden(binary) => binary.display().to_string(),
+            Subject::Reference => "reference server (no MCP library, no sandbox)".into(),
+        }
+    }
+}
+
+/// Every client against `binary`, against `baseline` when given, and
+/// against the reference server: run `i` measures every server once with
+/// each client, the servers and the clients in rotating order, so each run's
+/// figures were measured side by side.
 pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: usize) -> Result<()> {
-    let binaries: Vec<&Path> = std::iter::once(binary).chain(baseline).collect();
+    let subjects: Vec<Subject<'_>> = std::iter::once(binary)
+        .chain(baseline)
+        .map(Subject::Warden)
+        .chain([Subject::Reference])
+        .collect();
     let mut data_dirs = Vec::new();
-    for (i, binary) in binaries.iter().enumerate() {
+    for (i, subject) in subjects.iter().enumerate() {
         let data_dir = temp_data_dir(&format!("clients-{i}"))?;
-        super::cold::fill_cache(binary, &data_dir)?;
+        if let Subject::Warden(binary) = subject {
+            super::cold::fill_cache(binary, &data_dir)?;
+        }
         data_dirs.push(data_dir);
     }
-    // figures[binary][client][run]
-    let mut figures = vec![vec![Vec::new(); CLIENTS.len()]; binaries.len()];
+    // figures[subject][client][run]
+    let mut figures = vec![vec![Vec::new(); CLIENTS.len()]; subjects.len()];
     for i in 0..runs {
-        let mut order: Vec<usize> = (0..binaries.len()).collect();
+        let mut order: Vec<usize> = (0..subjects.len()).collect();
+        order.rotate_left(i % subjects.len());
         if i % 2 == 1 {
             order.reverse();
         }
-        for b in order {
+        for s in order {
             for c in 0..CLIENTS.len() {
                 let c = (c + i) % CLIENTS.len();
-                figures[b][c].push(CLIENTS[c].run(binaries[b], &data_dirs[b], calls)?);
+                figures[s][c].push(CLIENTS[c].run(subjects[s], &data_dirs[s], calls)?);
             }
         }
     }
     for data_dir in data_dirs {
         let _ = std::fs::remove_dir_all(data_dir);
     }
+    print_tables(&subjects, &figures, runs, calls);
+    Ok(())
+}
+
+fn print_tables(
+    subjects: &[Subject<'_>],
+    figures: &[Vec<Vec<PerCall>>],
+    runs: usize,
+    calls: usize,
+) {
     let cpu = |runs: &[PerCall]| runs.iter().map(|r| r.cpu_us).collect::<Vec<_>>();
     let range = |runs: &[PerCall]| {
         let v = cpu(runs);
@@ -223,48 +281,66 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
         "server CPU per sequential echo call ({calls} calls per run, {runs} alternating runs each)"
     );
     println!();
-    let row = |binary: &Path, figures: &[Vec<PerCall>], cell: &dyn Fn(&[PerCall]) -> String| {
-        let cells: Vec<String> = figures.iter().map(|runs| cell(runs)).collect();
-        format!("| {} | {} |", binary.display(), cells.join(" | "))
-    };
-    println!("| binary | {COLUMNS} | line / channel |");
+    let row =
+        |subject: Subject<'_>, figures: &[Vec<PerCall>], cell: &dyn Fn(&[PerCall]) -> String| {
+            let cells: Vec<String> = figures.iter().map(|runs| cell(runs)).collect();
+            format!("| {} | {} |", subject.name(), cells.join(" | "))
+        };
+    println!("| server | {COLUMNS} | line / channel |");
     println!("|---|---|---|---|---|");
-    for (binary, figures) in binaries.iter().zip(&figures) {
+    for (subject, figures) in subjects.iter().zip(figures) {
         let ratio = median(&cpu(&figures[2])) / median(&cpu(&figures[0]));
-        println!("{} {ratio:.2}× |", row(binary, figures, &range));
+        println!("{} {ratio:.2}× |", row(*subject, figures, &range));
     }
     println!();
     println!("server `read` calls / context switches per call (medians of the runs)");
     println!();
-    println!("| binary | {COLUMNS} |");
+    println!("| server | {COLUMNS} |");
     println!("|---|---|---|---|");
     let counts = |runs: &[PerCall]| {
         let reads: Vec<f64> = runs.iter().map(|r| r.reads).collect();
         let switches: Vec<f64> = runs.iter().map(|r| r.switches).collect();
         format!("{:.2} / {:.2}", median(&reads), median(&switches))
     };
-    for (binary, figures) in binaries.iter().zip(&figures) {
-        println!("{}", row(binary, figures, &counts));
+    for (subject, figures) in subjects.iter().zip(figures) {
+        println!("{}", row(*subject, figures, &counts));
     }
-    if let [measured, base] = &figures[..] {
-        // The median of each run's ratio: neighbours in time, so the
-        // machine's drift cancels out.
-        let paired = |c: usize| {
-            let ratios: Vec<f64> = measured[c]
-                .iter()
-                .zip(&base[c])
-                .map(|(a, b)| a.cpu_us / b.cpu_us)
-                .collect();
-            median(&ratios)
-        };
+    // Each run's figures side by side: the median of the runs' own
+    // differences and ratios, so the machine's drift cancels out.
+    let paired = |a: &[Vec<PerCall>], b: &[Vec<PerCall>], c: usize, op: fn(f64, f64) -> f64| {
+        let values: Vec<f64> = a[c]
+            .iter()
+            .zip(&b[c])
+            .map(|(a, b)| op(a.cpu_us, b.cpu_us))
+            .collect();
+        median(&values)
+    };
+    let reference = figures.last().expect("the reference server is measured");
+    println!();
+    println!(
+        "what Warden adds to the reference server's CPU per call (median of the runs' differences)"
+    );
+    println!();
+    println!("| server | {COLUMNS} |");
+    println!("|---|---|---|---|");
+    for (subject, figures) in subjects
+        .iter()
+        .zip(figures)
+        .filter(|(s, _)| matches!(s, Subject::Warden(_)))
+    {
+        let cells: Vec<String> = (0..CLIENTS.len())
+            .map(|c| format!("{:+.1} µs", paired(figures, reference, c, |a, b| a - b)))
+            .collect();
+        println!("| {} | {} |", subject.name(), cells.join(" | "));
+    }
+    if let [measured, base, _reference] = figures {
         println!();
         println!(
             "{} / baseline, median of the runs' ratios: channel client {:.2}×, channel with whole lines {:.2}×, line-buffered client {:.2}×",
-            binary.display(),
-            paired(0),
-            paired(1),
-            paired(2),
+            subjects[0].name(),
+            paired(measured, base, 0, |a, b| a / b),
+            paired(measured, base, 1, |a, b| a / b),
+            paired(measured, base, 2, |a, b| a / b),
         );
     }
-    Ok(())
 }
