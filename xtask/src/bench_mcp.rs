@@ -25,7 +25,6 @@ use crate::workspace;
 mod clients;
 mod cold;
 mod fairness;
-pub(crate) mod reference;
 mod wassette;
 
 /// Options of `bench-mcp`.

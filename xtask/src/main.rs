@@ -53,10 +53,6 @@ enum Command {
     Conformance,
     /// Scaffold a new tool: a guest crate and its package.
     New(new::Args),
-    /// The minimal MCP echo server `bench-mcp --clients` measures beside
-    /// `warden serve` (stdio).
-    #[command(hide = true)]
-    ReferenceServer,
 }
 
 fn main() -> std::process::ExitCode {
@@ -69,7 +65,6 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Conformance => conformance::run(),
         Command::New(args) => new::run(&args),
-        Command::ReferenceServer => bench_mcp::reference::serve(),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

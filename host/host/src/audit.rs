@@ -166,8 +166,8 @@ impl Found {
             rustix::fs::AtFlags::empty(),
             Self::ASKED,
         ) {
-            Ok(statx) => Ok(Found::from_statx(&statx)),
-            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            Ok(statx) if Self::answered(&statx) => Ok(Found::from_statx(&statx)),
+            Ok(_) | Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
                 Ok(Found::from_metadata(&std::fs::metadata(path)?))
             }
             Err(error) => Err(error.into()),
@@ -176,12 +176,19 @@ impl Found {
 
     fn of(file: &File) -> std::io::Result<Found> {
         match rustix::fs::statx(file, c"", rustix::fs::AtFlags::EMPTY_PATH, Self::ASKED) {
-            Ok(statx) => Ok(Found::from_statx(&statx)),
-            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            Ok(statx) if Self::answered(&statx) => Ok(Found::from_statx(&statx)),
+            Ok(_) | Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
                 Ok(Found::from_metadata(&file.metadata()?))
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// Whether the file system filled in what was asked (one that does not
+    /// know inode numbers leaves them out, and every file would look alike);
+    /// if not, `std::fs::metadata` is asked instead.
+    fn answered(statx: &rustix::fs::Statx) -> bool {
+        rustix::fs::StatxFlags::from_bits_retain(statx.stx_mask).contains(Self::ASKED)
     }
 
     fn from_statx(statx: &rustix::fs::Statx) -> Found {
@@ -315,6 +322,28 @@ mod tests {
             [4, 5, 6, 7]
         );
         assert!(audit_tail(&dir.path().join("none"), 3).unwrap().is_empty());
+    }
+
+    /// The path's and the open file's identities are read alike (and as the
+    /// standard library reads them): otherwise the log would reopen the
+    /// file for every line, or miss a rotation.
+    #[test]
+    fn the_path_and_the_open_file_have_one_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let (at, of) = (Found::at(&path).unwrap(), Found::of(&file).unwrap());
+        let standard = Found::from_metadata(&std::fs::metadata(&path).unwrap());
+        assert!(at.identity.is_some());
+        assert_eq!(at.identity, of.identity);
+        assert_eq!(at.identity, standard.identity);
+        std::fs::rename(&path, rotated(&path)).unwrap();
+        File::create(&path).unwrap();
+        assert_ne!(Found::at(&path).unwrap().identity, of.identity);
     }
 
     /// Two hosts on one data directory: each keeps the file open, and a

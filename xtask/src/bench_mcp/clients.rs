@@ -19,14 +19,15 @@
 //! ratios: this machine's speed drifts by a third within minutes, which the
 //! medians of two separate invocations do not cancel and neighbouring runs do.
 //!
-//! Every run also measures the [`super::reference`] server with each client:
+//! Every run also measures the reference server (`xtask/reference-server`,
+//! built in the release profile) with each client:
 //! the least any MCP server over stdio can spend on the same exchange. What a
 //! client's write pattern and the CPU it runs on cost every server shows in
 //! its row; Warden's own work per call is the difference, printed per client
 //! as the median of the runs' differences.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
@@ -198,16 +199,15 @@ impl Client {
 enum Subject<'a> {
     /// `warden serve` of this binary.
     Warden(&'a Path),
-    /// The [`super::reference`] server (this xtask, `reference-server`).
-    Reference,
+    /// The reference server (`bench-reference`) at this path.
+    Reference(&'a Path),
 }
 
 impl Subject<'_> {
     fn spawn(self, data_dir: &Path) -> Result<Child> {
         match self {
             Subject::Warden(binary) => super::spawn_serve(binary, data_dir, &[]),
-            Subject::Reference => Ok(Command::new(std::env::current_exe()?)
-                .arg("reference-server")
+            Subject::Reference(binary) => Ok(Command::new(binary)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
@@ -218,7 +218,7 @@ impl Subject<'_> {
     fn name(self) -> String {
         match self {
             Subject::Warden(binary) => binary.display().to_string(),
-            Subject::Reference => "reference server (no MCP library, no sandbox)".into(),
+            Subject::Reference(_) => "reference server (no MCP library, no sandbox)".into(),
         }
     }
 }
@@ -228,10 +228,11 @@ impl Subject<'_> {
 /// each client, the servers and the clients in rotating order, so each run's
 /// figures were measured side by side.
 pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: usize) -> Result<()> {
+    let reference = build_reference()?;
     let subjects: Vec<Subject<'_>> = std::iter::once(binary)
         .chain(baseline)
         .map(Subject::Warden)
-        .chain([Subject::Reference])
+        .chain([Subject::Reference(&reference)])
         .collect();
     let mut data_dirs = Vec::new();
     for (i, subject) in subjects.iter().enumerate() {
@@ -261,6 +262,18 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
     }
     print_tables(&subjects, &figures, runs, calls);
     Ok(())
+}
+
+/// Build the reference server in the release profile, as `warden` is built
+/// for the benchmark (unoptimised, its `serde_json` alone took 25 µs a line).
+fn build_reference() -> Result<PathBuf> {
+    let status = crate::workspace::cargo()
+        .args(["build", "--release", "-p", "bench-reference"])
+        .status()?;
+    if !status.success() {
+        bail!("building the reference server (bench-reference) failed");
+    }
+    Ok(crate::workspace::root().join("target/release/bench-reference"))
 }
 
 fn print_tables(
