@@ -355,15 +355,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     crate::bundle::run(&crate::bundle::Args::default())?;
     let binary = match &args.binary {
         Some(path) => path.clone(),
-        None => {
-            let status = workspace::cargo()
-                .args(["build", "--release", "-p", "warden"])
-                .status()?;
-            if !status.success() {
-                bail!("building warden failed");
-            }
-            workspace::root().join("target/release/warden")
-        }
+        None => release_binary("warden")?,
     };
     if args.cold || args.fairness || args.clients {
         if args.cold {
@@ -378,6 +370,19 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     warm(&binary, args)
+}
+
+/// Build workspace package `package` in the release profile and return its
+/// binary (of the same name): what the benchmark measures is built as users
+/// run it, never in the unoptimised dev profile.
+pub(crate) fn release_binary(package: &str) -> Result<PathBuf> {
+    let status = workspace::cargo()
+        .args(["build", "--release", "-p", package])
+        .status()?;
+    if !status.success() {
+        bail!("building {package} in the release profile failed");
+    }
+    Ok(workspace::root().join("target/release").join(package))
 }
 
 /// CPU time of process `pid` so far: the sum over its threads of the

@@ -160,33 +160,37 @@ impl Found {
         rustix::fs::StatxFlags::INO.union(rustix::fs::StatxFlags::SIZE);
 
     fn at(path: &Path) -> std::io::Result<Found> {
-        match rustix::fs::statx(
+        let asked = rustix::fs::statx(
             rustix::fs::CWD,
             path,
             rustix::fs::AtFlags::empty(),
             Self::ASKED,
-        ) {
-            Ok(statx) if Self::answered(&statx) => Ok(Found::from_statx(&statx)),
-            Ok(_) | Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
-                Ok(Found::from_metadata(&std::fs::metadata(path)?))
-            }
-            Err(error) => Err(error.into()),
-        }
+        );
+        Found::from_statx_or(asked, || std::fs::metadata(path))
     }
 
     fn of(file: &File) -> std::io::Result<Found> {
-        match rustix::fs::statx(file, c"", rustix::fs::AtFlags::EMPTY_PATH, Self::ASKED) {
+        let asked = rustix::fs::statx(file, c"", rustix::fs::AtFlags::EMPTY_PATH, Self::ASKED);
+        Found::from_statx_or(asked, || file.metadata())
+    }
+
+    /// What `statx` answered, or what `std` reads where `statx` is refused
+    /// (ENOSYS, or EPERM under a seccomp filter) or left out what was asked.
+    fn from_statx_or(
+        asked: rustix::io::Result<rustix::fs::Statx>,
+        metadata: impl FnOnce() -> std::io::Result<std::fs::Metadata>,
+    ) -> std::io::Result<Found> {
+        match asked {
             Ok(statx) if Self::answered(&statx) => Ok(Found::from_statx(&statx)),
             Ok(_) | Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
-                Ok(Found::from_metadata(&file.metadata()?))
+                Ok(Found::from_metadata(&metadata()?))
             }
             Err(error) => Err(error.into()),
         }
     }
 
     /// Whether the file system filled in what was asked (one that does not
-    /// know inode numbers leaves them out, and every file would look alike);
-    /// if not, `std::fs::metadata` is asked instead.
+    /// know inode numbers leaves them out, and every file would look alike).
     fn answered(statx: &rustix::fs::Statx) -> bool {
         rustix::fs::StatxFlags::from_bits_retain(statx.stx_mask).contains(Self::ASKED)
     }

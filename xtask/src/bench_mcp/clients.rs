@@ -27,7 +27,7 @@
 //! as the median of the runs' differences.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
@@ -228,7 +228,9 @@ impl Subject<'_> {
 /// each client, the servers and the clients in rotating order, so each run's
 /// figures were measured side by side.
 pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: usize) -> Result<()> {
-    let reference = build_reference()?;
+    // Built in release like `warden`: unoptimised, its `serde_json` alone
+    // took 25 µs a line.
+    let reference = super::release_binary("bench-reference")?;
     let subjects: Vec<Subject<'_>> = std::iter::once(binary)
         .chain(baseline)
         .map(Subject::Warden)
@@ -262,18 +264,6 @@ pub(crate) fn run(binary: &Path, baseline: Option<&Path>, runs: usize, calls: us
     }
     print_tables(&subjects, &figures, runs, calls);
     Ok(())
-}
-
-/// Build the reference server in the release profile, as `warden` is built
-/// for the benchmark (unoptimised, its `serde_json` alone took 25 µs a line).
-fn build_reference() -> Result<PathBuf> {
-    let status = crate::workspace::cargo()
-        .args(["build", "--release", "-p", "bench-reference"])
-        .status()?;
-    if !status.success() {
-        bail!("building the reference server (bench-reference) failed");
-    }
-    Ok(crate::workspace::root().join("target/release/bench-reference"))
 }
 
 fn print_tables(
