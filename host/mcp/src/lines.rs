@@ -25,6 +25,8 @@ pub(crate) struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Dropping the rest of a line already refused as too large.
     discarding: bool,
+    /// The CPU was given up once for the line being read (see [`Self::read_line`]).
+    yielded: bool,
     write: Arc<Mutex<Option<W>>>,
 }
 
@@ -48,6 +50,7 @@ where
             read: BufReader::new(read),
             line: Vec::new(),
             discarding: false,
+            yielded: false,
             write: Arc::new(Mutex::new(Some(write))),
         }
     }
@@ -77,11 +80,15 @@ where
                 (take, newline.is_some(), too_large)
             };
             self.read.consume(taken);
+            if !ended && !std::mem::replace(&mut self.yielded, true) {
+                yield_to_writer();
+            }
             if too_large {
                 self.discarding = !ended;
                 return Read::TooLarge;
             }
             if ended {
+                self.yielded = false;
                 let was_discarding = std::mem::take(&mut self.discarding);
                 if !was_discarding {
                     return Read::Line;
@@ -102,6 +109,25 @@ where
         let write = Arc::clone(&self.write);
         tokio::spawn(async move { write_line(&write, &response).await });
     }
+}
+
+/// Give this thread's CPU to a runnable writer once, when a read ended in
+/// the middle of a line.
+///
+/// A client that writes a message in pieces (one `write(2)` per JSON token,
+/// as a `writeln!` into an unbuffered pipe does) wakes the server for each
+/// piece; where the two share a CPU, each wake-up preempts the writer and
+/// costs the server a full poll round for a few bytes: 3.9 reads and 4.9
+/// context switches per call instead of one (BENCHMARKS.md, "A client's
+/// pieces"). Yielding once per line lets the writer finish the message
+/// first, so the rest arrives in one read. Where no other thread wants this
+/// CPU, `sched_yield` returns at once. It is not repeated for further pieces
+/// of the same line: a writer that pauses mid-line is waited for in the
+/// event loop as before.
+fn yield_to_writer() {
+    #[cfg(test)]
+    tests::YIELDS.with(|count| count.set(count.get() + 1));
+    std::thread::yield_now();
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(
@@ -185,5 +211,72 @@ where
     async fn close(&mut self) -> Result<(), Self::Error> {
         drop(self.write.lock().await.take());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    use super::*;
+
+    thread_local! {
+        /// Times this thread gave up its CPU to a writer.
+        pub(super) static YIELDS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// A stream that delivers its pieces one read at a time, then ends.
+    struct Pieces(VecDeque<&'static [u8]>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if let Some(piece) = self.0.pop_front() {
+                buf.put_slice(piece);
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn id_of(message: RxJsonRpcMessage<RoleServer>) -> serde_json::Value {
+        serde_json::to_value(message).expect("serializes")["id"].clone()
+    }
+
+    #[tokio::test]
+    async fn a_line_in_pieces_is_read_whole_after_one_yield() {
+        let pieces = Pieces(VecDeque::from([
+            &br#"{"jsonrpc":"2.0","#[..],
+            br#""id":1,"method""#,
+            br#":"ping"}"#,
+            b"\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+            br#"{"jsonrpc":"2.0","id":3,"#,
+            b"\"method\":\"ping\"}\n",
+        ]));
+        let mut transport = LineTransport::new(pieces, tokio::io::sink());
+        YIELDS.with(|count| count.set(0));
+        let yields = || YIELDS.with(Cell::get);
+
+        let first = transport.receive().await.expect("first message");
+        assert_eq!(id_of(first), 1);
+        assert_eq!(yields(), 1, "once for the line, not once per piece");
+
+        let second = transport.receive().await.expect("second message");
+        assert_eq!(id_of(second), 2);
+        assert_eq!(yields(), 1, "a whole line gives nothing up");
+
+        let third = transport.receive().await.expect("third message");
+        assert_eq!(id_of(third), 3);
+        assert_eq!(yields(), 2, "a new line in pieces yields again");
+
+        assert!(transport.receive().await.is_none(), "the stream ended");
     }
 }
