@@ -17,6 +17,9 @@ use tokio::{
 
 use crate::guard::{self, MAX_DEPTH, MAX_MESSAGE_BYTES, Refusal};
 
+/// Bytes read from the stream at most at once.
+const READ_BUFFER: usize = 8 << 10;
+
 /// One connection over a `(reader, writer)` pair of byte streams.
 pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
@@ -25,8 +28,11 @@ pub(crate) struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Dropping the rest of a line already refused as too large.
     discarding: bool,
-    /// The CPU was given up once for the line being read (see [`Self::read_line`]).
+    /// The CPU was given up for the line being read ([`Self::yield_to_writer`]).
     yielded: bool,
+    /// Times the CPU was given up.
+    #[cfg(test)]
+    yields: usize,
     write: Arc<Mutex<Option<W>>>,
 }
 
@@ -47,10 +53,12 @@ where
 {
     pub(crate) fn new(read: R, write: W) -> Self {
         LineTransport {
-            read: BufReader::new(read),
+            read: BufReader::with_capacity(READ_BUFFER, read),
             line: Vec::new(),
             discarding: false,
             yielded: false,
+            #[cfg(test)]
+            yields: 0,
             write: Arc::new(Mutex::new(Some(write))),
         }
     }
@@ -60,7 +68,7 @@ where
     /// await in between, so cancelling keeps the partial line.
     async fn read_line(&mut self) -> Read {
         loop {
-            let (taken, ended, too_large) = {
+            let (taken, ended, too_large, short) = {
                 let available = match self.read.fill_buf().await {
                     Ok([]) => return Read::End,
                     Ok(available) => available,
@@ -77,24 +85,51 @@ where
                     too_large = take > room;
                     self.line.extend_from_slice(&available[..take.min(room)]);
                 }
-                (take, newline.is_some(), too_large)
+                let short = available.len() < READ_BUFFER;
+                (take, newline.is_some(), too_large, short)
             };
             self.read.consume(taken);
-            if !ended && !std::mem::replace(&mut self.yielded, true) {
-                yield_to_writer();
+            if ended {
+                self.yielded = false;
+            } else if short && !self.yielded {
+                self.yield_to_writer();
             }
             if too_large {
                 self.discarding = !ended;
                 return Read::TooLarge;
             }
-            if ended {
-                self.yielded = false;
-                let was_discarding = std::mem::take(&mut self.discarding);
-                if !was_discarding {
-                    return Read::Line;
-                }
+            if ended && !std::mem::take(&mut self.discarding) {
+                return Read::Line;
             }
         }
+    }
+
+    /// Give up this thread's CPU once for the line being read, after a
+    /// short read that ended in the middle of it.
+    ///
+    /// A client that writes a message in pieces (one `write(2)` per JSON
+    /// token, as a `writeln!` of a `serde_json::Value` into an unbuffered
+    /// pipe does) wakes the server for each piece. Where the two share a
+    /// CPU, each wake-up preempts the writer and costs the server an
+    /// event-loop round for a few bytes (BENCHMARKS.md, "A client's
+    /// pieces"). `sched_yield` puts this thread behind the threads runnable
+    /// on its CPU, the preempted writer among them, so the writer usually
+    /// finishes the message first and the rest arrives in one read.
+    ///
+    /// The cost: about 0.5 µs where nothing else wants the CPU (a writer on
+    /// another CPU gains nothing from it). Where another busy thread shares
+    /// the CPU (a call on the long-call lane, another process), this thread,
+    /// and with it every task of the serving runtime, waits behind it for up
+    /// to a scheduler slice, a few milliseconds: once per line at most,
+    /// never per piece. Later pieces of the line are waited for in the event
+    /// loop as before.
+    fn yield_to_writer(&mut self) {
+        self.yielded = true;
+        #[cfg(test)]
+        {
+            self.yields += 1;
+        }
+        std::thread::yield_now();
     }
 
     /// Answer a refused message, if its id can be found, on a task of its
@@ -109,25 +144,6 @@ where
         let write = Arc::clone(&self.write);
         tokio::spawn(async move { write_line(&write, &response).await });
     }
-}
-
-/// Give this thread's CPU to a runnable writer once, when a read ended in
-/// the middle of a line.
-///
-/// A client that writes a message in pieces (one `write(2)` per JSON token,
-/// as a `writeln!` into an unbuffered pipe does) wakes the server for each
-/// piece; where the two share a CPU, each wake-up preempts the writer and
-/// costs the server a full poll round for a few bytes: 3.9 reads and 4.9
-/// context switches per call instead of one (BENCHMARKS.md, "A client's
-/// pieces"). Yielding once per line lets the writer finish the message
-/// first, so the rest arrives in one read. Where no other thread wants this
-/// CPU, `sched_yield` returns at once. It is not repeated for further pieces
-/// of the same line: a writer that pauses mid-line is waited for in the
-/// event loop as before.
-fn yield_to_writer() {
-    #[cfg(test)]
-    tests::YIELDS.with(|count| count.set(count.get() + 1));
-    std::thread::yield_now();
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(
@@ -216,7 +232,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
     use std::collections::VecDeque;
     use std::pin::Pin;
     use std::task::{Context, Poll};
@@ -225,13 +240,15 @@ mod tests {
 
     use super::*;
 
-    thread_local! {
-        /// Times this thread gave up its CPU to a writer.
-        pub(super) static YIELDS: Cell<usize> = const { Cell::new(0) };
-    }
+    /// A stream that delivers its pieces in order, each over as many reads
+    /// as the reader's buffer needs but never two in one read, then ends.
+    struct Pieces(VecDeque<Vec<u8>>);
 
-    /// A stream that delivers its pieces one read at a time, then ends.
-    struct Pieces(VecDeque<&'static [u8]>);
+    impl Pieces {
+        fn of(pieces: &[&[u8]]) -> Pieces {
+            Pieces(pieces.iter().map(|piece| piece.to_vec()).collect())
+        }
+    }
 
     impl AsyncRead for Pieces {
         fn poll_read(
@@ -239,8 +256,13 @@ mod tests {
             _: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<std::io::Result<()>> {
-            if let Some(piece) = self.0.pop_front() {
-                buf.put_slice(piece);
+            if let Some(piece) = self.0.front_mut() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                piece.drain(..n);
+                if piece.is_empty() {
+                    self.0.pop_front();
+                }
             }
             Poll::Ready(Ok(()))
         }
@@ -251,32 +273,72 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_line_in_pieces_is_read_whole_after_one_yield() {
-        let pieces = Pieces(VecDeque::from([
-            &br#"{"jsonrpc":"2.0","#[..],
+    async fn a_line_in_pieces_yields_once() {
+        let pieces = Pieces::of(&[
+            br#"{"jsonrpc":"2.0","#,
             br#""id":1,"method""#,
             br#":"ping"}"#,
             b"\n",
             b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
             br#"{"jsonrpc":"2.0","id":3,"#,
             b"\"method\":\"ping\"}\n",
-        ]));
+        ]);
         let mut transport = LineTransport::new(pieces, tokio::io::sink());
-        YIELDS.with(|count| count.set(0));
-        let yields = || YIELDS.with(Cell::get);
 
         let first = transport.receive().await.expect("first message");
         assert_eq!(id_of(first), 1);
-        assert_eq!(yields(), 1, "once for the line, not once per piece");
+        assert_eq!(transport.yields, 1, "once for the line, not once per piece");
 
         let second = transport.receive().await.expect("second message");
         assert_eq!(id_of(second), 2);
-        assert_eq!(yields(), 1, "a whole line gives nothing up");
+        assert_eq!(transport.yields, 1, "a whole line gives nothing up");
 
         let third = transport.receive().await.expect("third message");
         assert_eq!(id_of(third), 3);
-        assert_eq!(yields(), 2, "a new line in pieces yields again");
+        assert_eq!(transport.yields, 2, "a new line in pieces yields again");
 
         assert!(transport.receive().await.is_none(), "the stream ended");
+    }
+
+    #[tokio::test]
+    async fn a_line_refused_as_too_large_leaves_the_next_line_its_yield() {
+        // The refused line: a short first piece (one yield), then a piece
+        // whose last read both passes the limit and ends the line.
+        let head = br#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":""#;
+        let tail = br#""}}"#;
+        let mut body = vec![b'a'; MAX_MESSAGE_BYTES + 1 - head.len() - tail.len()];
+        body.extend_from_slice(tail);
+        body.push(b'\n');
+        let last_read = body.len() % READ_BUFFER;
+        assert!(
+            last_read > 1 && head.len() + body.len() - last_read <= MAX_MESSAGE_BYTES,
+            "the last read is a short one that passes the limit"
+        );
+        let pieces = Pieces::of(&[
+            head,
+            &body,
+            br#"{"jsonrpc":"2.0","id":8,"#,
+            b"\"method\":\"ping\"}\n",
+        ]);
+        let mut transport = LineTransport::new(pieces, tokio::io::sink());
+
+        let next = transport
+            .receive()
+            .await
+            .expect("the line after the refused one");
+        assert_eq!(id_of(next), 8);
+        assert_eq!(transport.yields, 2, "one for each line that came in pieces");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_written_at_once_gives_nothing_up() {
+        let mut line = br#"{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":""#.to_vec();
+        line.extend(std::iter::repeat_n(b'a', 100 << 10));
+        line.extend_from_slice(b"\"}}\n");
+        let mut transport = LineTransport::new(Pieces::of(&[&line]), tokio::io::sink());
+
+        let message = transport.receive().await.expect("the long line");
+        assert_eq!(id_of(message), 9);
+        assert_eq!(transport.yields, 0, "full reads are not a writer mid-line");
     }
 }
