@@ -67,14 +67,19 @@ impl Location {
             .await
         {
             Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
+                .dispatch(
+                    &binding,
+                    &invocation,
+                    Input::checked(input_json),
+                    AuthorizedBy::Rule(rule),
+                )
                 .await),
             // The same call was approved earlier and this caller claimed it.
             Ok(Gate::Approved(dispatch)) => Ok(self
                 .dispatch(
                     &binding,
                     &invocation,
-                    input_json,
+                    Input::checked(input_json),
                     AuthorizedBy::Approval(dispatch.approval_id),
                 )
                 .await),
@@ -113,7 +118,7 @@ impl Location {
                 .dispatch(
                     &binding,
                     &invocation,
-                    invocation.input.to_string(),
+                    Input::unchecked(invocation.input.to_string()),
                     AuthorizedBy::Approval(dispatch.approval_id),
                 )
                 .await),
@@ -193,7 +198,7 @@ impl Location {
         &self,
         binding: &Binding,
         invocation: &Invocation,
-        input_json: String,
+        input: Input,
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
@@ -261,8 +266,9 @@ impl Location {
             session: invocation.session.clone(),
             deadline: Instant::now() + self.timeout_of(binding),
             network,
+            input_checked: input.checked,
         };
-        let outcome = binding.lane.call(context, input_json).await;
+        let outcome = binding.lane.call(context, input.json).await;
         match outcome.result {
             Ok(output) => {
                 let rendered = serde_json::to_string_pretty(&output).unwrap_or_default();
@@ -320,6 +326,32 @@ impl Location {
             ..ToolLimits::default()
         };
         Limits::with_overrides(config.defaults, &requested, &config.maxima).timeout
+    }
+}
+
+/// An authorized call's input, as JSON text.
+struct Input {
+    json: String,
+    /// The lane's `check_input` accepted it in this process, before the
+    /// call was authorized ([`CallContext::input_checked`]).
+    checked: bool,
+}
+
+impl Input {
+    fn checked(json: String) -> Input {
+        Input {
+            json,
+            checked: true,
+        }
+    }
+
+    /// A resumed approval's input: checked when the call was first made,
+    /// perhaps by another process, so the lane checks it again.
+    fn unchecked(json: String) -> Input {
+        Input {
+            json,
+            checked: false,
+        }
     }
 }
 

@@ -48,7 +48,8 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// to approve the call; nothing of the tool runs.
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
 
-    /// Run an authorized call.
+    /// Run an authorized call. Unless [`CallContext::input_checked`] says
+    /// [`Self::check_input`] accepted `input` already, check it first.
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
 
     /// The WIT world of the lane's component, for a WASM lane.
@@ -86,6 +87,12 @@ pub struct CallContext {
     /// capability's network policy, injects its staged credentials and
     /// redacts every staged secret from what comes back.
     pub network: Arc<dyn CallNetwork>,
+    /// This lane's [`Lane::check_input`] accepted the call's input before
+    /// the call was authorized, so the lane need not check it again. When
+    /// `false` (a resumed approval, whose input was checked when the call
+    /// was first made, perhaps by another process), the lane must check it
+    /// before running anything.
+    pub input_checked: bool,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -97,6 +104,7 @@ impl std::fmt::Debug for CallContext {
             .field("call_id", &self.call_id)
             .field("session", &self.session)
             .field("deadline", &self.deadline)
+            .field("input_checked", &self.input_checked)
             .finish_non_exhaustive()
     }
 }

@@ -44,6 +44,12 @@ pub struct CallRequest {
     pub limits: Option<ToolLimits>,
     /// The network and credential services of this call.
     pub network: Arc<dyn CallNetwork>,
+    /// The caller's [`InstalledComponent::check_input`] accepted exactly
+    /// this `input_json` for this `capability_id`, on the component called
+    /// (or a clone of it), so the call skips its own check: no size limit,
+    /// JSON syntax or schema check, and the guest receives `input_json` as
+    /// it is. Nothing verifies the claim: leave it `false` unless so.
+    pub input_checked: bool,
 }
 
 impl std::fmt::Debug for CallRequest {
@@ -53,6 +59,7 @@ impl std::fmt::Debug for CallRequest {
             .field("call_id", &self.call_id)
             .field("origin", &self.origin)
             .field("limits", &self.limits)
+            .field("input_checked", &self.input_checked)
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +75,7 @@ impl CallRequest {
             origin: Origin::LoopRun,
             limits: None,
             network: Arc::new(DenyAll),
+            input_checked: false,
         }
     }
 
@@ -92,6 +100,14 @@ impl CallRequest {
     /// Set the network service.
     pub fn network(mut self, network: Arc<dyn CallNetwork>) -> Self {
         self.network = network;
+        self
+    }
+
+    /// Say whether [`InstalledComponent::check_input`] already accepted this
+    /// input for this capability of the component called (see
+    /// [`CallRequest::input_checked`]).
+    pub fn input_checked(mut self, checked: bool) -> Self {
+        self.input_checked = checked;
         self
     }
 }
@@ -120,7 +136,9 @@ impl InstalledComponent {
 
     /// Check `input_json` against the capability's input schema (and the
     /// host's size limit) without running anything: a host checks input
-    /// before asking a person to approve a call. [`Self::call`] checks again.
+    /// before asking a person to approve a call. [`Self::call`] checks again
+    /// unless the request says this check passed
+    /// ([`CallRequest::input_checked`]).
     pub fn check_input(&self, capability_id: &str, input_json: &str) -> Result<(), RuntimeError> {
         let capability = self.inner.capabilities.get(capability_id).ok_or_else(|| {
             RuntimeError::UnknownCapability {
@@ -147,7 +165,9 @@ impl InstalledComponent {
             Some(overrides) => capability.limits.with_overrides(overrides, &config.maxima),
             None => capability.limits,
         };
-        if let Err(error) = check_input(&request.input_json, capability, config.max_input_bytes) {
+        if !request.input_checked
+            && let Err(error) = check_input(&request.input_json, capability, config.max_input_bytes)
+        {
             return CallOutcome::refused(error, Usage::default());
         }
         // A lazily installed component compiles at its first call (the

@@ -30,7 +30,8 @@ impl Lane for WasmLane {
         let request = CallRequest::new(context.capability_id, input)
             .call_id(context.call_id)
             .origin(context.origin)
-            .network(context.network);
+            .network(context.network)
+            .input_checked(context.input_checked);
         Box::pin(async move {
             let outcome = self.component.call(request).await;
             LaneOutcome {

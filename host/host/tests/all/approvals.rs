@@ -4,7 +4,7 @@ use serde_json::json;
 use warden_host::{
     AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, Resolution,
 };
-use warden_registry::{ToolFailure, now_millis};
+use warden_registry::{ApprovalId, ToolFailure, now_millis};
 
 fn host(dir: &std::path::Path) -> Host {
     Host::builder(HostConfig {
@@ -13,6 +13,15 @@ fn host(dir: &std::path::Path) -> Host {
     })
     .build()
     .unwrap()
+}
+
+fn host_with(dir: &std::path::Path, max_input_bytes: usize) -> Host {
+    let mut config = HostConfig {
+        data_dir: Some(dir.to_path_buf()),
+        ..HostConfig::default()
+    };
+    config.runtime.max_input_bytes = max_input_bytes;
+    Host::builder(config).build().unwrap()
 }
 
 fn echo_from_automation() -> Invocation {
@@ -24,20 +33,23 @@ fn echo_from_automation() -> Invocation {
     )
 }
 
+/// A host on `dir` asks for approval of [`echo_from_automation`] and exits.
+async fn asked_in_another_process(dir: &std::path::Path) -> ApprovalId {
+    let host = host(dir);
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let InvokeOutcome::NeedsApproval(request) =
+        location.invoke(echo_from_automation()).await.unwrap()
+    else {
+        panic!("automation must ask")
+    };
+    request.id
+}
+
 #[tokio::test]
 async fn a_pending_approval_survives_a_restart_and_dispatches_once() {
     let data = tempfile::tempdir().unwrap();
-    let id = {
-        let host = host(data.path());
-        let location = host.open_location("p");
-        location.install_embedded().unwrap();
-        let InvokeOutcome::NeedsApproval(request) =
-            location.invoke(echo_from_automation()).await.unwrap()
-        else {
-            panic!("automation must ask")
-        };
-        request.id
-    };
+    let id = asked_in_another_process(data.path()).await;
     // A new host process on the same data dir.
     let host = host(data.path());
     let location = host.open_location("p");
@@ -124,4 +136,34 @@ async fn invalid_input_never_reaches_an_approval() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn a_resumed_call_is_checked_again_by_the_process_that_runs_it() {
+    let data = tempfile::tempdir().unwrap();
+    let id = asked_in_another_process(data.path()).await;
+    // The process that resumes allows less input than the one that asked.
+    let host = host_with(data.path(), 8);
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    host.approvals()
+        .resolve(&id, Resolution::ApproveOnce, now_millis())
+        .await
+        .unwrap();
+    let InvokeOutcome::Failed(failure) =
+        location.resume(&id, echo_from_automation()).await.unwrap()
+    else {
+        panic!("over this process's input limit")
+    };
+    assert!(
+        matches!(
+            failure.runtime_error(),
+            Some(warden_runtime::RuntimeError::InvalidInput { .. })
+        ),
+        "{failure:?}"
+    );
+    let CallFailure::Runtime { usage, .. } = &failure else {
+        panic!("a runtime failure: {failure:?}")
+    };
+    assert_eq!(usage.fuel_consumed, 0, "no guest code ran");
 }

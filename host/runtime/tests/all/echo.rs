@@ -1,7 +1,7 @@
 //! The install + call path with a real tool.
 
 use warden_core::Origin;
-use warden_runtime::{CallRequest, RuntimeError, TABLE_ELEMENT_BYTES};
+use warden_runtime::{CallRequest, RuntimeConfig, RuntimeError, TABLE_ELEMENT_BYTES};
 
 use crate::support::{Host, config};
 
@@ -52,6 +52,38 @@ async fn invalid_input_is_refused_before_the_guest_runs() {
 
     let not_json = host.echo.call(CallRequest::new("echo.echo", "{nope")).await;
     assert_eq!(not_json.result.unwrap_err().code(), "invalid_input");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_input_checked_flag_is_trusted_not_verified() {
+    // Input the schema accepts but over this runtime's size limit: only
+    // the flag decides whether the call checks it.
+    let host = Host::new(RuntimeConfig {
+        max_input_bytes: 40,
+        ..config()
+    });
+    let input = r#"{"text": "abcdefghijklmnopqrstu", "transform": "upper"}"#;
+    assert!(matches!(
+        host.echo.check_input("echo.echo", input),
+        Err(RuntimeError::InvalidInput { .. })
+    ));
+
+    let unflagged = host.echo.call(CallRequest::new("echo.echo", input)).await;
+    assert!(
+        matches!(unflagged.result, Err(RuntimeError::InvalidInput { .. })),
+        "{:?}",
+        unflagged.result
+    );
+    assert_eq!(unflagged.usage.fuel_consumed, 0, "no guest code ran");
+
+    let flagged = host
+        .echo
+        .call(CallRequest::new("echo.echo", input).input_checked(true))
+        .await;
+    assert_eq!(
+        flagged.result.expect("the guest ran on it"),
+        serde_json::json!({"text": "ABCDEFGHIJKLMNOPQRSTU", "chars": 21})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
