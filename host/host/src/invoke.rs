@@ -47,17 +47,10 @@ impl Location {
                 name: invocation.tool,
             }));
         };
-        let input_json = invocation.input.to_string();
-        if let Err(error) = binding
-            .lane
-            .check_input(&binding.capability.id, &input_json)
-        {
-            return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
-                error,
-                usage: Default::default(),
-                logs: Vec::new(),
-            }));
-        }
+        let input_json = match checked_input(&binding, &invocation) {
+            Ok(json) => json,
+            Err(failed) => return Ok(*failed),
+        };
         let call = self.call_of(tool, &invocation);
         let policy = ToolPolicy::from(tool.def());
         let outcome = match self
@@ -67,19 +60,14 @@ impl Location {
             .await
         {
             Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(
-                    &binding,
-                    &invocation,
-                    Input::checked(input_json),
-                    AuthorizedBy::Rule(rule),
-                )
+                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
                 .await),
             // The same call was approved earlier and this caller claimed it.
             Ok(Gate::Approved(dispatch)) => Ok(self
                 .dispatch(
                     &binding,
                     &invocation,
-                    Input::checked(input_json),
+                    input_json,
                     AuthorizedBy::Approval(dispatch.approval_id),
                 )
                 .await),
@@ -104,6 +92,12 @@ impl Location {
                 name: invocation.tool,
             }));
         };
+        // Checked here, whoever checked it when the call was first made: a
+        // refused input leaves the approval unspent.
+        let input_json = match checked_input(&binding, &invocation) {
+            Ok(json) => json,
+            Err(failed) => return Ok(*failed),
+        };
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
@@ -118,7 +112,7 @@ impl Location {
                 .dispatch(
                     &binding,
                     &invocation,
-                    Input::unchecked(invocation.input.to_string()),
+                    input_json,
                     AuthorizedBy::Approval(dispatch.approval_id),
                 )
                 .await),
@@ -198,7 +192,7 @@ impl Location {
         &self,
         binding: &Binding,
         invocation: &Invocation,
-        input: Input,
+        input_json: String,
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
@@ -266,9 +260,8 @@ impl Location {
             session: invocation.session.clone(),
             deadline: Instant::now() + self.timeout_of(binding),
             network,
-            input_checked: input.checked,
         };
-        let outcome = binding.lane.call(context, input.json).await;
+        let outcome = binding.lane.call(context, input_json).await;
         match outcome.result {
             Ok(output) => {
                 let rendered = serde_json::to_string_pretty(&output).unwrap_or_default();
@@ -329,29 +322,22 @@ impl Location {
     }
 }
 
-/// An authorized call's input, as JSON text.
-struct Input {
-    json: String,
-    /// The lane's `check_input` accepted it in this process, before the
-    /// call was authorized ([`CallContext::input_checked`]).
-    checked: bool,
-}
-
-impl Input {
-    fn checked(json: String) -> Input {
-        Input {
-            json,
-            checked: true,
-        }
-    }
-
-    /// A resumed approval's input: checked when the call was first made,
-    /// perhaps by another process, so the lane checks it again.
-    fn unchecked(json: String) -> Input {
-        Input {
-            json,
-            checked: false,
-        }
+/// The call's input as JSON text once its lane's `check_input` accepted it,
+/// before anyone is asked to approve the call or an approval is claimed;
+/// else the failure to return. [`Lane::call`](crate::lane::Lane::call)
+/// relies on it.
+fn checked_input(binding: &Binding, invocation: &Invocation) -> Result<String, Box<InvokeOutcome>> {
+    let input_json = invocation.input.to_string();
+    match binding
+        .lane
+        .check_input(&binding.capability.id, &input_json)
+    {
+        Ok(()) => Ok(input_json),
+        Err(error) => Err(Box::new(InvokeOutcome::Failed(CallFailure::Runtime {
+            error,
+            usage: Default::default(),
+            logs: Vec::new(),
+        }))),
     }
 }
 

@@ -48,8 +48,10 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// to approve the call; nothing of the tool runs.
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
 
-    /// Run an authorized call. Unless [`CallContext::input_checked`] says
-    /// [`Self::check_input`] accepted `input` already, check it first.
+    /// Run an authorized call. The host calls it only with `input` that
+    /// [`Self::check_input`] accepted in this process (before the call was
+    /// approved, and again before an approval is resumed), so a lane need
+    /// not check it again.
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
 
     /// The WIT world of the lane's component, for a WASM lane.
@@ -87,12 +89,6 @@ pub struct CallContext {
     /// capability's network policy, injects its staged credentials and
     /// redacts every staged secret from what comes back.
     pub network: Arc<dyn CallNetwork>,
-    /// This lane's [`Lane::check_input`] accepted the call's input before
-    /// the call was authorized, so the lane need not check it again. When
-    /// `false` (a resumed approval, whose input was checked when the call
-    /// was first made, perhaps by another process), the lane must check it
-    /// before running anything.
-    pub input_checked: bool,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -104,7 +100,6 @@ impl std::fmt::Debug for CallContext {
             .field("call_id", &self.call_id)
             .field("session", &self.session)
             .field("deadline", &self.deadline)
-            .field("input_checked", &self.input_checked)
             .finish_non_exhaustive()
     }
 }

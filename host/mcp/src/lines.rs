@@ -30,6 +30,9 @@ pub(crate) struct LineTransport<R, W> {
     discarding: bool,
     /// The CPU was given up for the line being read ([`Self::yield_to_writer`]).
     yielded: bool,
+    /// The last read from the stream filled less than the buffer: the
+    /// writer had no more to give then.
+    read_short: bool,
     /// Times the CPU was given up.
     #[cfg(test)]
     yields: usize,
@@ -57,6 +60,7 @@ where
             line: Vec::new(),
             discarding: false,
             yielded: false,
+            read_short: false,
             #[cfg(test)]
             yields: 0,
             write: Arc::new(Mutex::new(Some(write))),
@@ -68,7 +72,9 @@ where
     /// await in between, so cancelling keeps the partial line.
     async fn read_line(&mut self) -> Read {
         loop {
-            let (taken, ended, too_large, short) = {
+            let (taken, ended, too_large) = {
+                // Bytes left from the last read are handed out without a read.
+                let fresh = self.read.buffer().is_empty();
                 let available = match self.read.fill_buf().await {
                     Ok([]) => return Read::End,
                     Ok(available) => available,
@@ -85,13 +91,15 @@ where
                     too_large = take > room;
                     self.line.extend_from_slice(&available[..take.min(room)]);
                 }
-                let short = available.len() < READ_BUFFER;
-                (take, newline.is_some(), too_large, short)
+                if fresh {
+                    self.read_short = available.len() < READ_BUFFER;
+                }
+                (take, newline.is_some(), too_large)
             };
             self.read.consume(taken);
             if ended {
                 self.yielded = false;
-            } else if short && !self.yielded {
+            } else if self.read_short && !self.yielded {
                 self.yield_to_writer();
             }
             if too_large {
@@ -104,8 +112,9 @@ where
         }
     }
 
-    /// Give up this thread's CPU once for the line being read, after a
-    /// short read that ended in the middle of it.
+    /// Give up this thread's CPU once for the line being read, when its
+    /// bytes so far came from a short read (one that found the pipe empty
+    /// before the buffer was full) and no newline.
     ///
     /// A client that writes a message in pieces (one `write(2)` per JSON
     /// token, as a `writeln!` of a `serde_json::Value` into an unbuffered
@@ -328,6 +337,24 @@ mod tests {
             .expect("the line after the refused one");
         assert_eq!(id_of(next), 8);
         assert_eq!(transport.yields, 2, "one for each line that came in pieces");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_after_a_short_one_in_one_write_gives_nothing_up() {
+        let mut lines = b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}\n".to_vec();
+        lines.extend_from_slice(br#"{"jsonrpc":"2.0","id":11,"method":"ping","params":{"x":""#);
+        lines.extend(std::iter::repeat_n(b'a', 100 << 10));
+        lines.extend_from_slice(b"\"}}\n");
+        let mut transport = LineTransport::new(Pieces::of(&[&lines]), tokio::io::sink());
+
+        let short = transport.receive().await.expect("the short line");
+        assert_eq!(id_of(short), 10);
+        let long = transport.receive().await.expect("the long line");
+        assert_eq!(id_of(long), 11);
+        assert_eq!(
+            transport.yields, 0,
+            "what is left of a full read is not a writer mid-line"
+        );
     }
 
     #[tokio::test]

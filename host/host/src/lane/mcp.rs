@@ -117,11 +117,6 @@ impl Lane for McpLane {
 
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome> {
         Box::pin(async move {
-            if !context.input_checked
-                && let Err(error) = self.input.check(&input)
-            {
-                return LaneOutcome::failed(error);
-            }
             let remaining = context
                 .deadline
                 .saturating_duration_since(std::time::Instant::now());

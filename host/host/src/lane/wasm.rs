@@ -26,12 +26,14 @@ impl Lane for WasmLane {
 
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome> {
         // The runtime enforces the capability's own limits (fuel, memory,
-        // wall clock) and reports each as its own error.
+        // wall clock) and reports each as its own error. The input passed
+        // `check_input` on this component (`Lane::call`'s contract), so the
+        // runtime does not parse and validate it again.
         let request = CallRequest::new(context.capability_id, input)
             .call_id(context.call_id)
             .origin(context.origin)
             .network(context.network)
-            .input_checked(context.input_checked);
+            .input_checked(true);
         Box::pin(async move {
             let outcome = self.component.call(request).await;
             LaneOutcome {
