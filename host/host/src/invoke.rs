@@ -92,12 +92,6 @@ impl Location {
                 name: invocation.tool,
             }));
         };
-        // Checked here, whoever checked it when the call was first made: a
-        // refused input leaves the approval unspent.
-        let input_json = match checked_input(&binding, &invocation) {
-            Ok(json) => json,
-            Err(failed) => return Ok(*failed),
-        };
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
@@ -108,14 +102,22 @@ impl Location {
             .resume(approval, &call, now_millis())
             .await
         {
-            Ok(dispatch) => Ok(self
-                .dispatch(
-                    &binding,
-                    &invocation,
-                    input_json,
-                    AuthorizedBy::Approval(dispatch.approval_id),
-                )
-                .await),
+            // Checked again here, whoever checked it when the call was first
+            // made; after the approval's own refusals (declined, package
+            // changed, ...), which come first. A refused input, as before,
+            // spends the approval.
+            Ok(dispatch) => Ok(match checked_input(&binding, &invocation) {
+                Ok(input_json) => {
+                    self.dispatch(
+                        &binding,
+                        &invocation,
+                        input_json,
+                        AuthorizedBy::Approval(dispatch.approval_id),
+                    )
+                    .await
+                }
+                Err(failed) => *failed,
+            }),
             Err(error) => refused(error),
         };
         self.audit(&call, &outcome);
@@ -322,9 +324,9 @@ impl Location {
     }
 }
 
-/// The call's input as JSON text once its lane's `check_input` accepted it,
-/// before anyone is asked to approve the call or an approval is claimed;
-/// else the failure to return. [`Lane::call`](crate::lane::Lane::call)
+/// The call's input as JSON text once its lane's `check_input` accepted it
+/// (before anyone is asked to approve the call, and again when an approval
+/// is resumed); else the failure to return. [`Lane::call`](crate::lane::Lane::call)
 /// relies on it.
 fn checked_input(binding: &Binding, invocation: &Invocation) -> Result<String, Box<InvokeOutcome>> {
     let input_json = invocation.input.to_string();

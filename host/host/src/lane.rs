@@ -50,8 +50,8 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
 
     /// Run an authorized call. The host calls it only with `input` that
     /// [`Self::check_input`] accepted in this process (before the call was
-    /// approved, and again before an approval is resumed), so a lane need
-    /// not check it again.
+    /// approved, and again when an approval is resumed), so a lane need not
+    /// check it again.
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
 
     /// The WIT world of the lane's component, for a WASM lane.
