@@ -70,21 +70,28 @@ pub(crate) struct Args {
 
 /// Start `warden serve` over stdio on `data_dir` with piped stdin and stdout.
 pub(crate) fn spawn_serve(binary: &Path, data_dir: &Path, extra: &[&str]) -> Result<Child> {
-    Command::new(binary)
+    let mut serve = Command::new(binary);
+    serve
         .args(["serve", "--data-dir"])
         .arg(data_dir)
         .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         // Offline, the bundled hosted-MCP package cannot be listed: keep its
         // warnings out of the figures (set RUST_LOG to see them).
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "off".into()),
-        )
+        );
+    spawn_piped(serve)
+}
+
+/// Start `server` with piped stdin and stdout (stderr passes through).
+pub(crate) fn spawn_piped(mut server: Command) -> Result<Child> {
+    server
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
-        .with_context(|| format!("starting {}", binary.display()))
+        .with_context(|| format!("starting {}", server.get_program().to_string_lossy()))
 }
 
 pub(crate) struct Server {

@@ -28,7 +28,7 @@
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -207,11 +207,7 @@ impl Subject<'_> {
     fn spawn(self, data_dir: &Path) -> Result<Child> {
         match self {
             Subject::Warden(binary) => super::spawn_serve(binary, data_dir, &[]),
-            Subject::Reference(binary) => Ok(Command::new(binary)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()?),
+            Subject::Reference(binary) => super::spawn_piped(Command::new(binary)),
         }
     }
 

@@ -2,7 +2,8 @@
 
 use serde_json::json;
 use warden_host::{
-    AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Origin, Resolution,
+    AuthorizedBy, CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Location, Origin,
+    Resolution,
 };
 use warden_registry::{ApprovalId, ToolFailure, now_millis};
 
@@ -28,17 +29,22 @@ fn echo_from_automation() -> Invocation {
     )
 }
 
-/// A host on `dir` asks for approval of [`echo_from_automation`] and exits.
-async fn asked_in_another_process(dir: &std::path::Path) -> ApprovalId {
-    let host = host(dir);
-    let location = host.open_location("p");
-    location.install_embedded().unwrap();
+/// `location` asks for approval of [`echo_from_automation`].
+async fn ask(location: &Location) -> ApprovalId {
     let InvokeOutcome::NeedsApproval(request) =
         location.invoke(echo_from_automation()).await.unwrap()
     else {
         panic!("automation must ask")
     };
     request.id
+}
+
+/// A host on `dir` asks for approval of [`echo_from_automation`] and exits.
+async fn asked_in_another_process(dir: &std::path::Path) -> ApprovalId {
+    let host = host(dir);
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    ask(&location).await
 }
 
 #[tokio::test]
@@ -89,23 +95,17 @@ async fn a_denial_with_feedback_is_a_failure_the_model_sees() {
     let host = host(data.path());
     let location = host.open_location("p");
     location.install_embedded().unwrap();
-    let InvokeOutcome::NeedsApproval(request) =
-        location.invoke(echo_from_automation()).await.unwrap()
-    else {
-        panic!("asks")
-    };
+    let id = ask(&location).await;
     host.approvals()
         .resolve(
-            &request.id,
+            &id,
             Resolution::DenyWithFeedback("use a shorter text".into()),
             now_millis(),
         )
         .await
         .unwrap();
-    let InvokeOutcome::Failed(failure) = location
-        .resume(&request.id, echo_from_automation())
-        .await
-        .unwrap()
+    let InvokeOutcome::Failed(failure) =
+        location.resume(&id, echo_from_automation()).await.unwrap()
     else {
         panic!("declined")
     };

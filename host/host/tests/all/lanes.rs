@@ -79,3 +79,36 @@ async fn the_wasm_lane_keeps_its_typed_error() {
         "{failure:?}"
     );
 }
+
+/// A call the rules let run needs nobody's approval, and the runtime trusts
+/// the host's check of its input: input the check refuses (over the size
+/// limit, or not the schema's shape) must never reach the guest.
+#[tokio::test]
+async fn input_the_host_refuses_never_reaches_the_guest() {
+    let mut config = HostConfig::default();
+    config.runtime.max_input_bytes = 64;
+    let host = Host::builder(config).build().unwrap();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let refused = [
+        json!({ "text": "x".repeat(100) }),
+        json!({ "text": "x", "transform": "upper", "also": "run me" }),
+    ];
+    for input in refused {
+        let call = Invocation::new("echo_echo", input.clone(), Origin::Product);
+        let outcome = location.invoke(call).await.unwrap();
+        let InvokeOutcome::Failed(failure @ CallFailure::Runtime { usage, .. }) = &outcome else {
+            panic!("{input} must be refused: {outcome:?}")
+        };
+        assert!(
+            matches!(
+                failure.runtime_error(),
+                Some(RuntimeError::InvalidInput { .. })
+            ),
+            "{failure:?}"
+        );
+        assert_eq!(usage.fuel_consumed, 0, "the guest ran on {input}");
+    }
+    let fits = location.invoke(echo(json!("fits"))).await.unwrap();
+    assert!(matches!(fits, InvokeOutcome::Completed(_)), "{fits:?}");
+}
