@@ -35,17 +35,7 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
-            // A hosted server that would list the tool wants authorization.
-            if let Some(refused) = self.hosted_auth_refusal(&invocation.tool) {
-                return Ok(InvokeOutcome::Failed(CallFailure::Runtime {
-                    error: Box::new(refused),
-                    usage: Default::default(),
-                    logs: Vec::new(),
-                }));
-            }
-            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
-                name: invocation.tool,
-            }));
+            return Ok(self.not_found(invocation.tool));
         };
         let input_json = match checked_input(&binding, &invocation) {
             Ok(json) => json,
@@ -88,9 +78,7 @@ impl Location {
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
-            return Ok(InvokeOutcome::Failed(CallFailure::UnknownTool {
-                name: invocation.tool,
-            }));
+            return Ok(self.not_found(invocation.tool));
         };
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
@@ -122,6 +110,21 @@ impl Location {
         };
         self.audit(&call, &outcome);
         outcome
+    }
+
+    /// What a call of `tool` that no published tool answers fails with:
+    /// `auth_required` when the `[mcp]` server that would list it refused
+    /// its listing for want of authorization (connecting the account
+    /// brings the tool back), else an unknown tool.
+    fn not_found(&self, tool: String) -> InvokeOutcome {
+        match self.hosted_auth_refusal(&tool) {
+            Some(refused) => InvokeOutcome::Failed(CallFailure::Runtime {
+                error: Box::new(refused),
+                usage: Default::default(),
+                logs: Vec::new(),
+            }),
+            None => InvokeOutcome::Failed(CallFailure::UnknownTool { name: tool }),
+        }
     }
 
     /// One audit line for a decided (and maybe run) call; never its input.

@@ -31,6 +31,13 @@ fn install(host: &Host, url: &str) -> (Location, tempfile::TempDir) {
 }
 
 async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
+    let (fake, host) = fake_and_host(script).await;
+    let (location, dir) = install(&host, MCP_URL);
+    (fake, location, dir)
+}
+
+/// A fake MCP server and a host whose egress reaches it at [`MCP_URL`].
+async fn fake_and_host(script: Script) -> (FakeMcp, Host) {
     let fake = FakeMcp::start(script).await;
     let config = HostConfig {
         egress: testing::config(fake.ca(), &[(MCP_HOST, 443)]),
@@ -41,8 +48,7 @@ async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
         .resolver(Arc::new(fake.server().resolver(&[MCP_HOST])))
         .build()
         .unwrap();
-    let (location, dir) = install(&host, MCP_URL);
-    (fake, location, dir)
+    (fake, host)
 }
 
 /// Invoke `tool` and return what it completed with.
@@ -336,4 +342,57 @@ async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
         .expect("auth details");
     assert_eq!(details.reason, Some(AuthReason::Expired));
     assert_eq!(details.connect_command(), "warden auth connect fake-mcp");
+}
+
+/// An approved call is resumed after the package was installed again and
+/// its server, refusing the token now, listed nothing: the tool is gone for
+/// want of authorization, and the resume says so as the call would.
+#[tokio::test]
+async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
+    let (fake, host) = fake_and_host(Script::default()).await;
+    let (location, dir) = install(&host, MCP_URL);
+    fake.script(|s| {
+        s.tools
+            .push(json!({"name": "wipe", "inputSchema": {"type": "object"},
+            "annotations": {"destructiveHint": true}}));
+    });
+    assert!(location.refresh_hosted().await.is_empty());
+    let wipe = || Invocation::new("fake-mcp.wipe", json!({}), Origin::LoopRun);
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(wipe()).await.unwrap() else {
+        panic!("the model loop asks")
+    };
+    host.approvals()
+        .resolve(
+            &request.id,
+            warden_host::Resolution::ApproveOnce,
+            warden_registry::now_millis(),
+        )
+        .await
+        .unwrap();
+
+    fake.script(|s| {
+        s.oauth = Some(warden_egress::testing::FakeAuthServer::new(
+            warden_tests::fake_mcp::AUTH_HOST,
+            3600,
+        ));
+    });
+    assert!(location.uninstall("fake-mcp").is_some());
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    assert!(
+        !location.refresh_hosted().await.is_empty(),
+        "the listing is refused"
+    );
+    assert!(!tool_ids(&location).contains(&"fake-mcp.wipe".to_owned()));
+
+    let before = fake.requests().len();
+    let outcome = location.resume(&request.id, wipe()).await.unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failure.code(), "auth_required", "{}", failure.message());
+    let details = failure.auth_details().expect("auth details");
+    assert_eq!(details.connect_command(), "warden auth connect fake-mcp");
+    assert_eq!(fake.requests().len(), before, "nothing reached the server");
 }
