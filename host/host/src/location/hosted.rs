@@ -356,9 +356,17 @@ impl Location {
     }
 }
 
-/// Whether `[mcp]` package `id` would provide `tool` (a capability id
-/// `<id>.<tool>` or a model name `<id>_<tool>`).
+/// Whether `[mcp]` package `id` would provide `tool`: a capability id
+/// `<id>.<tool>`, or a model name `<id>_<tool>` flattened as the registry
+/// flattens names. A model name never holds a `.` (the registry sanitizes
+/// it away), so a name with one is a capability id and only its exact
+/// package prefix counts: `foo_bar.x` is package `foo_bar`'s, not `foo`'s.
+/// A model name is ambiguous where ids are prefixes of one another
+/// (`foo_bar_x`); it is the best a refused listing leaves to go by.
 fn provides(id: &str, tool: &str) -> bool {
+    if tool.contains('.') {
+        return tool.starts_with(&format!("{id}."));
+    }
     let flat = |text: &str| -> String {
         text.chars()
             .map(|c| {
@@ -370,7 +378,7 @@ fn provides(id: &str, tool: &str) -> bool {
             })
             .collect()
     };
-    tool.starts_with(&format!("{id}.")) || flat(tool).starts_with(&format!("{}_", flat(id)))
+    flat(tool).starts_with(&format!("{}_", flat(id)))
 }
 
 /// Sleep for `interval`, or forever without one.
@@ -498,5 +506,27 @@ fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -
         max_egress_bytes: None,
         limits: ToolLimits::default(),
         mcp_pinned: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::provides;
+
+    #[test]
+    fn a_capability_id_belongs_to_its_exact_package_only() {
+        assert!(provides("foo", "foo.x"));
+        assert!(provides("foo", "foo.x.y"));
+        assert!(provides("foo_bar", "foo_bar.x"));
+        assert!(!provides("foo", "foo_bar.x"));
+        assert!(!provides("foo", "foobar.x"));
+    }
+
+    #[test]
+    fn a_model_name_is_matched_as_the_registry_flattens_it() {
+        assert!(provides("fake-mcp", "fake-mcp_weather"));
+        assert!(provides("my.pkg", "my_pkg_tool"));
+        assert!(!provides("foo", "foobar_x"));
+        assert!(!provides("fake-mcp", "fake_mcp_weather"));
     }
 }

@@ -346,19 +346,16 @@ async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
 
 /// An approved call is resumed after the package was installed again and
 /// its server, refusing the token now, listed nothing: the tool is gone for
-/// want of authorization, and the resume says so as the call would.
+/// want of authorization, and the resume says so as the call would, leaving
+/// the approval for the call once the account is connected again.
 #[tokio::test]
 async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
     let (fake, host) = fake_and_host(Script::default()).await;
     let (location, dir) = install(&host, MCP_URL);
-    fake.script(|s| {
-        s.tools
-            .push(json!({"name": "wipe", "inputSchema": {"type": "object"},
-            "annotations": {"destructiveHint": true}}));
-    });
     assert!(location.refresh_hosted().await.is_empty());
-    let wipe = || Invocation::new("fake-mcp.wipe", json!({}), Origin::LoopRun);
-    let InvokeOutcome::NeedsApproval(request) = location.invoke(wipe()).await.unwrap() else {
+    // The package gates the model loop's calls unless granted: it asks.
+    let weather = || Invocation::new("fake-mcp.weather", json!({}), Origin::LoopRun);
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(weather()).await.unwrap() else {
         panic!("the model loop asks")
     };
     host.approvals()
@@ -384,10 +381,10 @@ async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
         !location.refresh_hosted().await.is_empty(),
         "the listing is refused"
     );
-    assert!(!tool_ids(&location).contains(&"fake-mcp.wipe".to_owned()));
+    assert!(!tool_ids(&location).contains(&"fake-mcp.weather".to_owned()));
 
     let before = fake.requests().len();
-    let outcome = location.resume(&request.id, wipe()).await.unwrap();
+    let outcome = location.resume(&request.id, weather()).await.unwrap();
     let InvokeOutcome::Failed(failure) = outcome else {
         panic!("{outcome:?}")
     };
@@ -395,4 +392,17 @@ async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
     let details = failure.auth_details().expect("auth details");
     assert_eq!(details.connect_command(), "warden auth connect fake-mcp");
     assert_eq!(fake.requests().len(), before, "nothing reached the server");
+
+    // Connected again, the tool is listed and the approval, never spent,
+    // runs the call.
+    fake.script(|s| s.oauth = None);
+    assert!(location.refresh_hosted().await.is_empty());
+    let outcome = location.resume(&request.id, weather()).await.unwrap();
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        done.authorized_by,
+        warden_host::AuthorizedBy::Approval(request.id)
+    );
 }
