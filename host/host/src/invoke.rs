@@ -78,7 +78,12 @@ impl Location {
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
-            return Ok(self.not_found(invocation.tool));
+            // A person's "no" stands, whatever became of the tool since.
+            return match self.shared.approvals.refusal(approval).await {
+                Ok(Some(declined)) => Ok(InvokeOutcome::Failed(CallFailure::Refused(declined))),
+                Ok(None) => Ok(self.not_found(invocation.tool)),
+                Err(error) => refused(error),
+            };
         };
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the

@@ -10,6 +10,7 @@ use warden_egress::testing;
 use warden_host::{
     Host, HostConfig, Invocation, InvokeOutcome, LaneLimits, Location, PackageSource,
 };
+use warden_registry::{ApprovalId, ToolFailure};
 use warden_tests::fake_mcp::{
     FakeMcp, MCP_HOST, MCP_TOKEN, MCP_URL, Script, token_store, write_package,
 };
@@ -344,29 +345,24 @@ async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
     assert_eq!(details.connect_command(), "warden auth connect fake-mcp");
 }
 
-/// An approved call is resumed after the package was installed again and
-/// its server, refusing the token now, listed nothing: the tool is gone for
-/// want of authorization, and the resume says so as the call would, leaving
-/// the approval for the call once the account is connected again.
-#[tokio::test]
-async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
+/// A model-loop call of `fake-mcp.weather` (the package gates the loop's
+/// calls unless granted) asked for approval and a person answered
+/// `resolution`; then the package was installed again while its server
+/// refuses the token, so it listed nothing: the tool is gone for want of
+/// authorization.
+async fn answered_then_unlisted(
+    resolution: warden_host::Resolution,
+) -> (FakeMcp, Host, Location, ApprovalId, tempfile::TempDir) {
     let (fake, host) = fake_and_host(Script::default()).await;
     let (location, dir) = install(&host, MCP_URL);
     assert!(location.refresh_hosted().await.is_empty());
-    // The package gates the model loop's calls unless granted: it asks.
-    let weather = || Invocation::new("fake-mcp.weather", json!({}), Origin::LoopRun);
     let InvokeOutcome::NeedsApproval(request) = location.invoke(weather()).await.unwrap() else {
         panic!("the model loop asks")
     };
     host.approvals()
-        .resolve(
-            &request.id,
-            warden_host::Resolution::ApproveOnce,
-            warden_registry::now_millis(),
-        )
+        .resolve(&request.id, resolution, warden_registry::now_millis())
         .await
         .unwrap();
-
     fake.script(|s| {
         s.oauth = Some(warden_egress::testing::FakeAuthServer::new(
             warden_tests::fake_mcp::AUTH_HOST,
@@ -382,9 +378,22 @@ async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
         "the listing is refused"
     );
     assert!(!tool_ids(&location).contains(&"fake-mcp.weather".to_owned()));
+    (fake, host, location, request.id, dir)
+}
 
+fn weather() -> Invocation {
+    Invocation::new("fake-mcp.weather", json!({}), Origin::LoopRun)
+}
+
+/// An approved call resumed once its tool is gone for want of authorization
+/// says so as the call would, and leaves the approval for the call once the
+/// account is connected again.
+#[tokio::test]
+async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
+    let (fake, _host, location, id, _dir) =
+        answered_then_unlisted(warden_host::Resolution::ApproveOnce).await;
     let before = fake.requests().len();
-    let outcome = location.resume(&request.id, weather()).await.unwrap();
+    let outcome = location.resume(&id, weather()).await.unwrap();
     let InvokeOutcome::Failed(failure) = outcome else {
         panic!("{outcome:?}")
     };
@@ -397,12 +406,29 @@ async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
     // runs the call.
     fake.script(|s| s.oauth = None);
     assert!(location.refresh_hosted().await.is_empty());
-    let outcome = location.resume(&request.id, weather()).await.unwrap();
+    let outcome = location.resume(&id, weather()).await.unwrap();
     let InvokeOutcome::Completed(done) = outcome else {
         panic!("{outcome:?}")
     };
-    assert_eq!(
-        done.authorized_by,
-        warden_host::AuthorizedBy::Approval(request.id)
-    );
+    assert_eq!(done.authorized_by, warden_host::AuthorizedBy::Approval(id));
+}
+
+/// A declined call stays declined, with the person's feedback, however its
+/// tool went missing since: nobody is offered to connect an account for it.
+#[tokio::test]
+async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
+    let (_fake, _host, location, id, _dir) = answered_then_unlisted(
+        warden_host::Resolution::DenyWithFeedback("not today".into()),
+    )
+    .await;
+    let outcome = location.resume(&id, weather()).await.unwrap();
+    let InvokeOutcome::Failed(warden_host::CallFailure::Refused(ToolFailure::Declined {
+        approval_id,
+        feedback,
+    })) = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(approval_id, id);
+    assert_eq!(feedback.as_deref(), Some("not today"));
 }

@@ -347,6 +347,15 @@ impl Approvals {
         }
     }
 
+    /// How the person refused approval `id` (declined, with their feedback,
+    /// or dismissed), whatever call it would be resumed with; `None` while
+    /// it is pending or approved, or when there is no such approval. What
+    /// [`Approvals::resume`] answers for it once the call is known.
+    pub async fn refusal(&self, id: &ApprovalId) -> Result<Option<ToolFailure>, ApprovalError> {
+        let approval = self.store.approval(id).await?;
+        Ok(approval.and_then(|approval| refusal(id, &approval.state)))
+    }
+
     /// Resumes a blocked call: refuses changed input, surfaces declines and
     /// dismissals as tool failures, and claims the lease atomically. Exactly
     /// one resume of an approval ever returns a [`Dispatch`].
@@ -378,17 +387,11 @@ impl Approvals {
             }
             return Err(ToolFailure::InputChanged { approval_id }.into());
         }
-        match approval.state {
-            ApprovalState::Pending => return Err(ApprovalError::Pending(approval_id)),
-            ApprovalState::Denied { feedback } => {
-                return Err(ToolFailure::Declined {
-                    approval_id,
-                    feedback,
-                }
-                .into());
-            }
-            ApprovalState::Dismissed => return Err(ToolFailure::Dismissed { approval_id }.into()),
-            ApprovalState::Approved => {}
+        if let Some(refused) = refusal(&approval_id, &approval.state) {
+            return Err(refused.into());
+        }
+        if approval.state == ApprovalState::Pending {
+            return Err(ApprovalError::Pending(approval_id));
         }
         if self.store.claim_lease(id, &fingerprint, now).await? {
             let lease = self
@@ -436,6 +439,19 @@ fn new_id(prefix: &str, seed: &str) -> String {
     hasher.update(std::process::id().to_le_bytes());
     hasher.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     format!("{prefix}_{}", &hex::encode(hasher.finalize())[..24])
+}
+
+/// The failure a person's refusal of approval `id` is, if `state` is one.
+fn refusal(id: &ApprovalId, state: &ApprovalState) -> Option<ToolFailure> {
+    let approval_id = id.clone();
+    match state {
+        ApprovalState::Denied { feedback } => Some(ToolFailure::Declined {
+            approval_id,
+            feedback: feedback.clone(),
+        }),
+        ApprovalState::Dismissed => Some(ToolFailure::Dismissed { approval_id }),
+        ApprovalState::Pending | ApprovalState::Approved => None,
+    }
 }
 
 #[cfg(test)]
