@@ -79,7 +79,11 @@ impl Location {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
             // A person's "no" stands, whatever became of the tool since.
-            return match self.shared.approvals.refusal(approval).await {
+            let refusal = self
+                .shared
+                .approvals
+                .refusal(approval, &self.id, &invocation.tool);
+            return match refusal.await {
                 Ok(Some(declined)) => Ok(InvokeOutcome::Failed(CallFailure::Refused(declined))),
                 Ok(None) => Ok(self.not_found(invocation.tool)),
                 Err(error) => refused(error),

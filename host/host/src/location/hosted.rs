@@ -138,7 +138,14 @@ impl Location {
     /// provide `tool` (a capability id `<id>.<tool>` or a model name
     /// `<id>_<tool>`), so a call reaches no other server.
     pub async fn refresh_hosted_for(&self, tool: &str) -> Vec<HostError> {
-        self.refresh_hosted_where(|id| provides(id, tool)).await
+        let provider = {
+            let installed = self.installed.lock().expect("installed lock");
+            provider(installed.keys(), tool).cloned()
+        };
+        match provider {
+            Some(id) => self.refresh_hosted_where(|installed| installed == id).await,
+            None => Vec::new(),
+        }
     }
 
     /// [`Location::refresh_hosted`] for `[mcp]` package `id` only.
@@ -226,10 +233,14 @@ impl Location {
     /// would provide it could not list its tools for want of authorization.
     pub(crate) fn hosted_auth_refusal(&self, tool: &str) -> Option<ListingRefused> {
         let installed = self.installed.lock().expect("installed lock");
-        installed.iter().find_map(|(id, stack)| {
-            let refused = stack.last()?.hosted.as_ref()?.auth_refused.clone()?;
-            provides(id, tool).then_some(refused)
-        })
+        let id = provider(installed.keys(), tool)?;
+        installed
+            .get(id)?
+            .last()?
+            .hosted
+            .as_ref()?
+            .auth_refused
+            .clone()
     }
 
     /// Tick receivers of every installed `[mcp]` server's
@@ -356,13 +367,20 @@ impl Location {
     }
 }
 
+/// Of the installed package `ids`, the one that would provide `tool`: the
+/// longest that [`provides`] it, so `foo.bar.x` is package `foo.bar`'s, not
+/// `foo`'s, while both are installed.
+fn provider<'i>(ids: impl Iterator<Item = &'i String>, tool: &str) -> Option<&'i String> {
+    ids.filter(|id| provides(id, tool))
+        .max_by_key(|id| id.len())
+}
+
 /// Whether `[mcp]` package `id` would provide `tool`: a capability id
 /// `<id>.<tool>`, or a model name `<id>_<tool>` flattened as the registry
 /// flattens names. A model name never holds a `.` (the registry sanitizes
-/// it away), so a name with one is a capability id and only its exact
-/// package prefix counts: `foo_bar.x` is package `foo_bar`'s, not `foo`'s.
-/// A model name is ambiguous where ids are prefixes of one another
-/// (`foo_bar_x`); it is the best a refused listing leaves to go by.
+/// it away), so a name with one is a capability id and only its package
+/// prefix counts: `foo_bar.x` is never package `foo`'s. Where one id is a
+/// prefix of another, both may match; [`provider`] takes the longest.
 fn provides(id: &str, tool: &str) -> bool {
     if tool.contains('.') {
         return tool.starts_with(&format!("{id}."));
@@ -511,10 +529,10 @@ fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -
 
 #[cfg(test)]
 mod tests {
-    use super::provides;
+    use super::{provider, provides};
 
     #[test]
-    fn a_capability_id_belongs_to_its_exact_package_only() {
+    fn a_capability_id_is_matched_by_its_package_prefix_only() {
         assert!(provides("foo", "foo.x"));
         assert!(provides("foo", "foo.x.y"));
         assert!(provides("foo_bar", "foo_bar.x"));
@@ -528,5 +546,17 @@ mod tests {
         assert!(provides("my.pkg", "my_pkg_tool"));
         assert!(!provides("foo", "foobar_x"));
         assert!(!provides("fake-mcp", "fake_mcp_weather"));
+    }
+
+    #[test]
+    fn the_longest_installed_id_provides_a_tool() {
+        let ids: Vec<String> = ["foo", "foo.bar", "other"].map(String::from).into();
+        let of = |tool| provider(ids.iter(), tool).map(String::as_str);
+        assert_eq!(of("foo.bar.x"), Some("foo.bar"));
+        assert_eq!(of("foo_bar_x"), Some("foo.bar"));
+        assert_eq!(of("foo.x"), Some("foo"));
+        assert_eq!(of("foo_x"), Some("foo"));
+        assert_eq!(of("foo_bar.x"), None);
+        assert_eq!(of("nobody.x"), None);
     }
 }

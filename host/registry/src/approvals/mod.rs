@@ -347,13 +347,28 @@ impl Approvals {
         }
     }
 
-    /// How the person refused approval `id` (declined, with their feedback,
-    /// or dismissed), whatever call it would be resumed with; `None` while
-    /// it is pending or approved, or when there is no such approval. What
-    /// [`Approvals::resume`] answers for it once the call is known.
-    pub async fn refusal(&self, id: &ApprovalId) -> Result<Option<ToolFailure>, ApprovalError> {
-        let approval = self.store.approval(id).await?;
-        Ok(approval.and_then(|approval| refusal(id, &approval.state)))
+    /// How the person refused approval `id` of a call of `tool` (its
+    /// capability id or model name) at `location`: declined, with their
+    /// feedback, or dismissed — what [`Approvals::resume`] answers for it,
+    /// for a call whose input and package can no longer be told (its tool
+    /// is gone). `None` while it is pending or approved, when there is no
+    /// such approval, or when it is another tool's or another Location's.
+    pub async fn refusal(
+        &self,
+        id: &ApprovalId,
+        location: &LocationId,
+        tool: &str,
+    ) -> Result<Option<ToolFailure>, ApprovalError> {
+        let Some(approval) = self.store.approval(id).await? else {
+            return Ok(None);
+        };
+        let names_it = tool == approval.capability_id
+            || crate::name::model_name(None, &approval.capability_id)
+                .is_ok_and(|name| name == tool);
+        if approval.scope.location != *location || !names_it {
+            return Ok(None);
+        }
+        Ok(refusal(id, &approval.state))
     }
 
     /// Resumes a blocked call: refuses changed input, surfaces declines and

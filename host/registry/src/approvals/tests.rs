@@ -495,6 +495,83 @@ async fn declines_and_dismissals_are_typed_failures() {
     ));
 }
 
+/// Without the call (its tool is gone), a refusal is told only to a
+/// resume of the same tool, by capability id or model name, at the same
+/// Location; pending and approved answers are none.
+#[tokio::test]
+async fn a_refusal_is_told_for_its_own_tool_and_location_only() {
+    let approvals = memory();
+    let policy = gated(GatePolicy::GatedUnlessGranted);
+    let loc = LocationId::from("loc");
+    let asked = |input| {
+        let (approvals, policy) = (&approvals, &policy);
+        async move { blocked(approvals, policy, &call(input)).await.id }
+    };
+    let pending = asked(json!({"case": "pending"})).await;
+    assert_eq!(
+        approvals
+            .refusal(&pending, &loc, "gh.create_issue")
+            .await
+            .unwrap(),
+        None
+    );
+    let approved = asked(json!({"case": "approved"})).await;
+    approvals
+        .resolve(&approved, Resolution::ApproveOnce, NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals
+            .refusal(&approved, &loc, "gh.create_issue")
+            .await
+            .unwrap(),
+        None
+    );
+
+    let declined = asked(json!({"case": "declined"})).await;
+    let feedback = Resolution::DenyWithFeedback("not today".into());
+    approvals.resolve(&declined, feedback, NOW).await.unwrap();
+    for tool in ["gh.create_issue", "gh_create_issue"] {
+        let Some(ToolFailure::Declined {
+            approval_id,
+            feedback,
+        }) = approvals.refusal(&declined, &loc, tool).await.unwrap()
+        else {
+            panic!("{tool} is the declined tool")
+        };
+        assert_eq!(
+            (approval_id, feedback.as_deref()),
+            (declined.clone(), Some("not today"))
+        );
+    }
+    for (location, tool) in [("loc", "gh.close_issue"), ("other", "gh.create_issue")] {
+        let location = LocationId::from(location);
+        let refusal = approvals.refusal(&declined, &location, tool).await.unwrap();
+        assert_eq!(refusal, None, "{location:?} {tool}");
+    }
+
+    let dismissed = asked(json!({"case": "dismissed"})).await;
+    approvals
+        .resolve(&dismissed, Resolution::Dismiss, NOW)
+        .await
+        .unwrap();
+    assert!(matches!(
+        approvals
+            .refusal(&dismissed, &loc, "gh.create_issue")
+            .await
+            .unwrap(),
+        Some(ToolFailure::Dismissed { .. })
+    ));
+    let unknown = ApprovalId("apr_unknown".into());
+    assert_eq!(
+        approvals
+            .refusal(&unknown, &loc, "gh.create_issue")
+            .await
+            .unwrap(),
+        None
+    );
+}
+
 #[tokio::test]
 async fn interruption_and_defects_are_never_tool_failures() {
     assert!(ApprovalError::Interrupted.into_tool_failure().is_err());
