@@ -502,74 +502,53 @@ async fn declines_and_dismissals_are_typed_failures() {
 async fn a_refusal_is_told_for_its_own_tool_and_location_only() {
     let approvals = memory();
     let policy = gated(GatePolicy::GatedUnlessGranted);
-    let loc = LocationId::from("loc");
-    let asked = |input| {
+    let asked = |case: &str, resolution: Option<Resolution>| {
         let (approvals, policy) = (&approvals, &policy);
-        async move { blocked(approvals, policy, &call(input)).await.id }
+        let input = json!({ "case": case });
+        async move {
+            let id = blocked(approvals, policy, &call(input)).await.id;
+            if let Some(resolution) = resolution {
+                approvals.resolve(&id, resolution, NOW).await.unwrap();
+            }
+            id
+        }
     };
-    let pending = asked(json!({"case": "pending"})).await;
-    assert_eq!(
-        approvals
-            .refusal(&pending, &loc, "gh.create_issue")
-            .await
-            .unwrap(),
-        None
-    );
-    let approved = asked(json!({"case": "approved"})).await;
-    approvals
-        .resolve(&approved, Resolution::ApproveOnce, NOW)
-        .await
-        .unwrap();
-    assert_eq!(
-        approvals
-            .refusal(&approved, &loc, "gh.create_issue")
-            .await
-            .unwrap(),
-        None
-    );
+    let refusal = |id: ApprovalId, location: &str, tool: &str| {
+        let (approvals, location, tool) = (&approvals, LocationId::from(location), tool.to_owned());
+        async move { approvals.refusal(&id, &location, &tool).await.unwrap() }
+    };
 
-    let declined = asked(json!({"case": "declined"})).await;
+    let pending = asked("pending", None).await;
+    assert_eq!(refusal(pending, "loc", "gh.create_issue").await, None);
+    let approved = asked("approved", Some(Resolution::ApproveOnce)).await;
+    assert_eq!(refusal(approved, "loc", "gh.create_issue").await, None);
+    let unknown = ApprovalId("apr_unknown".into());
+    assert_eq!(refusal(unknown, "loc", "gh.create_issue").await, None);
+
     let feedback = Resolution::DenyWithFeedback("not today".into());
-    approvals.resolve(&declined, feedback, NOW).await.unwrap();
+    let declined = asked("declined", Some(feedback)).await;
     for tool in ["gh.create_issue", "gh_create_issue"] {
+        let told = refusal(declined.clone(), "loc", tool).await;
         let Some(ToolFailure::Declined {
             approval_id,
             feedback,
-        }) = approvals.refusal(&declined, &loc, tool).await.unwrap()
+        }) = told
         else {
-            panic!("{tool} is the declined tool")
+            panic!("{tool} is the declined tool: {told:?}")
         };
-        assert_eq!(
-            (approval_id, feedback.as_deref()),
-            (declined.clone(), Some("not today"))
-        );
+        assert_eq!(approval_id, declined);
+        assert_eq!(feedback.as_deref(), Some("not today"));
     }
     for (location, tool) in [("loc", "gh.close_issue"), ("other", "gh.create_issue")] {
-        let location = LocationId::from(location);
-        let refusal = approvals.refusal(&declined, &location, tool).await.unwrap();
-        assert_eq!(refusal, None, "{location:?} {tool}");
+        let told = refusal(declined.clone(), location, tool).await;
+        assert_eq!(told, None, "{location} {tool}");
     }
 
-    let dismissed = asked(json!({"case": "dismissed"})).await;
-    approvals
-        .resolve(&dismissed, Resolution::Dismiss, NOW)
-        .await
-        .unwrap();
+    let dismissed = asked("dismissed", Some(Resolution::Dismiss)).await;
     assert!(matches!(
-        approvals
-            .refusal(&dismissed, &loc, "gh.create_issue")
-            .await
-            .unwrap(),
+        refusal(dismissed, "loc", "gh.create_issue").await,
         Some(ToolFailure::Dismissed { .. })
     ));
-    let unknown = ApprovalId("apr_unknown".into());
-    assert_eq!(
-        approvals
-            .refusal(&unknown, &loc, "gh.create_issue")
-            .await
-            .unwrap(),
-        None
-    );
 }
 
 #[tokio::test]
