@@ -9,8 +9,8 @@ use std::time::Instant;
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_egress::tape::{Recording, Replaying};
 use warden_registry::{
-    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, RegisteredTool, Snapshot,
-    ToolPolicy, name, now_millis,
+    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, PackageIdentity,
+    RegisteredTool, Snapshot, ToolPolicy, name, now_millis,
 };
 use warden_runtime::{Limits, ToolLimits, Unavailable};
 
@@ -79,12 +79,9 @@ impl Location {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
             // A person's "no" stands, whatever became of the tool since.
-            let refusal = self
-                .shared
-                .approvals
-                .refusal(approval, &self.id, &invocation.tool);
-            return match refusal.await {
-                Ok(Some(declined)) => Ok(InvokeOutcome::Failed(CallFailure::Refused(declined))),
+            let named = self.call_named(invocation.tool.clone(), None, &invocation);
+            return match self.shared.approvals.refusal(approval, &named).await {
+                Ok(Some(no)) => Ok(InvokeOutcome::Failed(CallFailure::Refused(no))),
                 Ok(None) => Ok(self.not_found(invocation.tool)),
                 Err(error) => refused(error),
             };
@@ -186,17 +183,32 @@ impl Location {
     }
 
     fn call_of(&self, tool: &RegisteredTool, invocation: &Invocation) -> Call {
+        let def = tool.def();
+        self.call_named(
+            def.capability_id().to_owned(),
+            def.package.clone(),
+            invocation,
+        )
+    }
+
+    /// `invocation` here as a call of `capability_id` from `package`.
+    fn call_named(
+        &self,
+        capability_id: String,
+        package: Option<PackageIdentity>,
+        invocation: &Invocation,
+    ) -> Call {
         let mut scope = InvocationScope {
             location: self.id.clone(),
             session: None,
         };
         scope.session.clone_from(&invocation.session);
         Call {
-            capability_id: tool.def().capability_id().to_owned(),
+            capability_id,
             scope,
             origin: invocation.origin,
             input: invocation.input.clone(),
-            package: tool.def().package.clone(),
+            package,
         }
     }
 

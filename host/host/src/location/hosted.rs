@@ -136,16 +136,10 @@ impl Location {
 
     /// [`Location::refresh_hosted`] for the `[mcp]` package that would
     /// provide `tool` (a capability id `<id>.<tool>` or a model name
-    /// `<id>_<tool>`), so a call reaches no other server.
+    /// `<id>_<tool>`, which may fit more than one), so a call reaches no
+    /// other server.
     pub async fn refresh_hosted_for(&self, tool: &str) -> Vec<HostError> {
-        let provider = {
-            let installed = self.installed.lock().expect("installed lock");
-            provider(installed.keys(), tool).cloned()
-        };
-        match provider {
-            Some(id) => self.refresh_hosted_where(|installed| installed == id).await,
-            None => Vec::new(),
-        }
+        self.refresh_hosted_where(|id| provides(id, tool)).await
     }
 
     /// [`Location::refresh_hosted`] for `[mcp]` package `id` only.
@@ -231,16 +225,18 @@ impl Location {
 
     /// Why a call of `tool` found no tool, when the `[mcp]` package that
     /// would provide it could not list its tools for want of authorization.
+    /// Where more than one would (see [`provides`]), the longest id's.
     pub(crate) fn hosted_auth_refusal(&self, tool: &str) -> Option<ListingRefused> {
         let installed = self.installed.lock().expect("installed lock");
-        let id = provider(installed.keys(), tool)?;
         installed
-            .get(id)?
-            .last()?
-            .hosted
-            .as_ref()?
-            .auth_refused
-            .clone()
+            .iter()
+            .filter(|(id, _)| provides(id, tool))
+            .filter_map(|(id, stack)| {
+                let refused = stack.last()?.hosted.as_ref()?.auth_refused.clone()?;
+                Some((id.len(), refused))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, refused)| refused)
     }
 
     /// Tick receivers of every installed `[mcp]` server's
@@ -367,23 +363,26 @@ impl Location {
     }
 }
 
-/// Of the installed package `ids`, the one that would provide `tool`: the
-/// longest that [`provides`] it, so `foo.bar.x` is package `foo.bar`'s, not
-/// `foo`'s, while both are installed.
-fn provider<'i>(ids: impl Iterator<Item = &'i String>, tool: &str) -> Option<&'i String> {
-    ids.filter(|id| provides(id, tool))
-        .max_by_key(|id| id.len())
-}
-
-/// Whether `[mcp]` package `id` would provide `tool`: a capability id
-/// `<id>.<tool>`, or a model name `<id>_<tool>` flattened as the registry
-/// flattens names. A model name never holds a `.` (the registry sanitizes
-/// it away), so a name with one is a capability id and only its package
-/// prefix counts: `foo_bar.x` is never package `foo`'s. Where one id is a
-/// prefix of another, both may match; [`provider`] takes the longest.
+/// Whether `tool` names a tool `[mcp]` package `id` would discover on its
+/// server: the capability id `<id>.<name>` or the model name `<id>_<name>`
+/// (the id flattened as the registry flattens names), `<name>` being a name
+/// discovery accepts (`[A-Za-z0-9_-]+`). A model name never holds a `.`
+/// (the registry sanitizes it away), so a name with one is a capability id,
+/// matched exactly: `foo.bar.x` is never `foo`'s, nor `foo_bar.x`. A model
+/// name is ambiguous where one flattened id and `_` begin another
+/// (`foo_bar_x` may be `foo`'s `bar_x` or `foo.bar`'s `x`): both provide it.
 fn provides(id: &str, tool: &str) -> bool {
+    let listable = |name: &str| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
     if tool.contains('.') {
-        return tool.starts_with(&format!("{id}."));
+        return tool
+            .strip_prefix(id)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(listable);
     }
     let flat = |text: &str| -> String {
         text.chars()
@@ -396,7 +395,9 @@ fn provides(id: &str, tool: &str) -> bool {
             })
             .collect()
     };
-    flat(tool).starts_with(&format!("{}_", flat(id)))
+    flat(tool)
+        .strip_prefix(&format!("{}_", flat(id)))
+        .is_some_and(listable)
 }
 
 /// Sleep for `interval`, or forever without one.
@@ -529,34 +530,27 @@ fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -
 
 #[cfg(test)]
 mod tests {
-    use super::{provider, provides};
+    use super::provides;
 
     #[test]
-    fn a_capability_id_is_matched_by_its_package_prefix_only() {
+    fn a_capability_id_is_matched_exactly() {
         assert!(provides("foo", "foo.x"));
-        assert!(provides("foo", "foo.x.y"));
-        assert!(provides("foo_bar", "foo_bar.x"));
+        assert!(provides("foo.bar", "foo.bar.x"));
+        assert!(!provides("foo", "foo.bar.x"));
         assert!(!provides("foo", "foo_bar.x"));
         assert!(!provides("foo", "foobar.x"));
+        assert!(!provides("foo", "foo."));
     }
 
     #[test]
     fn a_model_name_is_matched_as_the_registry_flattens_it() {
         assert!(provides("fake-mcp", "fake-mcp_weather"));
         assert!(provides("my.pkg", "my_pkg_tool"));
+        // Ambiguous: either package may list it.
+        assert!(provides("foo", "foo_bar_x"));
+        assert!(provides("foo.bar", "foo_bar_x"));
         assert!(!provides("foo", "foobar_x"));
+        assert!(!provides("foo", "foo_"));
         assert!(!provides("fake-mcp", "fake_mcp_weather"));
-    }
-
-    #[test]
-    fn the_longest_installed_id_provides_a_tool() {
-        let ids: Vec<String> = ["foo", "foo.bar", "other"].map(String::from).into();
-        let of = |tool| provider(ids.iter(), tool).map(String::as_str);
-        assert_eq!(of("foo.bar.x"), Some("foo.bar"));
-        assert_eq!(of("foo_bar_x"), Some("foo.bar"));
-        assert_eq!(of("foo.x"), Some("foo"));
-        assert_eq!(of("foo_x"), Some("foo"));
-        assert_eq!(of("foo_bar.x"), None);
-        assert_eq!(of("nobody.x"), None);
     }
 }

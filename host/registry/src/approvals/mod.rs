@@ -347,28 +347,36 @@ impl Approvals {
         }
     }
 
-    /// How the person refused approval `id` of a call of `tool` (its
-    /// capability id or model name) at `location`: declined, with their
-    /// feedback, or dismissed — what [`Approvals::resume`] answers for it,
-    /// for a call whose input and package can no longer be told (its tool
-    /// is gone). `None` while it is pending or approved, when there is no
-    /// such approval, or when it is another tool's or another Location's.
+    /// How the person refused approval `id` (declined, with their
+    /// feedback, or dismissed) — what [`Approvals::resume`] answers for it —
+    /// for a call whose tool is gone, so its package can no longer be told:
+    /// `call`'s capability id is the tool as the caller named it (capability
+    /// id or model name) and its package is not looked at. Everything else
+    /// must be the call that was asked about (Location, session, origin,
+    /// input). `None` while it is pending or approved, when there is no such
+    /// approval, or when `call` is another.
     pub async fn refusal(
         &self,
         id: &ApprovalId,
-        location: &LocationId,
-        tool: &str,
+        call: &Invocation,
     ) -> Result<Option<ToolFailure>, ApprovalError> {
         let Some(approval) = self.store.approval(id).await? else {
             return Ok(None);
         };
-        let names_it = tool == approval.capability_id
+        let named = &call.capability_id;
+        let names_it = *named == approval.capability_id
             || crate::name::model_name(None, &approval.capability_id)
-                .is_ok_and(|name| name == tool);
-        if approval.scope.location != *location || !names_it {
+                .is_ok_and(|name| name == *named);
+        // The call as asked about, but for the package nobody can tell now.
+        let asked = Invocation {
+            capability_id: approval.capability_id.clone(),
+            package: approval.package.clone(),
+            ..call.clone()
+        };
+        if !names_it || asked.fingerprint() != approval.fingerprint {
             return Ok(None);
         }
-        Ok(refusal(id, &approval.state))
+        Ok(refusal_of(id, &approval.state))
     }
 
     /// Resumes a blocked call: refuses changed input, surfaces declines and
@@ -402,7 +410,7 @@ impl Approvals {
             }
             return Err(ToolFailure::InputChanged { approval_id }.into());
         }
-        if let Some(refused) = refusal(&approval_id, &approval.state) {
+        if let Some(refused) = refusal_of(&approval_id, &approval.state) {
             return Err(refused.into());
         }
         if approval.state == ApprovalState::Pending {
@@ -457,7 +465,7 @@ fn new_id(prefix: &str, seed: &str) -> String {
 }
 
 /// The failure a person's refusal of approval `id` is, if `state` is one.
-fn refusal(id: &ApprovalId, state: &ApprovalState) -> Option<ToolFailure> {
+fn refusal_of(id: &ApprovalId, state: &ApprovalState) -> Option<ToolFailure> {
     let approval_id = id.clone();
     match state {
         ApprovalState::Denied { feedback } => Some(ToolFailure::Declined {

@@ -495,11 +495,12 @@ async fn declines_and_dismissals_are_typed_failures() {
     ));
 }
 
-/// Without the call (its tool is gone), a refusal is told only to a
-/// resume of the same tool, by capability id or model name, at the same
-/// Location; pending and approved answers are none.
+/// Without the tool (it is gone, and its package with it), a refusal is
+/// told only for the call that was asked about — by capability id or model
+/// name, at its Location, in its session, from its origin, with its input;
+/// pending and approved answers are none.
 #[tokio::test]
-async fn a_refusal_is_told_for_its_own_tool_and_location_only() {
+async fn a_refusal_is_told_for_its_own_call_only() {
     let approvals = memory();
     let policy = gated(GatePolicy::GatedUnlessGranted);
     let asked = |case: &str, resolution: Option<Resolution>| {
@@ -513,22 +514,30 @@ async fn a_refusal_is_told_for_its_own_tool_and_location_only() {
             id
         }
     };
-    let refusal = |id: ApprovalId, location: &str, tool: &str| {
-        let (approvals, location, tool) = (&approvals, LocationId::from(location), tool.to_owned());
-        async move { approvals.refusal(&id, &location, &tool).await.unwrap() }
+    let refusal = |id: ApprovalId, call: Invocation| {
+        let approvals = &approvals;
+        async move { approvals.refusal(&id, &call).await.unwrap() }
+    };
+    // The call as resumed once its tool is gone: named, no package.
+    let named = |case: &str, tool: &str| Invocation {
+        capability_id: tool.into(),
+        package: None,
+        ..call(json!({ "case": case }))
     };
 
     let pending = asked("pending", None).await;
-    assert_eq!(refusal(pending, "loc", "gh.create_issue").await, None);
+    let told = refusal(pending, named("pending", "gh.create_issue")).await;
+    assert_eq!(told, None);
     let approved = asked("approved", Some(Resolution::ApproveOnce)).await;
-    assert_eq!(refusal(approved, "loc", "gh.create_issue").await, None);
+    let told = refusal(approved, named("approved", "gh.create_issue")).await;
+    assert_eq!(told, None);
     let unknown = ApprovalId("apr_unknown".into());
-    assert_eq!(refusal(unknown, "loc", "gh.create_issue").await, None);
+    assert_eq!(refusal(unknown, named("x", "gh.create_issue")).await, None);
 
     let feedback = Resolution::DenyWithFeedback("not today".into());
     let declined = asked("declined", Some(feedback)).await;
     for tool in ["gh.create_issue", "gh_create_issue"] {
-        let told = refusal(declined.clone(), "loc", tool).await;
+        let told = refusal(declined.clone(), named("declined", tool)).await;
         let Some(ToolFailure::Declined {
             approval_id,
             feedback,
@@ -539,14 +548,30 @@ async fn a_refusal_is_told_for_its_own_tool_and_location_only() {
         assert_eq!(approval_id, declined);
         assert_eq!(feedback.as_deref(), Some("not today"));
     }
-    for (location, tool) in [("loc", "gh.close_issue"), ("other", "gh.create_issue")] {
-        let told = refusal(declined.clone(), location, tool).await;
-        assert_eq!(told, None, "{location} {tool}");
+    let others = [
+        named("declined", "gh.close_issue"),
+        named("other input", "gh.create_issue"),
+        Invocation {
+            scope: InvocationScope::location("other").with_session("s1"),
+            ..named("declined", "gh.create_issue")
+        },
+        Invocation {
+            scope: InvocationScope::location("loc").with_session("s2"),
+            ..named("declined", "gh.create_issue")
+        },
+        Invocation {
+            origin: Origin::Automation,
+            ..named("declined", "gh.create_issue")
+        },
+    ];
+    for other in others {
+        let told = refusal(declined.clone(), other.clone()).await;
+        assert_eq!(told, None, "{other:?}");
     }
 
     let dismissed = asked("dismissed", Some(Resolution::Dismiss)).await;
     assert!(matches!(
-        refusal(dismissed, "loc", "gh.create_issue").await,
+        refusal(dismissed, named("dismissed", "gh.create_issue")).await,
         Some(ToolFailure::Dismissed { .. })
     ));
 }
