@@ -81,7 +81,13 @@ impl Location {
             // A person's "no" stands, whatever became of the tool since.
             let named = self.call_named(invocation.tool.clone(), None, &invocation);
             return match self.shared.approvals.refusal(approval, &named).await {
-                Ok(Some(no)) => Ok(InvokeOutcome::Failed(CallFailure::Refused(no))),
+                Ok(Some(no)) => {
+                    // Audited as the same answer for a tool still there is
+                    // (the package column empty: nobody can tell it now).
+                    let outcome = Ok(InvokeOutcome::Failed(CallFailure::Refused(no)));
+                    self.audit(&named, &outcome);
+                    outcome
+                }
                 Ok(None) => Ok(self.not_found(invocation.tool)),
                 Err(error) => refused(error),
             };

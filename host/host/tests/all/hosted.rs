@@ -39,17 +39,29 @@ async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
 
 /// A fake MCP server and a host whose egress reaches it at [`MCP_URL`].
 async fn fake_and_host(script: Script) -> (FakeMcp, Host) {
+    fake_and_host_in(script, None).await
+}
+
+/// [`fake_and_host`] with the host's stores and audit log (`audit.jsonl`)
+/// in `data_dir`.
+async fn fake_and_host_in(script: Script, data_dir: Option<&std::path::Path>) -> (FakeMcp, Host) {
     let fake = FakeMcp::start(script).await;
     let config = HostConfig {
         egress: testing::config(fake.ca(), &[(MCP_HOST, 443)]),
+        data_dir: data_dir.map(std::path::Path::to_path_buf),
         ..HostConfig::default()
     };
-    let host = Host::builder(config)
+    let mut builder = Host::builder(config)
         .secret_store(Arc::new(secrets()))
-        .resolver(Arc::new(fake.server().resolver(&[MCP_HOST])))
-        .build()
-        .unwrap();
-    (fake, host)
+        .resolver(Arc::new(fake.server().resolver(&[MCP_HOST])));
+    if let Some(dir) = data_dir {
+        let log = warden_host::AuditLog::new(
+            dir.join("audit.jsonl"),
+            warden_host::DEFAULT_AUDIT_MAX_BYTES,
+        );
+        builder = builder.audit_log(log);
+    }
+    (fake, builder.build().unwrap())
 }
 
 /// Invoke `tool` and return what it completed with.
@@ -352,8 +364,9 @@ async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
 /// authorization.
 async fn answered_then_unlisted(
     resolution: warden_host::Resolution,
+    data_dir: &std::path::Path,
 ) -> (FakeMcp, Host, Location, ApprovalId, tempfile::TempDir) {
-    let (fake, host) = fake_and_host(Script::default()).await;
+    let (fake, host) = fake_and_host_in(Script::default(), Some(data_dir)).await;
     let (location, dir) = install(&host, MCP_URL);
     assert!(location.refresh_hosted().await.is_empty());
     let InvokeOutcome::NeedsApproval(request) = location.invoke(weather()).await.unwrap() else {
@@ -390,8 +403,9 @@ fn weather() -> Invocation {
 /// account is connected again.
 #[tokio::test]
 async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
+    let data = tempfile::tempdir().unwrap();
     let (fake, _host, location, id, _dir) =
-        answered_then_unlisted(warden_host::Resolution::ApproveOnce).await;
+        answered_then_unlisted(warden_host::Resolution::ApproveOnce, data.path()).await;
     let before = fake.requests().len();
     let outcome = location.resume(&id, weather()).await.unwrap();
     let InvokeOutcome::Failed(failure) = outcome else {
@@ -417,8 +431,10 @@ async fn a_resumed_call_whose_server_now_refuses_the_token_is_auth_required() {
 /// tool went missing since: nobody is offered to connect an account for it.
 #[tokio::test]
 async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
+    let data = tempfile::tempdir().unwrap();
     let (_fake, _host, location, id, _dir) = answered_then_unlisted(
         warden_host::Resolution::DenyWithFeedback("not today".into()),
+        data.path(),
     )
     .await;
     let outcome = location.resume(&id, weather()).await.unwrap();
@@ -431,4 +447,10 @@ async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
     };
     assert_eq!(approval_id, id);
     assert_eq!(feedback.as_deref(), Some("not today"));
+    // Audited like a declined resume of a tool still there.
+    let lines = warden_host::audit_tail(&data.path().join("audit.jsonl"), 1).unwrap();
+    let last: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(last["outcome"], "user_declined", "{last}");
+    assert_eq!(last["capability"], "fake-mcp.weather", "{last}");
+    assert_eq!(last["origin"], "loop_run", "{last}");
 }
