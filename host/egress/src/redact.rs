@@ -360,6 +360,23 @@ mod tests {
         assert_redacted(&r, &json);
     }
 
+    /// A secret's UTF-16LE form followed by its UTF-16BE form without the
+    /// first byte: the two overlap by a byte. In a large text (searched by
+    /// the automaton) the second was skipped and its tail — the whole
+    /// secret, one byte in two — passed through.
+    #[test]
+    fn overlapping_forms_in_a_large_text_are_all_redacted() {
+        let r = redactor();
+        let mut bytes = vec![b'.'; 70 << 10];
+        let le: Vec<u8> = SECRET.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = SECRET.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        bytes.extend_from_slice(&le);
+        bytes.extend_from_slice(&be[1..]);
+        let out = r.redact_bytes(&bytes);
+        let tail = &out[70 << 10..];
+        assert_eq!(tail, b"[REDACTED]", "{}", String::from_utf8_lossy(tail));
+    }
+
     #[test]
     fn escapes_around_a_secret_stay_intact() {
         let r = redactor();

@@ -7,8 +7,12 @@
 //! them costs next to nothing) over a lowercased copy of the text. A text
 //! larger than [`LARGE`] is searched with an Aho-Corasick automaton instead,
 //! linear in the text whatever the number of forms, built once on first need.
-//! Both report every occurrence of every form (overlaps are merged when
-//! replaced), so they redact the same bytes.
+//! Both report every occurrence of every form, overlapping ones included —
+//! of two forms, or of one form with itself — and overlaps are merged when
+//! replaced, so they redact the same bytes. (A search that skipped an
+//! occurrence overlapping an earlier one would leave its tail: a secret's
+//! UTF-16LE form followed by its UTF-16BE form shifted by one byte shares
+//! bytes with it, and a self-overlapping secret overlaps itself.)
 
 use std::sync::{Arc, OnceLock};
 
@@ -69,7 +73,8 @@ impl Search {
             .get_or_init(|| {
                 AhoCorasickBuilder::new()
                     .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::LeftmostLongest)
+                    // Standard: the only kind that reports overlapping matches.
+                    .match_kind(MatchKind::Standard)
                     .kind(Some(AhoCorasickKind::ContiguousNFA))
                     .build(self.inner.forms.iter().map(|p| p.as_slice()))
                     .ok()
@@ -96,17 +101,23 @@ impl Search {
         if text.len() >= LARGE
             && let Some(ac) = self.automaton()
         {
-            return ac.find_iter(text).map(|m| (m.start(), m.end())).collect();
+            return ac
+                .find_overlapping_iter(text)
+                .map(|m| (m.start(), m.end()))
+                .collect();
         }
         let folded = Zeroizing::new(text.to_ascii_lowercase());
         let mut ranges = Vec::new();
         for finder in &self.inner.finders {
             let len = finder.needle().len();
-            ranges.extend(
-                finder
-                    .find_iter(folded.as_slice())
-                    .map(|start| (start, start + len)),
-            );
+            // `find_iter` skips occurrences overlapping the last one found:
+            // search again from the byte after each start instead.
+            let mut from = 0;
+            while let Some(at) = finder.find(&folded[from..]) {
+                let start = from + at;
+                ranges.push((start, start + len));
+                from = start + 1;
+            }
         }
         ranges
     }
@@ -131,9 +142,26 @@ mod tests {
         // The same text padded past the threshold goes through the automaton.
         let mut large = vec![b'.'; LARGE];
         large.extend_from_slice(text);
-        let found = search.ranges(&large);
-        assert!(found.contains(&(LARGE + 2, LARGE + 14)), "{found:?}");
-        assert!(found.contains(&(LARGE + 19, LARGE + 31)), "{found:?}");
+        let mut found = search.ranges(&large);
+        found.sort_unstable();
+        let shifted: Vec<_> = small.iter().map(|(s, e)| (s + LARGE, e + LARGE)).collect();
+        assert_eq!(found, shifted, "the overlapping `token-x` too");
         assert!(search.is_match(&large));
+    }
+
+    #[test]
+    fn a_form_overlapping_itself_is_found_at_every_start() {
+        let search = Search::new(vec![Zeroizing::new(b"abcab".to_vec())]);
+        // `abcab` at 0 and at 3: the second shares `ab` with the first and
+        // would leave `cab` if skipped.
+        let text = b"abcabcab";
+        let mut small = search.ranges(text);
+        small.sort_unstable();
+        assert_eq!(small, [(0, 5), (3, 8)]);
+        let mut large = vec![b'.'; LARGE];
+        large.extend_from_slice(text);
+        let mut found = search.ranges(&large);
+        found.sort_unstable();
+        assert_eq!(found, [(LARGE, LARGE + 5), (LARGE + 3, LARGE + 8)]);
     }
 }
