@@ -9,7 +9,7 @@ use crate::component::Capability;
 use crate::config::Limits;
 use crate::error::RuntimeError;
 use crate::outcome::{FailureKind, TrapKind};
-use crate::state::{CallState, redact_bounded};
+use crate::state::{CallState, code_without_secrets, redact_bounded};
 
 /// Bytes kept of a guest failure message.
 const MAX_FAILURE_MESSAGE_BYTES: usize = 1024;
@@ -171,7 +171,7 @@ pub(crate) fn failure(failure: wit::Failure, state: &CallState) -> RuntimeError 
     };
     RuntimeError::GuestFailure {
         kind,
-        code: sanitize_code(&failure.code),
+        code: code_without_secrets(state.network.as_ref(), sanitize_code(&failure.code)),
         message,
     }
 }

@@ -168,6 +168,20 @@ pub(crate) fn redact_bounded(network: &dyn CallNetwork, text: &str, max: usize) 
     (redacted, cut || cut_early)
 }
 
+/// A guest's failure code (already cut down to the characters its world
+/// allows), or `redacted_code` when it holds a staged secret. The code
+/// reaches the model ("the tool failed (kind/code)"), and a guest that came
+/// by a secret through an encoding the response's redaction missed could
+/// spell it there, where the output's redaction never looks; an identifier
+/// with a part replaced is no use, so it is replaced whole.
+pub(crate) fn code_without_secrets(network: &dyn CallNetwork, code: String) -> String {
+    if network.redact(&code) == code {
+        code
+    } else {
+        "redacted_code".to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,13 +8,14 @@
 //! | `input`, `output-too-large`, `client`, `operation-failed`, `executor` | [`RuntimeError::GuestFailure`] of that [`FailureKind`] |
 //!
 //! `code` keeps `[A-Za-z0-9_.-]` (at most 64 bytes; the ecosystem's codes
-//! are `github_api_error_status_401`, `messaging.rate_limited`, …), and is
-//! `unspecified` when nothing is left; `message` is redacted and bounded.
+//! are `github_api_error_status_401`, `messaging.rate_limited`, …), is
+//! `unspecified` when nothing is left and `redacted_code` when what is left
+//! holds a staged secret; `message` is redacted and bounded.
 
 use super::bindings::exports::near::agent::tool::{ErrorKind, GuestFailure};
 use crate::error::RuntimeError;
 use crate::outcome::FailureKind;
-use crate::state::{CallState, redact_bounded};
+use crate::state::{CallState, code_without_secrets, redact_bounded};
 
 /// Bytes kept of a guest failure message.
 const MAX_FAILURE_MESSAGE_BYTES: usize = 1024;
@@ -57,7 +58,10 @@ pub(crate) fn failure(failure: GuestFailure, state: &CallState) -> RuntimeError 
     };
     RuntimeError::GuestFailure {
         kind,
-        code: sanitize_code(failure.code.as_deref()),
+        code: code_without_secrets(
+            state.network.as_ref(),
+            sanitize_code(failure.code.as_deref()),
+        ),
         message,
     }
 }

@@ -100,6 +100,18 @@ async fn failure_messages_and_logs_are_redacted_and_bounded() {
     assert!(message.starts_with("token [REDACTED] leaked"), "{message}");
     assert!(message.len() <= 1024);
 
+    // A code is an identifier the model sees: one holding the secret is
+    // replaced whole.
+    let input = serde_json::json!({ "code": "token_s3cr3t", "message": "m" });
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.fail", input.to_string()).network(network.clone()))
+        .await;
+    let Err(RuntimeError::GuestFailure { code, .. }) = outcome.result else {
+        panic!("expected a tool failure, got {:?}", outcome.result);
+    };
+    assert_eq!(code, "redacted_code");
+
     let flood = host
         .hostile
         .call(CallRequest::new("hostile.log_flood", "{}").network(network))
