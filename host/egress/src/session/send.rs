@@ -262,7 +262,9 @@ fn next_plan(session: &CallSession, plan: &Plan, next: ParsedRequest) -> Result<
         .map_err(refused)
 }
 
-/// The response headers the receiver may see, redacted.
+/// The response headers the receiver may see, redacted. A header whose
+/// *name* holds a staged secret (a server spelling back what it was sent)
+/// is left out whole: a name with a part replaced means nothing.
 fn visible_headers(session: &CallSession, all: &http::HeaderMap) -> Vec<(String, String)> {
     let extra = session.policy.injection_headers();
     let redactor = &session.redactor;
@@ -271,6 +273,7 @@ fn visible_headers(session: &CallSession, all: &http::HeaderMap) -> Vec<(String,
             headers::guest_may_see(name.as_str(), &extra)
                 || (session.host_client && name.as_str() == "www-authenticate")
         })
+        .filter(|(name, _)| !redactor.contains(name.as_str().as_bytes()))
         .map(|(name, value)| {
             let value = redactor.redact_bytes(value.as_bytes());
             (

@@ -147,6 +147,8 @@ async fn echoed_token_reaches_the_guest_redacted() {
             .with_header("x-echo", &auth)
             .with_header("set-cookie", "session=abc")
             .with_header("www-authenticate", "Bearer realm=x")
+            // The token spelled back as a header's name.
+            .with_header(&format!("x-{}", token.to_ascii_lowercase()), "1")
     })
     .await;
     let session = fx.session().await;
@@ -167,6 +169,11 @@ async fn echoed_token_reaches_the_guest_redacted() {
     assert_eq!(header("x-echo").as_deref(), Some("Bearer [REDACTED]"));
     assert_eq!(header("set-cookie"), None);
     assert_eq!(header("www-authenticate"), None);
+    assert!(
+        response.headers.iter().any(|(name, _)| name == "date"),
+        "only the header named by the token is left out: {:?}",
+        response.headers
+    );
     assert_eq!(
         session.redact(&format!("log line {TOKEN}")),
         "log line [REDACTED]"
