@@ -6,8 +6,8 @@
 //! way out is [`CallHttp`]: the call's egress session (network policy,
 //! credential injection by handle, redaction). It never sees a secret and has
 //! no client of its own. This adapter checks the input and output against the
-//! manifest's schemas, bounds the output, enforces the deadline and scrubs
-//! failure messages, so a service cannot skip any of it.
+//! manifest's schemas, bounds and redacts the output, enforces the deadline
+//! and scrubs failure messages, so a service cannot skip any of it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -298,15 +298,30 @@ impl FirstPartyLane {
         Ok(value)
     }
 
-    /// The output, checked and bounded, or why it is refused.
-    fn finish(&self, output: Value) -> Result<Value, FirstPartyError> {
-        let size = serde_json::to_vec(&output).map_or(0, |v| v.len() as u64);
-        if size > self.max_output_bytes {
+    /// The output, bounded, redacted and checked, or why it is refused.
+    /// Redacted as a guest's output is: the JSON text, before it is read
+    /// again, so a service that undid a form of a secret the response's
+    /// redaction did not know answers with the secret redacted.
+    fn finish(&self, output: Value, network: &dyn CallNetwork) -> Result<Value, FirstPartyError> {
+        let text = serde_json::to_string(&output).map_err(|e| FirstPartyError::InvalidOutput {
+            reason: format!("it does not serialize: {e}"),
+        })?;
+        if text.len() as u64 > self.max_output_bytes {
             return Err(FirstPartyError::OutputTooLarge {
                 limit: self.max_output_bytes,
-                actual: size,
+                actual: text.len() as u64,
             });
         }
+        let redacted = network.redact(&text);
+        let output = if redacted == text {
+            output
+        } else {
+            serde_json::from_str(&redacted).map_err(|_| FirstPartyError::InvalidOutput {
+                reason: "it carried a staged secret and is not valid JSON once the secret is \
+                         redacted"
+                    .to_owned(),
+            })?
+        };
         if let Some(validator) = &self.output
             && let Err((errors, omitted)) = schema_errors(validator, &output)
         {
@@ -375,7 +390,7 @@ impl Lane for FirstPartyLane {
                 .map_err(|_| FirstPartyError::Timeout {
                     limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                 })??;
-                self.finish(output)
+                self.finish(output, &*network)
             }
             .await;
             LaneOutcome {

@@ -27,6 +27,8 @@ fn weather_dir() -> std::path::PathBuf {
 struct Weather {
     url: String,
     calls: AtomicU32,
+    /// Reverse the conditions the provider sent (see [`provider`]).
+    unreverse: bool,
 }
 
 impl Weather {
@@ -34,6 +36,15 @@ impl Weather {
         Arc::new(Weather {
             url: url.to_owned(),
             calls: AtomicU32::new(0),
+            unreverse: false,
+        })
+    }
+
+    /// A service that undoes a form of the key redaction does not know.
+    fn unreversing(url: &str) -> Arc<Self> {
+        Arc::new(Weather {
+            unreverse: true,
+            ..Arc::into_inner(Weather::new(url)).expect("just made")
         })
     }
 }
@@ -60,21 +71,32 @@ impl FirstPartyService for Weather {
                 serde_json::from_slice(&response.body).map_err(|e| FirstPartyError::Failed {
                     message: format!("the weather API answered {}: {e}", response.status),
                 })?;
+            let mut conditions = body["conditions"].clone();
+            if self.unreverse {
+                let text = conditions.as_str().unwrap_or_default();
+                conditions = Value::String(text.chars().rev().collect());
+            }
             Ok(json!({
                 "city": city,
                 "temperature_c": body["temp"],
-                "conditions": body["conditions"],
+                "conditions": conditions,
             }))
         })
     }
 }
 
 /// A provider at api.weather.example that reflects the key it received
-/// into its answer (so redaction is tested too).
+/// into its answer (so redaction is tested too) — reversed, a form
+/// redaction does not know, for the city `Reversed`.
 async fn provider(ca: &TestCa) -> TestServer {
     TestServer::start(ca, &["api.weather.example"], |request| {
         let key = request.header("x-api-key").unwrap_or("none").to_owned();
-        TestResponse::json(&json!({ "temp": 21.5, "conditions": format!("sunny; key {key}") }))
+        let conditions = if request.target.ends_with("city=Reversed") {
+            key.chars().rev().collect()
+        } else {
+            format!("sunny; key {key}")
+        };
+        TestResponse::json(&json!({ "temp": 21.5, "conditions": conditions }))
     })
     .await
     .unwrap()
@@ -153,6 +175,23 @@ async fn a_registered_first_party_tool_answers_with_the_key_injected_by_egress()
         "{conditions}"
     );
     assert!(!done.text.contains(KEY));
+}
+
+/// The service undoes the provider's reversal of the key, which the
+/// response's redaction let through, and answers with the key: the lane
+/// redacts the output as it does a guest's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_party_output_is_redacted_as_a_guests_is() {
+    let ca = TestCa::new();
+    let server = provider(&ca).await;
+    let weather = Weather::unreversing("https://api.weather.example/v1/current");
+    let location = installed(&host(&ca, &server, weather));
+    let outcome = location.invoke(current(json!("Reversed"))).await.unwrap();
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("the first-party tool runs: {outcome:?}")
+    };
+    assert_eq!(done.output["conditions"], "[REDACTED]", "{}", done.text);
+    assert!(!done.text.contains(KEY), "{}", done.text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
