@@ -16,6 +16,9 @@ pub struct Entry {
     pub kind: tar::EntryType,
     /// The link target of a symlink or hard link.
     pub link: Option<String>,
+    /// The size given only in a PAX extended header before the entry; its
+    /// own header says 0 (a reader takes the PAX size).
+    pub pax_size: bool,
 }
 
 impl Entry {
@@ -26,6 +29,15 @@ impl Entry {
             bytes: bytes.into(),
             kind: tar::EntryType::Regular,
             link: None,
+            pax_size: false,
+        }
+    }
+
+    /// This entry with its size given only in a PAX header.
+    pub fn with_pax_size(self) -> Self {
+        Entry {
+            pax_size: true,
+            ..self
         }
     }
 
@@ -36,6 +48,7 @@ impl Entry {
             bytes: Vec::new(),
             kind,
             link: Some(target.to_owned()),
+            pax_size: false,
         }
     }
 }
@@ -73,7 +86,15 @@ pub fn write_raw(path: &Path, entries: &[Entry]) {
             header.as_gnu_mut().expect("gnu").linkname[..link.len()].copy_from_slice(link);
         }
         header.set_entry_type(entry.kind);
-        header.set_size(entry.bytes.len() as u64);
+        let size = entry.bytes.len() as u64;
+        if entry.pax_size {
+            let size = size.to_string();
+            out.append_pax_extensions([("size", size.as_bytes())])
+                .expect("pax header");
+            header.set_size(0);
+        } else {
+            header.set_size(size);
+        }
         header.set_mode(0o644);
         header.set_cksum();
         out.append(&header, entry.bytes.as_slice()).expect("append");

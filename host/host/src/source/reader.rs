@@ -359,25 +359,33 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
             ));
         }
         let name = normalise(&raw).map_err(|reason| unsafe_entry(&raw, reason))?;
-        let size = entry.header().size().unwrap_or(u64::MAX);
-        total = total.saturating_add(size);
-        if size > MAX_FILE_BYTES || total > MAX_PACKAGE_BYTES {
-            let limit = if size > MAX_FILE_BYTES {
-                MAX_FILE_BYTES
-            } else {
-                MAX_PACKAGE_BYTES
-            };
-            return Err(HostError::TooLarge {
-                package: package.to_owned(),
-                path: name,
-                limit,
-            });
+        let too_large = |limit| HostError::TooLarge {
+            package: package.to_owned(),
+            path: name.clone(),
+            limit,
+        };
+        // The size the reader goes by: a PAX `size` record overrides the
+        // header's, so the header's alone would let an entry claim 0.
+        let size = entry.size();
+        if size > MAX_FILE_BYTES {
+            return Err(too_large(MAX_FILE_BYTES));
+        }
+        if total.saturating_add(size) > MAX_PACKAGE_BYTES {
+            return Err(too_large(MAX_PACKAGE_BYTES));
         }
         let mut bytes = Vec::with_capacity(size as usize);
         (&mut entry)
             .take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| bad(format!("reading `{name}`: {e}")))?;
+        // And what was read counts, whatever any header said.
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_large(MAX_FILE_BYTES));
+        }
+        total = total.saturating_add(bytes.len() as u64);
+        if total > MAX_PACKAGE_BYTES {
+            return Err(too_large(MAX_PACKAGE_BYTES));
+        }
         if files.insert(name.clone(), bytes).is_some() {
             return Err(unsafe_entry(&raw, format!("`{name}` appears twice")));
         }

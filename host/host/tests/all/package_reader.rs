@@ -218,6 +218,25 @@ fn unreferenced_directory_files_are_never_read() {
     );
 }
 
+/// Sizes given in PAX headers (the entry's own header saying 0) count
+/// against the whole archive's limit as any other: three files of 25 MiB
+/// are over 64 MiB however their sizes are written.
+#[test]
+fn archive_sizes_in_pax_headers_count_against_the_limit() {
+    let scratch = tempfile::tempdir().unwrap();
+    let big = |i: usize| Entry::file(format!("prompts/big{i}.md"), vec![0u8; 25 << 20]);
+    let entries: Vec<Entry> = (0..3).map(|i| big(i).with_pax_size()).collect();
+    let path = archive_with(scratch.path(), "pax.tar.gz", entries);
+    let loaded = load_package(&PackageSource::Archive(path), host().validation());
+    let Err(error) = loaded else {
+        panic!("an archive of 75 MiB loaded");
+    };
+    assert!(
+        matches!(&error, HostError::TooLarge { limit, .. } if *limit == warden_host::MAX_PACKAGE_BYTES),
+        "{error}"
+    );
+}
+
 #[test]
 fn referenced_directory_files_are_bounded() {
     let scratch = tempfile::tempdir().unwrap();
