@@ -244,6 +244,15 @@ impl Location {
                 reason,
             });
         }
+        // An id already taken is refused before anything is compiled (a
+        // refused package leaves no compiled code in the cache); `publish`
+        // checks again under the lock it registers under.
+        if replace == Replace::No {
+            let installed = self.installed.lock().expect("installed lock");
+            if let Some(taken) = already_installed(&installed, &package.id) {
+                return Err(taken);
+            }
+        }
         let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
         let identity = PackageIdentity {
             extension_id: package.id.clone(),
@@ -315,13 +324,9 @@ impl Location {
         } = published;
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
-            && let Some(taken) = installed.get(&package.id).and_then(|s| s.last())
+            && let Some(taken) = already_installed(&installed, &package.id)
         {
-            return Err(HostError::AlreadyInstalled {
-                id: package.id.clone(),
-                provenance: taken.info.provenance,
-                digest: taken.info.digest.clone(),
-            });
+            return Err(taken);
         }
         let world = bindings.first().and_then(|b| b.lane.world());
         let bindings: Vec<(LaneId, Arc<Binding>)> = bindings
@@ -443,6 +448,16 @@ impl Location {
             lanes.remove(id);
         }
     }
+}
+
+/// Why `id` cannot be installed without replacing: what holds it now.
+fn already_installed(installed: &BTreeMap<String, Vec<Installed>>, id: &str) -> Option<HostError> {
+    let taken = installed.get(id)?.last()?;
+    Some(HostError::AlreadyInstalled {
+        id: id.to_owned(),
+        provenance: taken.info.provenance,
+        digest: taken.info.digest.clone(),
+    })
 }
 
 /// A process-unique lane id (ids are never reused, so a stale snapshot can

@@ -308,6 +308,49 @@ fn lanes_this_host_does_not_run_are_refused_at_install() {
         .expect("plain echo installs");
 }
 
+/// Files under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(kind) if kind.is_dir() => files_under(&e.path()),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// A package refused because its id is taken is refused before its
+/// component compiles: a different `echo` leaves nothing in the cache.
+#[test]
+fn a_taken_id_is_refused_before_anything_compiles() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    let mut config = HostConfig::default();
+    config.runtime.cache_dir = Some(cache.clone());
+    let host = Host::builder(config).build().expect("host");
+    let location = host.open_location("p");
+    let first = warden_tests::package::echo_variant(&scratch.path().join("first"), &[]);
+    location.install(&PackageSource::Dir(first)).unwrap();
+    let cached = files_under(&cache);
+    assert!(cached > 0, "the first echo compiled into the cache");
+
+    // The same id, another component: a custom section appended.
+    let other = warden_tests::package::echo_variant(&scratch.path().join("other"), &[]);
+    let wasm = other.join("wasm/echo.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    bytes.extend_from_slice(&[0, 7, 1, b'x', b'o', b't', b'h', b'e', b'r']);
+    std::fs::write(&wasm, bytes).unwrap();
+    let error = location.install(&PackageSource::Dir(other)).unwrap_err();
+    assert!(
+        matches!(error, HostError::AlreadyInstalled { .. }),
+        "{error}"
+    );
+    assert_eq!(files_under(&cache), cached, "nothing compiled for it");
+}
+
 /// A host with no compile cache, so every preparation is a compilation.
 fn uncached_host() -> Host {
     let mut config = HostConfig::default();
