@@ -102,12 +102,16 @@ pub struct LoadedPackage {
 }
 
 impl LoadedPackage {
-    /// Write the kept files under `dir` (created; it must not hold them
-    /// yet). Every name is normalised again and joined only as normal
-    /// components, and each file is created new, so nothing is written
+    /// Write the kept files under `dir`, which this creates and which must
+    /// not exist yet (its parent may). Every name is normalised again and
+    /// joined only as normal components, each file is created new, and
+    /// every directory under `dir` is one this made, so nothing is written
     /// outside `dir` and no existing file or link is followed.
     pub fn write_to(&self, dir: &Path) -> Result<(), HostError> {
-        std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
+        }
+        std::fs::create_dir(dir).map_err(|e| HostError::io(dir, e))?;
         for (name, bytes) in &self.files {
             let rel = reader::normalise(name).map_err(|reason| HostError::UnsafeEntry {
                 package: self.package.id.clone(),

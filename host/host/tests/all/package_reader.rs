@@ -119,6 +119,13 @@ fn writing_a_package_stays_under_its_directory() {
     assert!(!outside.exists());
 
     loaded.files.remove(&outside.display().to_string());
+    // Into a directory that exists already (one planted with a link in it,
+    // say), nothing is written.
+    let planted = scratch.path().join("planted");
+    std::fs::create_dir_all(planted.join("wasm")).unwrap();
+    let error = loaded.write_to(&planted).unwrap_err();
+    assert!(matches!(error, HostError::Io { .. }), "{error}");
+    assert!(!planted.join("manifest.toml").exists());
     loaded.write_to(&scratch.path().join("ok")).unwrap();
     let copy = load_package(
         &PackageSource::Dir(scratch.path().join("ok")),
