@@ -331,9 +331,13 @@ mod tests {
         let all: String = SECRET.bytes().map(|b| format!("={b:02X}")).collect();
         let soft = format!("{}=\r\n{}", &SECRET[..8], &SECRET[8..]).replace('=', "=3D");
         let soft = soft.replacen("=3D\r\n", "=\r\n", 1);
-        for text in [all, soft] {
+        for text in [all, soft.clone()] {
             assert_redacted(&r, &text);
         }
+        // The soft break as JSON escapes, as a MIME body in a JSON string.
+        let json = serde_json::to_string(&soft).unwrap();
+        assert!(json.contains("=\\r\\n"), "{json}");
+        assert_eq!(r.redact_str(&json), "\"[REDACTED]\"");
     }
 
     #[test]

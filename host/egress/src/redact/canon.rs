@@ -6,7 +6,9 @@
 //! optional) and the five XML named ones, and percent escapes (`%67`); a
 //! separate quoted-printable pass decodes `=67` and removes soft breaks (`=`
 //! and a line break), because a secret may itself hold `=` before two hex
-//! digits (`Value=42`), which the web views must keep. Both passes remove CR
+//! digits (`Value=42`), which the web views must keep; it also takes a soft
+//! break spelled as JSON escapes (`=\r\n`, `=\n`: a MIME body in a JSON
+//! string). Both passes remove CR
 //! and LF so that line-wrapped base64 (MIME, PEM) reads as one run. Every
 //! escape is decoded wherever it appears, so text in which only some
 //! characters are escaped reads as the plain text. Nested encodings (a
@@ -137,6 +139,10 @@ fn unit(s: &[u8], mode: Mode) -> (usize, Decoded) {
         (b'=', Mode::QuotedPrintable) => match s.get(1..3) {
             Some(b"\r\n") => (3, Decoded::Nothing),
             _ if s.get(1) == Some(&b'\n') => (2, Decoded::Nothing),
+            // The soft break spelled as JSON escapes: a MIME body in a
+            // JSON string.
+            _ if s.get(1..5) == Some(br"\r\n") => (5, Decoded::Nothing),
+            Some(br"\n") => (3, Decoded::Nothing),
             pair => hex2(pair).map_or(literal, |b| (3, Decoded::Byte(b))),
         },
         _ => literal,
