@@ -206,18 +206,26 @@ fn entity(s: &[u8]) -> Option<(usize, Decoded)> {
         Some(b'x' | b'X') => (16, 3),
         _ => (10, 2),
     };
-    // At most 7 digits: enough for any code point, and bounded work.
-    let digits = s[first..]
+    // Leading zeros, however many (a browser reads `&#00000103;` as `g`),
+    // then at most 7 digits: enough for any code point, and bounded work.
+    let zeros = s[first..].iter().take_while(|b| **b == b'0').count();
+    let start = first + zeros;
+    let digits = s[start..]
         .iter()
         .take(7)
         .take_while(|b| (**b as char).is_digit(radix))
         .count();
-    if digits == 0 {
+    if zeros + digits == 0 {
         return None;
     }
-    let text = std::str::from_utf8(&s[first..first + digits]).ok()?;
-    let c = char::from_u32(u32::from_str_radix(text, radix).ok()?)?;
-    let mut len = first + digits;
+    let value = match digits {
+        0 => 0,
+        _ => {
+            u32::from_str_radix(std::str::from_utf8(&s[start..start + digits]).ok()?, radix).ok()?
+        }
+    };
+    let c = char::from_u32(value)?;
+    let mut len = start + digits;
     if s.get(len) == Some(&b';') {
         len += 1;
     }
@@ -248,6 +256,7 @@ mod tests {
         assert_eq!(last(r"\u0067h\u0070\/x"), "ghp/x");
         assert_eq!(last(r"\ud83d\ude00"), "\u{1F600}");
         assert_eq!(last("&#103;&#X68;&#x70&amp;"), "ghp&");
+        assert_eq!(last("&#00000000103;&#x0000000068;"), "gh");
         assert_eq!(last("%67%2568"), "gh");
         assert_eq!(last("=67=\r\nh=\n"), "gh");
         assert_eq!(views(b"a=67%62")[0], b"a=67b");
