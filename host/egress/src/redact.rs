@@ -322,6 +322,15 @@ mod tests {
             // The same text inside a JSON string (`\n` escapes).
             let json = serde_json::to_string(&wrapped.join("\n")).unwrap();
             assert_redacted(&r, &json);
+            // Indented, as in a YAML block or an XML element, raw and in JSON.
+            for indent in ["    ", "\t"] {
+                let block = format!(
+                    "key: |{eol}{indent}{}",
+                    wrapped.join(&format!("{eol}{indent}"))
+                );
+                assert_redacted(&r, &block);
+                assert_redacted(&r, &serde_json::to_string(&block).unwrap());
+            }
         }
     }
 

@@ -8,8 +8,9 @@
 //! and a line break), because a secret may itself hold `=` before two hex
 //! digits (`Value=42`), which the web views must keep; it also takes a soft
 //! break spelled as JSON escapes (`=\r\n`, `=\n`: a MIME body in a JSON
-//! string). Both passes remove CR
-//! and LF so that line-wrapped base64 (MIME, PEM) reads as one run. Every
+//! string). Both passes remove CR and LF, and the spaces and tabs that
+//! indent the next line, so that line-wrapped base64 (MIME, PEM, an
+//! indented YAML or XML block) reads as one run. Every
 //! escape is decoded wherever it appears, so text in which only some
 //! characters are escaped reads as the plain text. Nested encodings (a
 //! percent-encoded percent encoding) need one web pass per level: [`any_view`]
@@ -132,7 +133,7 @@ enum Decoded {
 fn unit(s: &[u8], mode: Mode) -> (usize, Decoded) {
     let literal = (1, Decoded::Byte(s[0]));
     match (s[0], mode) {
-        (b'\r' | b'\n', _) => (1, Decoded::Nothing),
+        (b'\r' | b'\n', _) => (1 + indent(&s[1..]), Decoded::Nothing),
         (b'\\', Mode::Web) => json(s).unwrap_or(literal),
         (b'&', Mode::Web) => entity(s).unwrap_or(literal),
         (b'%', Mode::Web) => hex2(s.get(1..3)).map_or(literal, |b| (3, Decoded::Byte(b))),
@@ -146,6 +147,26 @@ fn unit(s: &[u8], mode: Mode) -> (usize, Decoded) {
             pair => hex2(pair).map_or(literal, |b| (3, Decoded::Byte(b))),
         },
         _ => literal,
+    }
+}
+
+/// The spaces and tabs that indent a line (removed with the line break
+/// before them: base64 wrapped in an indented YAML block or XML element).
+fn indent(s: &[u8]) -> usize {
+    s.iter().take_while(|b| matches!(b, b' ' | b'\t')).count()
+}
+
+/// [`indent`] after an escaped line break, where a tab may be escaped too.
+fn escaped_indent(s: &[u8]) -> usize {
+    let mut n = 0;
+    loop {
+        if matches!(s.get(n), Some(b' ' | b'\t')) {
+            n += 1;
+        } else if s.get(n..n + 2) == Some(br"\t") {
+            n += 2;
+        } else {
+            return n;
+        }
     }
 }
 
@@ -178,7 +199,7 @@ fn json(s: &[u8]) -> Option<(usize, Decoded)> {
             return Some((6, Decoded::Char(char::from_u32(unit)?)));
         }
         b'x' => return Some((4, Decoded::Byte(hex2(s.get(2..4))?))),
-        b'n' | b'r' => return Some((2, Decoded::Nothing)),
+        b'n' | b'r' => return Some((2 + escaped_indent(&s[2..]), Decoded::Nothing)),
         b't' => b'\t',
         b'/' | b'\\' | b'"' | b'\'' => s[1],
         _ => return None,
