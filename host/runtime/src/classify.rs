@@ -171,7 +171,11 @@ pub(crate) fn failure(failure: wit::Failure, state: &CallState) -> RuntimeError 
     };
     RuntimeError::GuestFailure {
         kind,
-        code: code_without_secrets(state.network.as_ref(), sanitize_code(&failure.code)),
+        code: code_without_secrets(
+            state.network.as_ref(),
+            &failure.code,
+            sanitize_code(&failure.code),
+        ),
         message,
     }
 }

@@ -168,15 +168,22 @@ pub(crate) fn redact_bounded(network: &dyn CallNetwork, text: &str, max: usize) 
     (redacted, cut || cut_early)
 }
 
-/// A guest's failure code (already cut down to the characters its world
-/// allows), or `redacted_code` when it holds a staged secret. The code
-/// reaches the model ("the tool failed (kind/code)"), and a guest that came
-/// by a secret through an encoding the response's redaction missed could
-/// spell it there, where the output's redaction never looks; an identifier
-/// with a part replaced is no use, so it is replaced whole.
-pub(crate) fn code_without_secrets(network: &dyn CallNetwork, code: String) -> String {
-    if network.redact(&code) == code {
-        code
+/// Bytes of a guest's failure code searched for secrets; a longer code is
+/// no code (see [`code_without_secrets`]).
+const MAX_RAW_CODE_BYTES: usize = 64 << 10;
+
+/// The code a guest failure shows: `kept` (what its world keeps of the
+/// guest's `raw` code: filtered, cut), or `redacted_code` when `raw` holds a
+/// staged secret. The code reaches the model ("the tool failed
+/// (kind/code)"), and a guest that came by a secret through an encoding
+/// the response's redaction missed could spell it there, where the
+/// output's redaction never looks. `raw` is searched, not `kept`: cutting
+/// or filtering can leave a part of a secret that no form matches. A code
+/// is an identifier, so it is replaced whole; one longer than 64 KiB is not
+/// searched and is `redacted_code` too.
+pub(crate) fn code_without_secrets(network: &dyn CallNetwork, raw: &str, kept: String) -> String {
+    if raw.len() <= MAX_RAW_CODE_BYTES && network.redact(raw) == raw {
+        kept
     } else {
         "redacted_code".to_owned()
     }
@@ -194,6 +201,47 @@ mod tests {
         assert_eq!(text, "h");
         let mut short = "ok".to_owned();
         assert!(!truncate(&mut short, 10));
+    }
+
+    /// A network that redacts one secret and sends nothing.
+    struct OneSecret(&'static str);
+
+    impl CallNetwork for OneSecret {
+        fn acquire(&self, handle: &str) -> Result<(), warden_core::net::CredentialError> {
+            DenyAll.acquire(handle)
+        }
+
+        fn send<'a>(
+            &'a self,
+            request: warden_core::net::GuestRequest,
+            credential: Option<&'a str>,
+            remaining: std::time::Duration,
+        ) -> warden_core::net::BoxFuture<
+            'a,
+            Result<warden_core::net::GuestResponse, warden_core::net::HttpError>,
+        > {
+            DenyAll.send(request, credential, remaining)
+        }
+
+        fn redact(&self, text: &str) -> String {
+            text.replace(self.0, "[REDACTED]")
+        }
+    }
+
+    #[test]
+    fn a_code_is_searched_as_the_guest_sent_it() {
+        let network = OneSecret("tok+en/42");
+        let kept = |raw: &str| code_without_secrets(&network, raw, raw.replace(['+', '/'], ""));
+        // Filtered (`token42`) or cut, what is kept matches no form; the
+        // code as sent does.
+        assert_eq!(kept("failed_tok+en/42"), "redacted_code");
+        assert_eq!(
+            kept(&format!("{}tok+en/42", "x".repeat(60))),
+            "redacted_code"
+        );
+        assert_eq!(kept("rate_limited"), "rate_limited");
+        // Longer than any code: not searched, not kept.
+        assert_eq!(kept(&"x".repeat(MAX_RAW_CODE_BYTES + 1)), "redacted_code");
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //!
 //! `code` keeps `[A-Za-z0-9_.-]` (at most 64 bytes; the ecosystem's codes
 //! are `github_api_error_status_401`, `messaging.rate_limited`, …), is
-//! `unspecified` when nothing is left and `redacted_code` when what is left
-//! holds a staged secret; `message` is redacted and bounded.
+//! `unspecified` when nothing is left and `redacted_code` when the code as sent
+//! holds a staged secret (searched before it is filtered and cut); `message` is redacted and bounded.
 
 use super::bindings::exports::near::agent::tool::{ErrorKind, GuestFailure};
 use crate::error::RuntimeError;
@@ -60,6 +60,7 @@ pub(crate) fn failure(failure: GuestFailure, state: &CallState) -> RuntimeError 
         kind,
         code: code_without_secrets(
             state.network.as_ref(),
+            failure.code.as_deref().unwrap_or_default(),
             sanitize_code(failure.code.as_deref()),
         ),
         message,
