@@ -96,18 +96,21 @@ impl Search {
             .any(|f| f.find(folded.as_slice()).is_some())
     }
 
-    /// Every occurrence of every form in `text`, as byte ranges.
+    /// Byte ranges covering every occurrence of every form in `text`.
+    /// Occurrences that overlap the one found just before are merged into
+    /// its range as they are found, so a repetitive text cannot make this
+    /// hold a range per byte.
     pub(super) fn ranges(&self, text: &[u8]) -> Vec<(usize, usize)> {
+        let mut ranges = Vec::new();
         if text.len() >= LARGE
             && let Some(ac) = self.automaton()
         {
-            return ac
-                .find_overlapping_iter(text)
-                .map(|m| (m.start(), m.end()))
-                .collect();
+            for m in ac.find_overlapping_iter(text) {
+                add(&mut ranges, (m.start(), m.end()));
+            }
+            return ranges;
         }
         let folded = Zeroizing::new(text.to_ascii_lowercase());
-        let mut ranges = Vec::new();
         for finder in &self.inner.finders {
             let len = finder.needle().len();
             // `find_iter` skips occurrences overlapping the last one found:
@@ -115,7 +118,7 @@ impl Search {
             let mut from = 0;
             while let Some(at) = finder.find(&folded[from..]) {
                 let start = from + at;
-                ranges.push((start, start + len));
+                add(&mut ranges, (start, start + len));
                 from = start + 1;
             }
         }
@@ -123,9 +126,32 @@ impl Search {
     }
 }
 
+/// Push `range`, or widen the last range when the two overlap.
+fn add(ranges: &mut Vec<(usize, usize)>, (start, end): (usize, usize)) {
+    match ranges.last_mut() {
+        Some(last) if start <= last.1 && end >= last.0 => {
+            *last = (last.0.min(start), last.1.max(end));
+        }
+        _ => ranges.push((start, end)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes `ranges` cover, as sorted disjoint ranges.
+    fn covered(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+        ranges.sort_unstable();
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (start, end) in ranges {
+            match out.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => out.push((start, end)),
+            }
+        }
+        out
+    }
 
     #[test]
     fn small_and_large_texts_find_the_same_forms_case_folded() {
@@ -134,16 +160,15 @@ mod tests {
             Zeroizing::new(b"token-x".to_vec()),
         ]);
         let text = b"a SECRET-TOKEN-X b secret-token";
-        let mut small = search.ranges(text);
-        small.sort_unstable();
-        assert_eq!(small, [(2, 14), (9, 16), (19, 31)]);
+        // `token-x` overlaps `secret-token`: both are covered.
+        let small = covered(search.ranges(text));
+        assert_eq!(small, [(2, 16), (19, 31)]);
         assert!(search.is_match(text));
         assert!(!search.is_match(b"nothing here"));
         // The same text padded past the threshold goes through the automaton.
         let mut large = vec![b'.'; LARGE];
         large.extend_from_slice(text);
-        let mut found = search.ranges(&large);
-        found.sort_unstable();
+        let found = covered(search.ranges(&large));
         let shifted: Vec<_> = small.iter().map(|(s, e)| (s + LARGE, e + LARGE)).collect();
         assert_eq!(found, shifted, "the overlapping `token-x` too");
         assert!(search.is_match(&large));
@@ -155,13 +180,18 @@ mod tests {
         // `abcab` at 0 and at 3: the second shares `ab` with the first and
         // would leave `cab` if skipped.
         let text = b"abcabcab";
-        let mut small = search.ranges(text);
-        small.sort_unstable();
-        assert_eq!(small, [(0, 5), (3, 8)]);
+        assert_eq!(covered(search.ranges(text)), [(0, 8)]);
         let mut large = vec![b'.'; LARGE];
         large.extend_from_slice(text);
-        let mut found = search.ranges(&large);
-        found.sort_unstable();
-        assert_eq!(found, [(LARGE, LARGE + 5), (LARGE + 3, LARGE + 8)]);
+        assert_eq!(covered(search.ranges(&large)), [(LARGE, LARGE + 8)]);
+    }
+
+    #[test]
+    fn a_repetitive_text_is_one_range_not_one_per_byte() {
+        let search = Search::new(vec![Zeroizing::new(b"aaaa".to_vec())]);
+        for len in [LARGE - 1, 4 * LARGE] {
+            let text = vec![b'a'; len];
+            assert_eq!(search.ranges(&text), [(0, len)], "{len} bytes");
+        }
     }
 }
