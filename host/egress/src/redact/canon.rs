@@ -3,7 +3,8 @@
 //!
 //! A web pass decodes JSON escapes (`\uXXXX`, surrogate pairs, `\/`, `\"`,
 //! ...) and `\xHH`, HTML numeric entities (`&#103;`, `&#x67;`, the `;`
-//! optional) and the five XML named ones, and percent escapes (`%67`); a
+//! optional), the five XML named ones and HTML5's names for punctuation
+//! (`&lowbar;`, `&sol;`, ...), and percent escapes (`%67`); a
 //! separate quoted-printable pass decodes `=67` and removes soft breaks (`=`
 //! and a line break), because a secret may itself hold `=` before two hex
 //! digits (`Value=42`), which the web views must keep; it also takes a soft
@@ -207,16 +208,56 @@ fn json(s: &[u8]) -> Option<(usize, Decoded)> {
     Some((2, Decoded::Byte(c)))
 }
 
-/// An HTML numeric entity (decimal or hex, `;` optional) or a named XML one.
+/// The five XML entities, matched in any case (as browsers read them).
+const XML_ENTITIES: [(&[u8], char); 5] = [
+    (b"&amp;", '&'),
+    (b"&lt;", '<'),
+    (b"&gt;", '>'),
+    (b"&quot;", '"'),
+    (b"&apos;", '\''),
+];
+
+/// HTML5's names for the punctuation of token alphabets (base64, base64url,
+/// JWT, URLs), which an encoder such as PHP's
+/// `htmlentities(…, ENT_HTML5)` spells by name; case-sensitive, as HTML5
+/// names are. Letters and digits have no such names.
+const HTML5_PUNCTUATION: [(&[u8], char); 24] = [
+    (b"&lowbar;", '_'),
+    (b"&UnderBar;", '_'),
+    (b"&period;", '.'),
+    (b"&sol;", '/'),
+    (b"&plus;", '+'),
+    (b"&equals;", '='),
+    (b"&colon;", ':'),
+    (b"&hyphen;", '-'),
+    (b"&dash;", '-'),
+    (b"&num;", '#'),
+    (b"&percnt;", '%'),
+    (b"&excl;", '!'),
+    (b"&quest;", '?'),
+    (b"&comma;", ','),
+    (b"&semi;", ';'),
+    (b"&ast;", '*'),
+    (b"&commat;", '@'),
+    (b"&dollar;", '$'),
+    (b"&tilde;", '~'),
+    (b"&bsol;", '\\'),
+    (b"&verbar;", '|'),
+    (b"&lpar;", '('),
+    (b"&rpar;", ')'),
+    (b"&Hat;", '^'),
+];
+
+/// An HTML numeric entity (decimal or hex, `;` optional), a named XML one,
+/// or an HTML5 name of a token alphabet's punctuation.
 fn entity(s: &[u8]) -> Option<(usize, Decoded)> {
-    for (name, c) in [
-        (&b"&amp;"[..], '&'),
-        (b"&lt;", '<'),
-        (b"&gt;", '>'),
-        (b"&quot;", '"'),
-        (b"&apos;", '\''),
-    ] {
+    for (name, c) in XML_ENTITIES {
         if s.len() >= name.len() && s[..name.len()].eq_ignore_ascii_case(name) {
+            return Some((name.len(), Decoded::Char(c)));
+        }
+    }
+    for (name, c) in HTML5_PUNCTUATION {
+        if s.starts_with(name) {
             return Some((name.len(), Decoded::Char(c)));
         }
     }
