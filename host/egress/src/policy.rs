@@ -87,14 +87,36 @@ pub struct ParsedRequest {
     pub body: Option<Vec<u8>>,
 }
 
+/// Longest URL a tool may send (what common servers accept).
+pub const MAX_URL_BYTES: usize = 8 << 10;
+/// Most headers a tool may set on one request (hyper reads at most 100
+/// in a response; a request needs far fewer).
+pub const MAX_HEADERS: usize = 100;
+/// Largest total of a request's header names and values.
+pub const MAX_HEADER_BYTES: usize = 64 << 10;
+
 impl ParsedRequest {
-    /// Parse the guest's method, URL and headers.
+    /// Parse the guest's method, URL and headers, each within the host's
+    /// bounds ([`MAX_URL_BYTES`], [`MAX_HEADERS`], [`MAX_HEADER_BYTES`]):
+    /// checked before anything is parsed, scanned or copied, so what a
+    /// tool sends costs the host what a request may cost.
     pub fn parse(
         method: &str,
         url: &str,
         headers: &[(String, String)],
         body: Option<Vec<u8>>,
     ) -> Result<Self, Denial> {
+        let too_large = |what, limit| Err(Denial::HeadTooLarge { what, limit });
+        if url.len() > MAX_URL_BYTES {
+            return too_large("url bytes", MAX_URL_BYTES);
+        }
+        if headers.len() > MAX_HEADERS {
+            return too_large("header count", MAX_HEADERS);
+        }
+        let header_bytes: usize = headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+        if header_bytes > MAX_HEADER_BYTES {
+            return too_large("header bytes", MAX_HEADER_BYTES);
+        }
         if !ALLOWED_METHODS.contains(&method) {
             return Err(Denial::Method(bounded(method, 16)));
         }

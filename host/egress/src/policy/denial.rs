@@ -102,6 +102,15 @@ pub enum Denial {
     /// Too many redirect hops.
     #[error("too many redirects")]
     TooManyRedirects,
+    /// A URL or header list over the host's bounds (see
+    /// [`crate::policy::MAX_URL_BYTES`] and its neighbours).
+    #[error("the request's {what} is over the host's limit of {limit}")]
+    HeadTooLarge {
+        /// What is too large (`url bytes`, `header count`, `header bytes`).
+        what: &'static str,
+        /// The bound.
+        limit: usize,
+    },
 }
 
 impl Denial {
@@ -109,7 +118,10 @@ impl Denial {
     pub fn is_invalid_request(&self) -> bool {
         matches!(
             self,
-            Denial::InvalidUrl | Denial::InvalidHeader | Denial::MissingPlaceholder(_)
+            Denial::InvalidUrl
+                | Denial::InvalidHeader
+                | Denial::MissingPlaceholder(_)
+                | Denial::HeadTooLarge { .. }
         )
     }
 }

@@ -518,3 +518,35 @@ async fn only_a_host_client_may_stream_or_see_the_auth_challenge() {
     let chunk = response.body.next_chunk().await.unwrap().unwrap();
     assert_eq!(&chunk[..], b"data: hi\n\n");
 }
+
+/// A request's URL and headers are bounded before anything is parsed,
+/// scanned or copied: a header list long enough to overflow the HTTP
+/// library's header map (building it panicked) is refused, as are header
+/// bytes and a URL over their bounds.
+#[tokio::test]
+async fn oversized_request_heads_are_refused_before_they_are_built() {
+    let fx = fixture(|_| TestResponse::ok("ok")).await;
+    let session = fx.session().await;
+    let mut many = get("https://api.github.com/user");
+    many.headers = vec![("accept".into(), "a".into()); 24_576];
+    let mut big = get("https://api.github.com/user");
+    big.headers = vec![("x-big".into(), "v".repeat(70 << 10))];
+    let long = get(&format!("https://api.github.com/{}", "a".repeat(9 << 10)));
+    for (request, what) in [
+        (many, "header count"),
+        (big, "header bytes"),
+        (long, "url bytes"),
+    ] {
+        let err = session
+            .send_checked(request.clone(), Some("gh"), CALL)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, EgressError::Denied(Denial::HeadTooLarge { what: w, .. }) if *w == what),
+            "{what}: {err:?}"
+        );
+        let guest = session.send(request, Some("gh"), CALL).await.unwrap_err();
+        assert!(matches!(guest, HttpError::InvalidRequest(_)), "{guest:?}");
+    }
+    assert!(fx.server.requests().is_empty());
+}
