@@ -5,7 +5,7 @@ use std::{convert::Infallible, net::SocketAddr, sync::Arc};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, server::conn::http1};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
@@ -246,6 +246,14 @@ pub async fn serve_http_with<B: Backend>(
 
 /// How long a client has to complete its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a client may take to send a request's head, from the first
+/// byte of it (hyper enforces it only when given a timer: without one, a
+/// connection that trickled its headers, before any authentication, was
+/// held open for ever). A real client sends its head at once.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The pause after a failed `accept` (out of file descriptors, say), so
+/// the loop waits for connections to close instead of spinning.
+const ACCEPT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 async fn accept<B: Backend>(
     listener: TcpListener,
@@ -261,7 +269,10 @@ async fn accept<B: Backend>(
                 Ok((stream, _)) => stream,
                 Err(error) => {
                     tracing::warn!(%error, "accepting an MCP HTTP connection failed");
-                    continue;
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(ACCEPT_RETRY_PAUSE) => continue,
+                    }
                 }
             },
         };
@@ -295,7 +306,10 @@ async fn serve_connection<B, I>(
         let (service, auth) = (service.clone(), auth.clone());
         async move { Ok::<_, Infallible>(route(&service, auth.as_deref(), request).await) }
     });
-    let connection = http1::Builder::new().serve_connection(io, handler);
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(io, handler);
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => {}

@@ -241,3 +241,28 @@ async fn the_token_subject_reaches_the_backend_as_the_caller() {
     assert_eq!(*fake.callers.lock().unwrap(), [Some("alice".to_owned())]);
     client.cancel().await.expect("close");
 }
+
+/// A client that sends part of a request head and then nothing is cut off
+/// once the head's time (10 s) is up, before anyone authenticated it,
+/// instead of holding its connection for ever.
+#[tokio::test]
+async fn a_trickled_request_head_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = warden_mcp::serve_http(Fake::new(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
+    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        stream.read_to_end(&mut rest),
+    )
+    .await;
+    assert!(read.is_ok(), "the server still holds the connection");
+}
