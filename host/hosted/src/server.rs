@@ -7,9 +7,10 @@
 //! gone the next use opens a new one. A `notifications/tools/list_changed`
 //! from the server ticks [`HostedServer::changes`] and marks the catalog
 //! stale; [`HostedServer::catalog`] then lists again. So does a catalog
-//! older than [`LaneLimits::refresh_interval`]: servers that announce
-//! changes only on the standalone GET stream (which the lane does not open,
-//! see [`crate::EgressHttp`]) are still picked up.
+//! older than [`LaneLimits::refresh_interval`]: a server whose
+//! announcements never arrive (rmcp opens the standalone GET stream, read
+//! by [`crate::EgressHttp`], only once the server gives a session id, and a
+//! server may not serve one) is still picked up.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
