@@ -151,11 +151,7 @@ pub fn check(
                 max: bounds.max_name_bytes,
             });
         }
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
+        if !is_listable_name(&name) {
             return Err(BoundError::InvalidName {
                 name: name.chars().take(64).collect(),
             });
@@ -210,6 +206,15 @@ fn depth(value: &Value) -> usize {
         stack.extend(children.map(|c| (c, d + 1)));
     }
     deepest
+}
+
+/// Whether a remote tool's name is one discovery accepts: `[A-Za-z0-9_-]+`
+/// (so a capability id `<package>.<name>` holds no dot after the package).
+pub fn is_listable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]

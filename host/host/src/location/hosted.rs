@@ -372,12 +372,7 @@ impl Location {
 /// name is ambiguous where one flattened id and `_` begin another
 /// (`foo_bar_x` may be `foo`'s `bar_x` or `foo.bar`'s `x`): both provide it.
 fn provides(id: &str, tool: &str) -> bool {
-    let listable = |name: &str| {
-        !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    };
+    let listable = warden_hosted::discovery::is_listable_name;
     if tool.contains('.') {
         return tool
             .strip_prefix(id)
