@@ -194,6 +194,16 @@ pub(crate) struct ServeAuthArgs {
     /// answers it; approvals are "approve, then call again").
     #[arg(long, value_enum, default_value = "all", requires = "http")]
     pub(crate) sessions: SessionsArg,
+    /// Connections open at once; at the cap, further clients wait (in the
+    /// listen backlog) until one closes. Raise `ulimit -n` with it.
+    /// Default: 512.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        requires = "http"
+    )]
+    pub(crate) max_connections: Option<usize>,
 }
 
 /// `serve --sessions`.

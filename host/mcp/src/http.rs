@@ -9,7 +9,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-use tokio::{net::TcpListener, task::JoinHandle};
+use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +21,12 @@ use crate::{
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// The default of [`HttpConfig::max_connections`]: half the usual soft
+/// limit on open files (`ulimit -n`, 1024 on most Linux systems), leaving
+/// the other half to what else the process opens (the data dir's databases
+/// and audit log, the compile cache, egress connections).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// A running streamable HTTP server. Dropping it stops the server.
 #[derive(Debug)]
@@ -62,7 +68,7 @@ impl Drop for HttpServer {
 }
 
 /// How the HTTP endpoint is exposed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// How callers authenticate; required unless the address is loopback.
@@ -74,6 +80,23 @@ pub struct HttpConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Which clients get a server-side MCP session.
     pub sessions: Sessions,
+    /// How many connections may be open at once, TLS handshakes included
+    /// (at least 1; default [`DEFAULT_MAX_CONNECTIONS`]). At the cap no more
+    /// are accepted until one closes: further clients wait in the kernel's
+    /// listen backlog.
+    pub max_connections: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            auth: None,
+            allowed_hosts: Vec::new(),
+            tls: None,
+            sessions: Sessions::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
 }
 
 /// Which clients get a server-side MCP session (`warden serve --sessions`).
@@ -164,6 +187,13 @@ impl HttpConfig {
         self
     }
 
+    /// Keep at most `max` connections open at once (see
+    /// [`HttpConfig::max_connections`]).
+    pub fn with_max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
     /// Also accept requests whose `Host` header is `host`.
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {
         self.allowed_hosts.push(host.into());
@@ -235,7 +265,15 @@ pub async fn serve_http_with<B: Backend>(
         "http"
     };
     let tls = config.tls.map(TlsAcceptor::from);
-    let task = tokio::spawn(accept(listener, service, auth, tls, stop.clone()));
+    let slots = Semaphore::new(config.max_connections.clamp(1, Semaphore::MAX_PERMITS));
+    let task = tokio::spawn(accept(
+        listener,
+        Arc::new(slots),
+        service,
+        auth,
+        tls,
+        stop.clone(),
+    ));
     Ok(HttpServer {
         addr,
         scheme,
@@ -255,14 +293,30 @@ const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// the loop waits for connections to close instead of spinning.
 const ACCEPT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Accept connections while `slots` has a permit for each: every
+/// connection's task holds one until the connection closes.
+///
+/// At the cap the loop stops accepting until a connection closes, leaving
+/// further clients in the kernel's listen backlog (what tokio's example
+/// server, mini-redis, does), rather than accepting and closing them at
+/// once: a client that waits is served once there is room instead of
+/// failing, and the backlog bounds how many wait.
 async fn accept<B: Backend>(
     listener: TcpListener,
+    slots: Arc<Semaphore>,
     service: Services<B>,
     auth: Option<Arc<HttpAuth>>,
     tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) {
     loop {
+        let slot = tokio::select! {
+            () = stop.cancelled() => return,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_closed) => return,
+            },
+        };
         let stream = tokio::select! {
             () = stop.cancelled() => return,
             accepted = listener.accept() => match accepted {
@@ -280,6 +334,8 @@ async fn accept<B: Backend>(
         let (service, auth) = (service.clone(), auth.clone());
         let (stop, tls) = (stop.clone(), tls.clone());
         tokio::spawn(async move {
+            // The slot is freed when the connection is done.
+            let _slot = slot;
             let Some(tls) = tls else {
                 return serve_connection(TokioIo::new(stream), service, auth, stop).await;
             };

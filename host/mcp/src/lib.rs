@@ -59,7 +59,10 @@ pub use auth::{
 pub use backend::{
     ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,
 };
-pub use http::{HttpConfig, HttpServer, MCP_PATH, Sessions, serve_http, serve_http_with};
+pub use http::{
+    DEFAULT_MAX_CONNECTIONS, HttpConfig, HttpServer, MCP_PATH, Sessions, serve_http,
+    serve_http_with,
+};
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;
 pub use stdio::{serve_io, serve_stdio};

@@ -165,6 +165,9 @@ fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscov
         config = config.allow_host(host);
     }
     config = config.with_sessions(auth.sessions.into());
+    if let Some(max) = auth.max_connections {
+        config = config.with_max_connections(max);
+    }
     if let (Some(cert), Some(key)) = (&auth.tls_cert, &auth.tls_key) {
         let read = |path: &std::path::Path, flag: &str| {
             std::fs::read(path).with_context(|| format!("{flag} {}", path.display()))

@@ -266,3 +266,39 @@ async fn a_trickled_request_head_is_cut_off() {
     .await;
     assert!(read.is_ok(), "the server still holds the connection");
 }
+
+/// At the connection cap, before any authentication, a further client is
+/// not served while the open connections stay open (it waits in the listen
+/// backlog), and is served once one of them closes.
+#[tokio::test]
+async fn connections_past_the_cap_wait_until_one_closes() {
+    use std::time::Duration;
+    let config = HttpConfig::default().with_max_connections(2);
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let connect = || tokio::net::TcpStream::connect(addr);
+    // Accepted first (the backlog is in connection order), and left idle.
+    let mut idle = vec![connect().await.unwrap(), connect().await.unwrap()];
+    let mut third = connect().await.unwrap();
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    third.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    // On loopback an answer comes in well under this while there is room.
+    let early =
+        tokio::time::timeout(Duration::from_millis(300), third.read_to_end(&mut answer)).await;
+    assert!(
+        early.is_err(),
+        "served past the cap: {}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    drop(idle.pop());
+    tokio::time::timeout(Duration::from_secs(20), third.read_to_end(&mut answer))
+        .await
+        .expect("served once a connection closed")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+}
