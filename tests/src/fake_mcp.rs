@@ -113,6 +113,14 @@ pub struct Script {
     pub insufficient_scope: Option<String>,
     /// Protocol version `initialize` answers.
     pub protocol_version: String,
+    /// Answer `tools/list` with an SSE stream that first sends
+    /// `notifications/tools/list_changed` (a server announcing in every
+    /// answer, its listings included).
+    pub announce_on_list: bool,
+    /// Answer the standalone event stream (`GET` with a live session) with
+    /// this event-stream body, which ends at once (405 when `None`: no
+    /// stream).
+    pub event_stream: Option<String>,
 }
 
 impl Default for Script {
@@ -128,6 +136,8 @@ impl Default for Script {
             other_auth: None,
             insufficient_scope: None,
             protocol_version: "2025-06-18".into(),
+            announce_on_list: false,
+            event_stream: None,
         }
     }
 }
@@ -285,6 +295,17 @@ fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
     if request.method == "DELETE" {
         return TestResponse::status(200);
     }
+    if request.method == "GET" {
+        let live = request
+            .header("mcp-session-id")
+            .is_some_and(|s| state.sessions.iter().any(|k| k == s));
+        return match &state.script.event_stream {
+            Some(body) if live => {
+                TestResponse::ok(body.clone()).with_header("content-type", "text/event-stream")
+            }
+            _ => TestResponse::status(405),
+        };
+    }
     if request.method != "POST" {
         return TestResponse::status(405);
     }
@@ -327,7 +348,11 @@ fn respond(state: &mut State, request: &RecordedRequest) -> TestResponse {
             if start + size < tools.len() {
                 result["nextCursor"] = json!((start + size).to_string());
             }
-            TestResponse::json(&rpc_result(&id, result))
+            let answer = rpc_result(&id, result);
+            if state.script.announce_on_list {
+                return announcing(&answer);
+            }
+            TestResponse::json(&answer)
         }
         "tools/call" => call(state, &message, &id, request),
         _ => TestResponse::json(&json!({"jsonrpc": "2.0", "id": id,
@@ -379,9 +404,14 @@ fn call(state: &State, message: &Value, id: &Value, request: &RecordedRequest) -
     };
     let answer = rpc_result(id, result);
     if state.script.notify_list_changed {
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-        let body = format!("event: message\ndata: {note}\n\nevent: message\ndata: {answer}\n\n");
-        return TestResponse::ok(body).with_header("content-type", "text/event-stream");
+        return announcing(&answer);
     }
     TestResponse::json(&answer)
+}
+
+/// `answer` as an SSE stream that first sends `notifications/tools/list_changed`.
+fn announcing(answer: &Value) -> TestResponse {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let body = format!("event: message\ndata: {note}\n\nevent: message\ndata: {answer}\n\n");
+    TestResponse::ok(body).with_header("content-type", "text/event-stream")
 }

@@ -11,12 +11,15 @@
 //! Egress reads whole bodies (so it can redact them): an SSE answer to a
 //! POST is parsed once the server ends it. The standalone GET stream (where
 //! servers send `notifications/tools/list_changed`) is read as it arrives,
-//! on a connection of its own, each event bounded and redacted.
+//! on a connection of its own, each event bounded and redacted. Event
+//! streams are opened no faster than [`Pacing`] allows: a server that ends
+//! its stream at once, asking for an immediate reconnection (`retry: 0`),
+//! cannot make the host open connections in a loop.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -76,6 +79,7 @@ struct Inner {
     max_response_bytes: u64,
     timeout: Duration,
     last_refusal: Mutex<Option<Refusal>>,
+    streams: Mutex<Pacing>,
 }
 
 /// rmcp's HTTP backend over Warden's egress, locked to one endpoint.
@@ -105,6 +109,7 @@ impl EgressHttp {
                 max_response_bytes,
                 timeout,
                 last_refusal: Mutex::new(None),
+                streams: Mutex::new(Pacing::default()),
             }),
         }
     }
@@ -218,6 +223,48 @@ fn header<'a>(response: &'a GuestResponse, name: &str) -> Option<&'a str> {
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
+}
+
+/// A stream that ends sooner than this after it was opened counts as a
+/// failed one: the next opening waits longer.
+const STEADY_STREAM: Duration = Duration::from_secs(10);
+/// The first wait after a stream that ended early.
+const FIRST_REOPEN_DELAY: Duration = Duration::from_secs(1);
+/// The longest wait between two openings.
+const MAX_REOPEN_DELAY: Duration = Duration::from_secs(60);
+
+/// When the next event stream (`GET`) of a server may be opened. rmcp
+/// reconnects a stream the server ended after the server's `retry:` (which
+/// may be 0), with no growing backoff; this spacing is Warden's own: one
+/// opening per [`FIRST_REOPEN_DELAY`] at first, twice as long after each
+/// stream that ended within [`STEADY_STREAM`], up to [`MAX_REOPEN_DELAY`];
+/// a stream that lasted longer resets it. Every `GET` of one server (the
+/// standalone stream and resumed answers) shares the spacing.
+#[derive(Debug, Default)]
+struct Pacing {
+    /// When the last stream was (or will be) opened.
+    opened: Option<Instant>,
+    /// The last wait imposed.
+    delay: Duration,
+}
+
+impl Pacing {
+    /// How long to wait before opening a stream asked for at `now`; the
+    /// opening is booked at `now` plus that wait.
+    fn reserve(&mut self, now: Instant) -> Duration {
+        let wait = match self.opened {
+            Some(opened) if now.saturating_duration_since(opened) < STEADY_STREAM => {
+                self.delay = (self.delay * 2).clamp(FIRST_REOPEN_DELAY, MAX_REOPEN_DELAY);
+                (opened + self.delay).saturating_duration_since(now)
+            }
+            _ => {
+                self.delay = Duration::ZERO;
+                Duration::ZERO
+            }
+        };
+        self.opened = Some(now + wait);
+        wait
+    }
 }
 
 fn media_type_is(value: Option<&str>, expected: &str) -> bool {
@@ -401,6 +448,14 @@ impl StreamableHttpClient for EgressHttp {
                 headers.push((name.as_str().to_owned(), value.to_owned()));
             }
         }
+        let wait = {
+            let mut pacing = self.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
+            pacing.reserve(Instant::now())
+        };
+        if !wait.is_zero() {
+            tracing::debug!(?wait, server = %self.inner.endpoint.url(), "event stream reopened too often; waiting");
+            tokio::time::sleep(wait).await;
+        }
         let (session, credential) = self.session().await?;
         let request = GuestRequest {
             method: "GET".to_owned(),
@@ -459,7 +514,35 @@ impl StreamableHttpClient for EgressHttp {
 
 #[cfg(test)]
 mod tests {
-    use super::Pending;
+    use std::time::{Duration, Instant};
+
+    use super::{MAX_REOPEN_DELAY, Pacing, Pending, STEADY_STREAM};
+
+    #[test]
+    fn streams_that_end_early_are_reopened_ever_later_and_a_steady_one_resets() {
+        let mut pacing = Pacing::default();
+        let start = Instant::now();
+        assert_eq!(pacing.reserve(start), Duration::ZERO);
+        // Each stream ends as soon as it opens: 1 s, 2 s, 4 s, ... up to the cap.
+        let mut now = start;
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            let wait = pacing.reserve(now);
+            waits.push(wait.as_secs());
+            now += wait;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
+        assert_eq!(pacing.delay, MAX_REOPEN_DELAY);
+        // Two asked for at once: the second is booked after the first.
+        let mut pacing = Pacing::default();
+        assert_eq!(pacing.reserve(start), Duration::ZERO);
+        assert_eq!(pacing.reserve(start), Duration::from_secs(1));
+        assert_eq!(pacing.reserve(start), Duration::from_secs(3));
+        // A stream that lasted: the next opens at once, the spacing starts over.
+        let later = start + Duration::from_secs(3) + STEADY_STREAM;
+        assert_eq!(pacing.reserve(later), Duration::ZERO);
+        assert_eq!(pacing.reserve(later), Duration::from_secs(1));
+    }
 
     #[test]
     fn event_boundaries_reset_the_count_in_every_form_and_across_chunks() {

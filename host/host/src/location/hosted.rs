@@ -159,6 +159,8 @@ impl Location {
         ids
     }
 
+    /// Lists the servers at the same time: one that stalls (until the
+    /// lane's deadline) delays no other's catalog.
     async fn refresh_hosted_where(&self, wanted: impl Fn(&str) -> bool) -> Vec<HostError> {
         let servers: Vec<(String, Arc<HostedServer>)> = {
             let installed = self.installed.lock().expect("installed lock");
@@ -171,27 +173,34 @@ impl Location {
                 })
                 .collect()
         };
-        let mut errors = Vec::new();
-        for (id, server) in servers {
-            let listed = server.catalog().await;
-            self.note_auth_refusal(&id, &server, listed.as_ref().err());
-            let result = match listed {
-                Ok(catalog) => self.republish(&id, &server, catalog).map(|changed| {
-                    if changed {
-                        self.save_catalog(&id, &server);
-                    }
-                }),
-                Err(source) => Err(HostError::Hosted {
-                    package: id.clone(),
-                    source,
-                }),
-            };
-            if let Err(error) = result {
-                tracing::warn!(package = %id, %error, "hosted MCP catalog not refreshed");
-                errors.push(error);
-            }
-        }
-        errors
+        let refreshes = servers
+            .into_iter()
+            .map(|(id, server)| self.refresh_server(id, server));
+        futures::future::join_all(refreshes)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// List `server` (of package `id`) and republish its tools.
+    async fn refresh_server(&self, id: String, server: Arc<HostedServer>) -> Option<HostError> {
+        let listed = server.catalog().await;
+        self.note_auth_refusal(&id, &server, listed.as_ref().err());
+        let result = match listed {
+            Ok(catalog) => self.republish(&id, &server, catalog).map(|changed| {
+                if changed {
+                    self.save_catalog(&id, &server);
+                }
+            }),
+            Err(source) => Err(HostError::Hosted {
+                package: id.clone(),
+                source,
+            }),
+        };
+        let error = result.err()?;
+        tracing::warn!(package = %id, %error, "hosted MCP catalog not refreshed");
+        Some(error)
     }
 
     /// Remember whether `server`'s listing was refused for want of
@@ -257,38 +266,55 @@ impl Location {
     /// still followed; with none installed, nothing wakes). Runs until the
     /// Location is dropped. Every republish ticks [`Location::changes`],
     /// which `warden serve` announces to its clients.
+    ///
+    /// Announcements are heard again before each refresh starts, so one
+    /// that arrives while the servers are being listed is followed too;
+    /// refreshes caused by announcements are at least a second apart
+    /// (`ANNOUNCED_REFRESH_SPACING`), so a server announcing without
+    /// end (or in every answer, listings included) costs one listing per
+    /// spacing, not a loop.
     pub async fn follow_hosted(&self) {
         let mut packages = self.changes();
+        let mut announcements = self.hosted_changes();
+        let mut announced_refresh: Option<tokio::time::Instant> = None;
         loop {
-            let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(8);
-            let changes = self.hosted_changes();
-            let interval = (!changes.is_empty()).then_some(self.shared.hosted.refresh_interval);
-            let forwarders: Vec<_> = changes
+            let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(1);
+            let interval =
+                (!announcements.is_empty()).then_some(self.shared.hosted.refresh_interval);
+            let forwarders: Vec<_> = std::mem::take(&mut announcements)
                 .into_iter()
                 .map(|mut changes| {
                     let tx = tx.clone();
                     tokio::spawn(async move {
-                        while changes.changed().await.is_ok() {
-                            if tx.send(()).await.is_err() {
-                                break;
-                            }
+                        if changes.changed().await.is_ok() {
+                            let _ = tx.send(()).await;
                         }
                     })
                 })
                 .collect();
             drop(tx);
-            tokio::select! {
+            let announced = tokio::select! {
                 changed = packages.changed() => {
                     if changed.is_err() {
                         return;
                     }
+                    false
                 }
-                Some(()) = servers.recv() => {}
-                () = sleep_or_never(interval) => {}
-            }
+                Some(()) = servers.recv() => true,
+                () = sleep_or_never(interval) => false,
+            };
             for forwarder in forwarders {
                 forwarder.abort();
             }
+            if announced {
+                if let Some(last) = announced_refresh {
+                    tokio::time::sleep_until(last + ANNOUNCED_REFRESH_SPACING).await;
+                }
+                announced_refresh = Some(tokio::time::Instant::now());
+            }
+            // Heard from here on: what is announced during the listing
+            // wakes the next round.
+            announcements = self.hosted_changes();
             // Errors are logged; the previous tools stay published.
             let _ = self.refresh_hosted().await;
             packages.borrow_and_update();
@@ -396,6 +422,10 @@ fn provides(id: &str, tool: &str) -> bool {
 }
 
 /// Sleep for `interval`, or forever without one.
+/// Least time between two refreshes [`Location::follow_hosted`] makes
+/// because a server announced `tools/list_changed`.
+const ANNOUNCED_REFRESH_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn sleep_or_never(interval: Option<std::time::Duration>) {
     match interval {
         Some(interval) => tokio::time::sleep(interval).await,

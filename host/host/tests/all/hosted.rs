@@ -213,6 +213,96 @@ async fn list_changed_republishes_and_ticks_the_location() {
     assert!(tool_ids(&location).contains(&"fake-mcp.later".to_owned()));
 }
 
+/// A server announcing `tools/list_changed` in every answer, its listings
+/// included: the announcement made while it is being listed is followed
+/// (not lost), and the refreshes it causes are spaced, not a loop.
+#[tokio::test]
+async fn a_server_announcing_in_every_listing_is_relisted_spaced_not_in_a_loop() {
+    let (fake, location, _dir) = setup(Script::default()).await;
+    assert!(location.refresh_hosted().await.is_empty());
+    let follower = tokio::spawn({
+        let location = location.clone();
+        async move { location.follow_hosted().await }
+    });
+    fake.script(|s| {
+        s.notify_list_changed = true;
+        s.announce_on_list = true;
+        s.tools
+            .push(json!({"name": "later", "inputSchema": {"type": "object"}}));
+    });
+    let listings = || fake.methods().iter().filter(|m| *m == "tools/list").count();
+    let before = listings();
+    let _ = location
+        .invoke(call("fake-mcp.weather", json!({})))
+        .await
+        .unwrap();
+    published(&location, "fake-mcp.later").await;
+    let first = listings();
+    assert!(first > before);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let more = listings() - first;
+    assert!(
+        (1..=2).contains(&more),
+        "{more} more listings within 1.5 s of the first"
+    );
+    follower.abort();
+}
+
+/// Servers are listed at the same time: one that never answers (listed
+/// first, its package id sorting first) does not hold back another's catalog.
+#[tokio::test]
+async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
+    const STALLED: &str = "stalled.example.com";
+    let stalled = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stalled_addr = stalled.local_addr().unwrap();
+    // Accept and hold every connection, answering nothing.
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = stalled.accept().await {
+            held.push(stream);
+        }
+    });
+    let fake = FakeMcp::start(Script::default()).await;
+    let mut egress = testing::config(fake.ca(), &[(MCP_HOST, 443), (STALLED, 443)]);
+    // The stalled server fails only after the test is over.
+    egress.connect_timeout = Duration::from_secs(120);
+    egress.read_timeout = Duration::from_secs(120);
+    egress.total_timeout = Duration::from_secs(120);
+    let config = HostConfig {
+        egress,
+        ..HostConfig::default()
+    };
+    let resolver = fake
+        .server()
+        .resolver(&[MCP_HOST])
+        .with_socket(STALLED, [stalled_addr]);
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(resolver))
+        .build()
+        .unwrap();
+    let (location, _fake_dir) = install(&host, MCP_URL);
+    let stalled_dir = tempfile::tempdir().unwrap();
+    write_package(stalled_dir.path(), &format!("https://{STALLED}/mcp"));
+    let manifest = stalled_dir.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("fake-mcp", "a-stalled")).unwrap();
+    location
+        .install(&PackageSource::Dir(stalled_dir.path().into()))
+        .unwrap();
+    let refresh = tokio::spawn({
+        let location = location.clone();
+        async move { location.refresh_hosted().await }
+    });
+    published(&location, "fake-mcp.weather").await;
+    assert!(
+        !refresh.is_finished(),
+        "the stalled server is still being listed"
+    );
+    refresh.abort();
+    holder.abort();
+}
+
 /// Wait (bounded) until `id` is published in `location`.
 async fn published(location: &Location, id: &str) {
     let mut changes = location.changes();

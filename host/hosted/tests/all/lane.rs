@@ -112,6 +112,36 @@ async fn list_changed_from_the_server_refreshes_the_catalog() {
     assert!(catalog.iter().any(|t| t.name == "later"));
 }
 
+/// A server that ends its event stream at once and asks to be reconnected
+/// at once (`retry: 0`) gets its stream reopened ever later, not in a loop.
+#[tokio::test]
+async fn an_event_stream_ended_at_once_is_not_reopened_in_a_loop() {
+    let (fake, server) = lane(Script {
+        event_stream: Some("retry: 0\n\n".into()),
+        ..Script::default()
+    })
+    .await;
+    server.catalog().await.unwrap();
+    let gets = || fake.requests().iter().filter(|r| r.method == "GET").count();
+    // The stream is opened once the session is, then again after 1 s, 2 s more, ...
+    let first = async {
+        while gets() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), first)
+        .await
+        .expect("the event stream is opened");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let opened = gets();
+    assert!(
+        (1..=2).contains(&opened),
+        "the stream was opened {opened} times in 1.5 s"
+    );
+    // The lane still works meanwhile.
+    server.call("weather", json!({})).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_redirect_off_the_endpoint_is_refused_and_nothing_reaches_the_target() {
     let fake = FakeMcp::start(Script::default()).await;
