@@ -144,6 +144,9 @@ pub fn check(
         });
     }
     let mut accepted: Vec<RemoteTool> = Vec::with_capacity(tools.len());
+    // Names seen, for duplicates: a catalog may hold tens of thousands of
+    // small tools within the byte bound, too many to compare pairwise.
+    let mut names = std::collections::HashSet::with_capacity(tools.len());
     for tool in tools {
         let name = tool.name.to_string();
         if name.len() > bounds.max_name_bytes {
@@ -156,7 +159,7 @@ pub fn check(
                 name: name.chars().take(64).collect(),
             });
         }
-        if accepted.iter().any(|t| t.name == name) {
+        if !names.insert(name.clone()) {
             return Err(BoundError::DuplicateName { name });
         }
         let description = tool.description.as_deref().unwrap_or_default().to_owned();
@@ -258,5 +261,20 @@ mod tests {
         assert!(
             matches!(error, BoundError::DescriptionTooLong { ref tool, max: 2048 } if tool == "x")
         );
+    }
+
+    #[test]
+    fn a_name_listed_twice_refuses_the_catalog_however_large() {
+        let tools = |count: usize, twice: &str| {
+            let mut tools: Vec<Tool> = (0..count)
+                .map(|i| tool(json!({"name": format!("t{i}"), "inputSchema": {}})))
+                .collect();
+            tools.push(tool(json!({"name": twice, "inputSchema": {}})));
+            tools
+        };
+        let bounds = Bounds::with_max_tools(50_001);
+        let error = check(tools(50_000, "t49999"), 10, &bounds).unwrap_err();
+        assert!(matches!(error, BoundError::DuplicateName { ref name } if name == "t49999"));
+        assert_eq!(check(tools(50_000, "last"), 10, &bounds).unwrap().len(), 50_001);
     }
 }
