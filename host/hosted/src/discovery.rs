@@ -275,6 +275,9 @@ mod tests {
         let bounds = Bounds::with_max_tools(50_001);
         let error = check(tools(50_000, "t49999"), 10, &bounds).unwrap_err();
         assert!(matches!(error, BoundError::DuplicateName { ref name } if name == "t49999"));
-        assert_eq!(check(tools(50_000, "last"), 10, &bounds).unwrap().len(), 50_001);
+        assert_eq!(
+            check(tools(50_000, "last"), 10, &bounds).unwrap().len(),
+            50_001
+        );
     }
 }

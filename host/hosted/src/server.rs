@@ -330,9 +330,15 @@ impl HostedServer {
         };
         match result {
             Ok(tools) => {
-                let tools = Arc::new(tools);
-                *self.catalog.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some((tools.clone(), Some(Instant::now())));
+                let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+                // The same tools keep the same catalog: nothing is
+                // republished (nor announced to clients) for a listing that
+                // changed nothing.
+                let tools = match catalog.as_ref() {
+                    Some((current, _)) if **current == tools => current.clone(),
+                    _ => Arc::new(tools),
+                };
+                *catalog = Some((tools.clone(), Some(Instant::now())));
                 Ok(tools)
             }
             Err(error) => {

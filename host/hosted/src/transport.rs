@@ -12,12 +12,12 @@
 //! POST is parsed once the server ends it. The standalone GET stream (where
 //! servers send `notifications/tools/list_changed`) is read as it arrives,
 //! on a connection of its own, each event bounded and redacted. Event
-//! streams are opened no faster than [`Pacing`] allows: a server that ends
+//! streams are opened no faster than [`Streams`] allows: a server that ends
 //! its stream at once, asking for an immediate reconnection (`retry: 0`),
 //! cannot make the host open connections in a loop.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,7 +79,7 @@ struct Inner {
     max_response_bytes: u64,
     timeout: Duration,
     last_refusal: Mutex<Option<Refusal>>,
-    streams: Mutex<Pacing>,
+    streams: Arc<Mutex<Streams>>,
 }
 
 /// rmcp's HTTP backend over Warden's egress, locked to one endpoint.
@@ -109,7 +109,7 @@ impl EgressHttp {
                 max_response_bytes,
                 timeout,
                 last_refusal: Mutex::new(None),
-                streams: Mutex::new(Pacing::default()),
+                streams: Arc::default(),
             }),
         }
     }
@@ -225,36 +225,92 @@ fn header<'a>(response: &'a GuestResponse, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// A stream that ends sooner than this after it was opened counts as a
-/// failed one: the next opening waits longer.
+/// A stream opened sooner than this after the one before counts as a
+/// reopening of one that failed: the next waits longer.
 const STEADY_STREAM: Duration = Duration::from_secs(10);
-/// The first wait after a stream that ended early.
+/// The first wait between two openings.
 const FIRST_REOPEN_DELAY: Duration = Duration::from_secs(1);
-/// The longest wait between two openings.
+/// The longest wait between two openings of the standalone stream.
 const MAX_REOPEN_DELAY: Duration = Duration::from_secs(60);
+/// Event ids of answers remembered, to tell a resumed answer's `GET`.
+const ANSWER_IDS: usize = 64;
+/// Longest event id remembered (a longer one is not known as an answer's).
+const MAX_ANSWER_ID: usize = 256;
 
-/// When the next event stream (`GET`) of a server may be opened. rmcp
-/// reconnects a stream the server ended after the server's `retry:` (which
-/// may be 0), with no growing backoff; this spacing is Warden's own: one
-/// opening per [`FIRST_REOPEN_DELAY`] at first, twice as long after each
-/// stream that ended within [`STEADY_STREAM`], up to [`MAX_REOPEN_DELAY`];
-/// a stream that lasted longer resets it. Every `GET` of one server (the
-/// standalone stream and resumed answers) shares the spacing.
-#[derive(Debug, Default)]
+/// When a server's next event stream (`GET`) may be opened. rmcp reopens
+/// a stream the server ended after the server's `retry:` (which may be 0),
+/// with no growing backoff; this spacing is Warden's own, in two kinds:
+///
+/// - the standalone stream (where announcements come): at once, then one
+///   opening a second after the last, twice as long after each opening
+///   within [`STEADY_STREAM`] of the one before, up to [`MAX_REOPEN_DELAY`];
+///   an opening after a longer while starts over;
+/// - resumed answers (a `GET` with the `Last-Event-ID` of an event of a
+///   `POST`'s answer, which rmcp sends when the answer's stream ended
+///   before the answer): at most one a second, never longer, so a call
+///   being answered is not held past its deadline by the other stream.
+#[derive(Debug)]
+struct Streams {
+    standalone: Pacing,
+    resumed: Pacing,
+    /// Event ids lately seen in answers, oldest first.
+    answer_ids: VecDeque<String>,
+}
+
+impl Default for Streams {
+    fn default() -> Self {
+        Self {
+            standalone: Pacing::new(MAX_REOPEN_DELAY),
+            resumed: Pacing::new(FIRST_REOPEN_DELAY),
+            answer_ids: VecDeque::new(),
+        }
+    }
+}
+
+impl Streams {
+    /// Remember `id` as an event id of an answer.
+    fn answer_id(&mut self, id: &str) {
+        if id.len() > MAX_ANSWER_ID || self.answer_ids.iter().any(|known| known == id) {
+            return;
+        }
+        if self.answer_ids.len() == ANSWER_IDS {
+            self.answer_ids.pop_front();
+        }
+        self.answer_ids.push_back(id.to_owned());
+    }
+
+    /// Whether a `GET` resuming after `last_event_id` resumes an answer.
+    fn resumes_answer(&self, last_event_id: Option<&str>) -> bool {
+        last_event_id.is_some_and(|id| self.answer_ids.iter().any(|known| known == id))
+    }
+}
+
+/// The spacing of one kind of stream: see [`Streams`].
+#[derive(Debug)]
 struct Pacing {
     /// When the last stream was (or will be) opened.
     opened: Option<Instant>,
     /// The last wait imposed.
     delay: Duration,
+    /// The longest wait.
+    max_delay: Duration,
 }
 
 impl Pacing {
+    fn new(max_delay: Duration) -> Self {
+        Self {
+            opened: None,
+            delay: Duration::ZERO,
+            max_delay,
+        }
+    }
+
     /// How long to wait before opening a stream asked for at `now`; the
     /// opening is booked at `now` plus that wait.
     fn reserve(&mut self, now: Instant) -> Duration {
         let wait = match self.opened {
             Some(opened) if now.saturating_duration_since(opened) < STEADY_STREAM => {
-                self.delay = (self.delay * 2).clamp(FIRST_REOPEN_DELAY, MAX_REOPEN_DELAY);
+                self.delay = (self.delay * 2).clamp(FIRST_REOPEN_DELAY, self.max_delay);
                 (opened + self.delay).saturating_duration_since(now)
             }
             _ => {
@@ -331,10 +387,25 @@ impl Pending {
     }
 }
 
-/// A buffered SSE body as the stream rmcp expects.
-fn sse_of(body: Vec<u8>) -> BoxStream<'static, Result<Sse, SseError>> {
+/// A buffered SSE body (an answer) as the stream rmcp expects; its event
+/// ids are remembered in `streams`.
+fn sse_of(
+    body: Vec<u8>,
+    streams: Arc<Mutex<Streams>>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
     let chunks = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(body))]);
-    SseStream::from_bytes_stream(chunks).boxed()
+    SseStream::from_bytes_stream(chunks)
+        .inspect(move |event| remember_answer_id(&streams, event))
+        .boxed()
+}
+
+fn remember_answer_id(streams: &Mutex<Streams>, event: &Result<Sse, SseError>) {
+    if let Ok(Sse { id: Some(id), .. }) = event {
+        streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .answer_id(id);
+    }
 }
 
 impl StreamableHttpClient for EgressHttp {
@@ -394,7 +465,7 @@ impl StreamableHttpClient for EgressHttp {
         }
         if media_type_is(content_type, "text/event-stream") {
             return Ok(StreamableHttpPostResponse::Sse(
-                sse_of(response.body),
+                sse_of(response.body, self.inner.streams.clone()),
                 session,
             ));
         }
@@ -440,6 +511,16 @@ impl StreamableHttpClient for EgressHttp {
         if let Some(id) = session_id {
             headers.push(("mcp-session-id".to_owned(), id.to_string()));
         }
+        let (resumes_answer, wait) = {
+            let mut streams = self.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
+            let resumes_answer = streams.resumes_answer(last_event_id.as_deref());
+            let pacing = if resumes_answer {
+                &mut streams.resumed
+            } else {
+                &mut streams.standalone
+            };
+            (resumes_answer, pacing.reserve(Instant::now()))
+        };
         if let Some(id) = last_event_id {
             headers.push(("last-event-id".to_owned(), id));
         }
@@ -448,10 +529,6 @@ impl StreamableHttpClient for EgressHttp {
                 headers.push((name.as_str().to_owned(), value.to_owned()));
             }
         }
-        let wait = {
-            let mut pacing = self.inner.streams.lock().unwrap_or_else(|e| e.into_inner());
-            pacing.reserve(Instant::now())
-        };
         if !wait.is_zero() {
             tracing::debug!(?wait, server = %self.inner.endpoint.url(), "event stream reopened too often; waiting");
             tokio::time::sleep(wait).await;
@@ -498,15 +575,20 @@ impl StreamableHttpClient for EgressHttp {
         }
         let limit = usize::try_from(self.inner.max_response_bytes).unwrap_or(usize::MAX);
         let chunks = bounded_events(response.body, limit);
+        let streams = self.inner.streams.clone();
         let events = SseStream::from_bytes_stream(chunks).map(move |event| {
-            event.map(|mut sse| {
+            let event = event.map(|mut sse| {
                 // Every text field: `id` goes back to the server as
                 // Last-Event-ID, `event` and `data` into the MCP client.
                 for field in [&mut sse.data, &mut sse.id, &mut sse.event] {
                     *field = field.take().map(|text| session.redact(&text));
                 }
                 sse
-            })
+            });
+            if resumes_answer {
+                remember_answer_id(&streams, &event);
+            }
+            event
         });
         Ok(events.boxed())
     }
@@ -516,11 +598,11 @@ impl StreamableHttpClient for EgressHttp {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{MAX_REOPEN_DELAY, Pacing, Pending, STEADY_STREAM};
+    use super::{MAX_REOPEN_DELAY, Pending, STEADY_STREAM, Streams};
 
     #[test]
     fn streams_that_end_early_are_reopened_ever_later_and_a_steady_one_resets() {
-        let mut pacing = Pacing::default();
+        let mut pacing = Streams::default().standalone;
         let start = Instant::now();
         assert_eq!(pacing.reserve(start), Duration::ZERO);
         // Each stream ends as soon as it opens: 1 s, 2 s, 4 s, ... up to the cap.
@@ -534,7 +616,7 @@ mod tests {
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
         assert_eq!(pacing.delay, MAX_REOPEN_DELAY);
         // Two asked for at once: the second is booked after the first.
-        let mut pacing = Pacing::default();
+        let mut pacing = Streams::default().standalone;
         assert_eq!(pacing.reserve(start), Duration::ZERO);
         assert_eq!(pacing.reserve(start), Duration::from_secs(1));
         assert_eq!(pacing.reserve(start), Duration::from_secs(3));
@@ -542,6 +624,31 @@ mod tests {
         let later = start + Duration::from_secs(3) + STEADY_STREAM;
         assert_eq!(pacing.reserve(later), Duration::ZERO);
         assert_eq!(pacing.reserve(later), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn resumed_answers_are_spaced_a_second_apart_and_told_by_their_ids() {
+        let mut streams = Streams::default();
+        let start = Instant::now();
+        let mut now = start;
+        let mut waits = Vec::new();
+        for _ in 0..5 {
+            let wait = streams.resumed.reserve(now);
+            waits.push(wait.as_secs());
+            now += wait;
+        }
+        assert_eq!(waits, [0, 1, 1, 1, 1]);
+        // Only an id seen in an answer makes a resumption; ids are bounded.
+        assert!(!streams.resumes_answer(Some("7")));
+        assert!(!streams.resumes_answer(None));
+        streams.answer_id("7");
+        assert!(streams.resumes_answer(Some("7")));
+        for i in 0..super::ANSWER_IDS {
+            streams.answer_id(&format!("other-{i}"));
+        }
+        assert!(!streams.resumes_answer(Some("7")));
+        streams.answer_id(&"x".repeat(super::MAX_ANSWER_ID + 1));
+        assert!(!streams.resumes_answer(Some(&"x".repeat(super::MAX_ANSWER_ID + 1))));
     }
 
     #[test]

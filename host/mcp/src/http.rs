@@ -284,10 +284,12 @@ pub async fn serve_http_with<B: Backend>(
 
 /// How long a client has to complete its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// How long a client may take to send a request's head, from the first
-/// byte of it (hyper enforces it only when given a timer: without one, a
-/// connection that trickled its headers, before any authentication, was
-/// held open for ever). A real client sends its head at once.
+/// How long a client may take to send a request's head (hyper enforces it
+/// only when given a timer: without one, a connection that trickled its
+/// headers, before any authentication, was held open for ever). hyper 1.x
+/// runs it whenever it waits for a head, so it also closes a connection
+/// left idle that long, new or kept alive: an idle client holds one of the
+/// `max_connections` slots for at most this long.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The pause after a failed `accept` (out of file descriptors, say), so
 /// the loop waits for connections to close instead of spinning.

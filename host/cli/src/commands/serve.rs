@@ -64,10 +64,7 @@ pub(crate) async fn run(
     // server never delays the others); each republish is announced with
     // tools/list_changed, as are the servers' own list_changed.
     let follower = location.clone();
-    tokio::spawn(async move {
-        follower.refresh_hosted().await;
-        follower.follow_hosted().await;
-    });
+    tokio::spawn(async move { follower.follow_hosted().await });
     // Components compile in the background, one at a time, while the
     // catalog (from the manifests) is already served; a call arriving first
     // compiles its own component.

@@ -258,7 +258,8 @@ impl Location {
             .collect()
     }
 
-    /// Refresh whenever one of this Location's servers announces
+    /// List every `[mcp]` server now, then refresh whenever one of this
+    /// Location's servers announces
     /// `tools/list_changed`, whenever the Location's packages change (a
     /// server installed or registered meanwhile is listed then), and every
     /// [`crate::LaneLimits::refresh_interval`] while any `[mcp]` package is
@@ -274,8 +275,11 @@ impl Location {
     /// end (or in every answer, listings included) costs one listing per
     /// spacing, not a loop.
     pub async fn follow_hosted(&self) {
+        // Heard from before the first listing, like every later one.
         let mut packages = self.changes();
         let mut announcements = self.hosted_changes();
+        let _ = self.refresh_hosted().await;
+        packages.borrow_and_update();
         let mut announced_refresh: Option<tokio::time::Instant> = None;
         loop {
             let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(1);
@@ -421,11 +425,11 @@ fn provides(id: &str, tool: &str) -> bool {
         .is_some_and(listable)
 }
 
-/// Sleep for `interval`, or forever without one.
 /// Least time between two refreshes [`Location::follow_hosted`] makes
 /// because a server announced `tools/list_changed`.
 const ANNOUNCED_REFRESH_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Sleep for `interval`, or forever without one.
 async fn sleep_or_never(interval: Option<std::time::Duration>) {
     match interval {
         Some(interval) => tokio::time::sleep(interval).await,

@@ -239,12 +239,17 @@ async fn a_server_announcing_in_every_listing_is_relisted_spaced_not_in_a_loop()
     published(&location, "fake-mcp.later").await;
     let first = listings();
     assert!(first > before);
+    let mut changes = location.changes();
+    changes.borrow_and_update();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let more = listings() - first;
     assert!(
         (1..=2).contains(&more),
         "{more} more listings within 1.5 s of the first"
     );
+    // Listing the same tools again republishes nothing (clients are not
+    // told of a change that did not happen).
+    assert!(!changes.has_changed().unwrap());
     follower.abort();
 }
 
