@@ -115,7 +115,9 @@ impl StoredGrant {
 
     /// When the access token expires, if known.
     pub fn expiry(&self) -> Option<SystemTime> {
-        self.expires_at.map(|s| UNIX_EPOCH + Duration::from_secs(s))
+        // A stored time past what the clock holds is taken as never.
+        self.expires_at
+            .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)))
     }
 
     fn client(&self) -> OAuth2Client {

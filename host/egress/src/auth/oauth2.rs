@@ -388,7 +388,7 @@ impl<'a> OAuth2Flow<'a> {
         let mut tokens = TokenSet {
             access_token: SecretString::from(access),
             refresh_token: text(at(&pointers.refresh_token)).map(SecretString::from),
-            expires_at: expires_in.map(|s| SystemTime::now() + Duration::from_secs(s)),
+            expires_at: expires_in.map(expiry_in),
             scopes,
             token_type: text(at(&pointers.token_type)),
             claims: super::identity::Claims::new(),
@@ -403,4 +403,14 @@ impl<'a> OAuth2Flow<'a> {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Longest token lifetime taken from a token endpoint; a longer one (up to
+/// `u64::MAX` seconds, past what the clock can hold) is taken as this.
+const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// When a token whose endpoint says it lives `seconds` expires.
+fn expiry_in(seconds: u64) -> SystemTime {
+    let lifetime = Duration::from_secs(seconds).min(MAX_TOKEN_LIFETIME);
+    SystemTime::now() + lifetime
 }

@@ -122,6 +122,21 @@ async fn oauth2_code_flow_with_pkce_loopback_redirect_and_host_owned_parameters(
     assert!(!sent.contains_key("client_secret"));
 }
 
+/// A token endpoint saying its token lives longer than the clock can hold
+/// (`u64::MAX` seconds) panicked the host; such a lifetime is cut to ten years.
+#[tokio::test]
+async fn a_lifetime_past_the_clock_is_cut_not_a_panic() {
+    let (fx, auth) = fake(u64::MAX).await;
+    let tokens = connect(&fx, &auth, &recipe()).await;
+    let expires = tokens.expires_at.expect("an expiry");
+    let lifetime = expires
+        .duration_since(std::time::SystemTime::now())
+        .unwrap()
+        .as_secs();
+    let year = 365 * 24 * 3600;
+    assert!((9 * year..=10 * year).contains(&lifetime), "{lifetime}");
+}
+
 #[tokio::test]
 async fn a_wrong_state_sends_nothing_and_a_replayed_code_is_refused() {
     let (fx, auth) = fake(3600).await;
