@@ -33,6 +33,23 @@ pub enum AccountError {
     /// No stored account of this vendor can be shared (none, or none bound).
     #[error("no bound `{0}` account is stored; connect one first with `warden secret set`")]
     NoAccount(String),
+    /// The account is stored, bound and used by other extensions: connecting
+    /// it for this one would hand it their account (or theirs this one's).
+    #[error(
+        "account `{key}` is already connected for {allowed}; it is not connected again for \
+         `{extension}`: let `{extension}` use it with `warden secret allow {extension} {vendor}`, \
+         or remove it first with `warden secret rm {key}`"
+    )]
+    ConnectedForOthers {
+        /// The account (`vendor/handle [scopes]`).
+        key: String,
+        /// Its vendor.
+        vendor: String,
+        /// The extension it was to be connected for.
+        extension: String,
+        /// The extensions allowed to use it, quoted and joined.
+        allowed: String,
+    },
     /// The secret store failed.
     #[error(transparent)]
     Store(#[from] SecretError),
@@ -62,8 +79,13 @@ impl Location {
     /// Store `value` as the account `key`, connected for `extension`: bound
     /// to the audiences that extension's manifest declares for the credential
     /// now (a later manifest never moves it) and usable by that extension.
-    /// Storing an account again keeps the extensions already allowed and adds
-    /// this extension's audiences.
+    /// Storing an account again for an extension allowed to use it keeps the
+    /// other extensions allowed and adds this extension's audiences; an
+    /// account bound and used by other extensions only is never connected
+    /// again for this one ([`AccountError::ConnectedForOthers`]): that would
+    /// let it reach their account (through the stored refresh material) or
+    /// put its value in their place. A stored OAuth grant of the account is
+    /// dropped: the value given replaces it.
     pub async fn connect_account(
         &self,
         extension: &str,
@@ -71,7 +93,12 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let declared = self.declaration(extension, &key.vendor, &key.handle)?;
-        self.connect_declared(&declared, key, value).await
+        let account = self.connect_declared(&declared, key, value).await?;
+        // A value given by hand replaces any OAuth grant's: the grant's
+        // refresh would put a token of the old grant back in its place.
+        let grant = warden_egress::auth::grant::grant_key(key);
+        self.shared.egress.store().delete(&grant).await?;
+        Ok(account)
     }
 
     /// [`Location::connect_account`] with the declaration given: bound to
@@ -88,8 +115,8 @@ impl Location {
         let store = self.shared.egress.store();
         let binding = match store.binding(key).await? {
             Some(mut existing) if !existing.audiences.is_empty() => {
+                refuse_others(key, extension, &existing)?;
                 existing.add_audiences(declared.audiences);
-                existing.allow(extension);
                 existing
             }
             _ => AccountBinding::new(extension, declared.audiences),
@@ -99,6 +126,23 @@ impl Location {
             key: key.clone(),
             binding,
         })
+    }
+
+    /// Refuse, before anything is stored, to connect `key` for `extension`
+    /// when the stored account is bound and `extension` may not use it (see
+    /// [`Location::connect_account`]). An OAuth connect asks this before it
+    /// keeps the new refresh material.
+    pub async fn check_connectable(
+        &self,
+        extension: &str,
+        key: &AccountKey,
+    ) -> Result<(), AccountError> {
+        match self.shared.egress.store().binding(key).await? {
+            Some(existing) if !existing.audiences.is_empty() => {
+                refuse_others(key, extension, &existing)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Allow `extension` to use the stored `vendor` accounts, toward their
@@ -135,6 +179,33 @@ impl Location {
             handle: handle.to_owned(),
         })
     }
+}
+
+/// [`AccountError::ConnectedForOthers`] unless `extension` may use the
+/// bound account `existing`.
+fn refuse_others(
+    key: &AccountKey,
+    extension: &str,
+    existing: &AccountBinding,
+) -> Result<(), AccountError> {
+    if existing.extensions.iter().any(|e| e == extension) {
+        return Ok(());
+    }
+    let allowed: Vec<String> = existing
+        .extensions
+        .iter()
+        .map(|e| format!("`{e}`"))
+        .collect();
+    Err(AccountError::ConnectedForOthers {
+        key: key.to_string(),
+        vendor: key.vendor.clone(),
+        extension: extension.to_owned(),
+        allowed: if allowed.is_empty() {
+            "no extension".to_owned()
+        } else {
+            allowed.join(", ")
+        },
+    })
 }
 
 fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCredential> {

@@ -242,13 +242,23 @@ impl OAuthConnect {
         };
         let claims = read_identity(&self.location, &self.target, &self.recipe, &tokens).await;
         let store = egress.store();
-        let mut accounts = Vec::new();
-        for (handle, declared) in &self.target.credentials {
-            let key = AccountKey::new(
+        let key = |handle: &String| {
+            AccountKey::new(
                 self.target.vendor.clone(),
                 handle.clone(),
                 tokens.scopes.iter().cloned(),
-            );
+            )
+        };
+        // Nothing is kept when an account is another extension's: its
+        // refresh material would be replaced too.
+        for (handle, declared) in &self.target.credentials {
+            self.location
+                .check_connectable(&declared.extension, &key(handle))
+                .await?;
+        }
+        let mut accounts = Vec::new();
+        for (handle, declared) in &self.target.credentials {
+            let key = key(handle);
             // Refresh material first: an account never exists without it.
             let grant = StoredGrant::new(&self.recipe, &self.client, &tokens)
                 .for_resource(resource)

