@@ -71,3 +71,40 @@ async fn a_thief_package_gets_auth_required_and_secret_list_shows_the_binding() 
     drop(warden);
     assert!(fake.requests().is_empty(), "nothing reached any server");
 }
+
+/// `secret set --oauth-client` stores a deployment's OAuth client credential
+/// under its own key (never an account: `secret list` does not show it) and
+/// `secret rm --oauth-client` removes it; it takes neither scopes nor an
+/// extension.
+#[test]
+fn an_oauth_client_credential_is_stored_apart_from_accounts() {
+    let warden = crate::warden();
+    let set = warden.run_with_stdin(
+        &["secret", "set", "github", "gh_client", "--oauth-client"],
+        "client-123",
+    );
+    assert_eq!(set.code, 0, "{set:?}");
+    assert!(
+        set.stdout.contains("stored github/gh_client#client"),
+        "{set:?}"
+    );
+    let list = warden.run(&["--json", "secret", "list"]);
+    assert_eq!(list.json(), serde_json::json!([]), "{list:?}");
+    let both = warden.run_with_stdin(
+        &[
+            "secret",
+            "set",
+            "github",
+            "gh_client",
+            "--oauth-client",
+            "--extension",
+            "github",
+        ],
+        "client-123",
+    );
+    assert_ne!(both.code, 0, "{both:?}");
+    let rm = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
+    assert_eq!(rm.code, 0, "{rm:?}");
+    let again = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
+    assert_ne!(again.code, 0, "{again:?}");
+}

@@ -412,7 +412,7 @@ pub(crate) struct SecretSetArgs {
     pub(crate) key: SecretKeyArgs,
     /// The extension the account is for (needed when several installed
     /// extensions declare this vendor and handle).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "oauth_client")]
     pub(crate) extension: Option<String>,
 }
 
@@ -424,8 +424,13 @@ pub(crate) struct SecretKeyArgs {
     pub(crate) handle: String,
     /// Scopes the account has (repeatable; `set` defaults to the scopes the
     /// extension declares).
-    #[arg(long = "scope")]
+    #[arg(long = "scope", conflicts_with = "oauth_client")]
     pub(crate) scopes: Vec<String>,
+    /// Not an account: the deployment's OAuth client id or secret that an
+    /// `oauth2_code` recipe's `client_credentials` names by this handle
+    /// (never sent anywhere but in the OAuth flows of that vendor's recipes).
+    #[arg(long)]
+    pub(crate) oauth_client: bool,
 }
 
 #[derive(Subcommand, Debug)]

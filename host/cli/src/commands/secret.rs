@@ -1,5 +1,6 @@
 //! `warden secret set|list|rm|allow`. Values come from a prompt or stdin,
-//! never argv. An account is bound when it is set: to the audiences the
+//! never argv. `--oauth-client` stores (or removes) a deployment's OAuth
+//! client credential instead of an account. An account is bound when it is set: to the audiences the
 //! manifest of the extension it is for declares (shown before the value is
 //! read) and to that extension; `allow` lets another extension use it,
 //! toward the same audiences only.
@@ -19,6 +20,22 @@ use crate::render;
 /// Run a `secret` subcommand.
 pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode> {
     match command {
+        SecretCommand::Set(args) if args.key.oauth_client => {
+            let key = key(&args.key, &[]);
+            eprintln!(
+                "{key}: an OAuth client credential for `{}` recipes",
+                args.key.vendor
+            );
+            let value = read_value(&key)?;
+            cx.host()?
+                .secrets()
+                .put(&key, value)
+                .await
+                .context("storing the OAuth client credential")?;
+            if !cx.json {
+                println!("stored {key}");
+            }
+        }
         SecretCommand::Set(args) => {
             let (_host, location) = cx.open()?;
             set(cx, &location, &args).await?;
@@ -156,6 +173,9 @@ fn print_account(account: &Account) {
 }
 
 fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
+    if args.oauth_client {
+        return warden_egress::auth::grant::client_key(&args.vendor, &args.handle);
+    }
     AccountKey::new(
         args.vendor.clone(),
         args.handle.clone(),

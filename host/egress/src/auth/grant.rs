@@ -29,6 +29,8 @@ use crate::session::{AuthRequired, Egress};
 
 /// Suffix of the handle a grant is stored under.
 pub const GRANT_SUFFIX: &str = "#oauth2";
+/// The suffix of [`client_key`].
+pub const CLIENT_SUFFIX: &str = "#client";
 /// Refresh this long before expiry unless the recipe says otherwise.
 pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
 
@@ -153,6 +155,19 @@ pub fn grant_key(key: &AccountKey) -> AccountKey {
         key.vendor.clone(),
         format!("{}{GRANT_SUFFIX}", key.handle),
         key.scopes.clone(),
+    )
+}
+
+/// The key a deployment's OAuth client credential (a recipe's
+/// `client_credentials` handle: client id or secret) is stored under:
+/// `<vendor>/<handle>#client`, a name no account can have (a manifest's
+/// handles hold no `#`), so a recipe naming a handle never reads an
+/// account's value as its client.
+pub fn client_key(vendor: &str, handle: &str) -> AccountKey {
+    AccountKey::new(
+        vendor,
+        format!("{handle}{CLIENT_SUFFIX}"),
+        Vec::<String>::new(),
     )
 }
 

