@@ -79,8 +79,22 @@ async fn a_thief_package_gets_auth_required_and_secret_list_shows_the_binding() 
 #[test]
 fn an_oauth_client_credential_is_stored_apart_from_accounts() {
     let warden = crate::warden();
-    let set = warden.run_with_stdin(
+    let unpinned = warden.run_with_stdin(
         &["secret", "set", "github", "gh_client", "--oauth-client"],
+        "client-123",
+    );
+    assert_ne!(unpinned.code, 0, "{unpinned:?}");
+    assert!(unpinned.stderr.contains("--token-endpoint"), "{unpinned:?}");
+    let set = warden.run_with_stdin(
+        &[
+            "secret",
+            "set",
+            "github",
+            "gh_client",
+            "--oauth-client",
+            "--token-endpoint",
+            "https://github.com/login/oauth/access_token",
+        ],
         "client-123",
     );
     assert_eq!(set.code, 0, "{set:?}");

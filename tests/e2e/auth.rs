@@ -72,7 +72,8 @@ impl Fake {
         warden.configure(&format!(
             "[egress]\nextra_roots = [{ca:?}]\nallow_private = [\"github.com:443\", \"api.github.com:443\"]\n\n\
              [resolve]\n\"github.com\" = [\"{addr}\"]\n\"api.github.com\" = [\"{addr}\"]\n\n\
-             [auth.github]\nclient_id = \"warden-e2e-client\"\n"
+             [auth.github]\nclient_id = \"warden-e2e-client\"\n\
+             token_endpoint = \"https://github.com/login/oauth/access_token\"\n"
         ));
     }
 }

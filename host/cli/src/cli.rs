@@ -414,6 +414,14 @@ pub(crate) struct SecretSetArgs {
     /// extensions declare this vendor and handle).
     #[arg(long, conflicts_with = "oauth_client")]
     pub(crate) extension: Option<String>,
+    /// With `--oauth-client`: the token endpoint the client is for (the
+    /// recipe's `token_endpoint`); the client is used with no other.
+    #[arg(
+        long,
+        requires = "oauth_client",
+        required_if_eq("oauth_client", "true")
+    )]
+    pub(crate) token_endpoint: Option<String>,
 }
 
 #[derive(Args, Debug)]

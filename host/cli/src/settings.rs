@@ -24,6 +24,7 @@
 //! [auth.github]                                  # the OAuth client `warden auth connect` uses
 //! client_id = "Iv1.0123456789abcdef"
 //! client_secret_env = "WARDEN_GITHUB_CLIENT_SECRET" # optional: confidential clients
+//! token_endpoint = "https://github.com/login/oauth/access_token" # the only recipe endpoint it goes to
 //! ```
 
 use std::collections::BTreeMap;
@@ -119,10 +120,22 @@ pub(crate) struct OAuthClients {
 }
 
 impl OAuthClients {
-    /// The OAuth client configured for `vendor`, if any.
-    pub(crate) fn client(&self, vendor: &str) -> Result<Option<warden_host::OAuthClientConfig>> {
+    /// The OAuth client configured for `vendor`, if any, for a recipe whose
+    /// token endpoint is `token_endpoint`: refused when the client names no
+    /// token endpoint (the host refuses one naming another).
+    pub(crate) fn client(
+        &self,
+        vendor: &str,
+        token_endpoint: &str,
+    ) -> Result<Option<warden_host::OAuthClientConfig>> {
         let Some(client) = self.clients.get(vendor) else {
             return Ok(None);
+        };
+        let Some(pinned) = &client.token_endpoint else {
+            bail!(
+                "[auth.{vendor}] names no token_endpoint, so its client is sent to no recipe's; \
+                 if it is for the recipe being connected, add token_endpoint = \"{token_endpoint}\""
+            );
         };
         let client_secret = match &client.client_secret_env {
             Some(var) => Some(secrecy::SecretString::from(
@@ -135,6 +148,7 @@ impl OAuthClients {
         Ok(Some(warden_host::OAuthClientConfig {
             client_id: client.client_id.clone(),
             client_secret,
+            token_endpoint: Some(pinned.clone()),
         }))
     }
 
@@ -150,7 +164,12 @@ impl OAuthClients {
         target: &mut warden_host::AuthTarget,
     ) -> Result<Option<warden_host::OAuthClientConfig>> {
         target.client_metadata_document = self.client_metadata_url().map(str::to_owned);
-        self.client(&target.vendor)
+        match &target.recipe {
+            warden_core::spec::AuthRecipe::Oauth2Code(recipe) => {
+                self.client(&target.vendor, &recipe.token_endpoint)
+            }
+            _ => Ok(None),
+        }
     }
 }
 
@@ -163,6 +182,11 @@ struct AuthClientSettings {
     /// secret itself in this file).
     #[serde(default)]
     client_secret_env: Option<String>,
+    /// The token endpoint the client is for; the client is used only with
+    /// a recipe naming this one, and not at all without it (any package may
+    /// name the vendor, with a token endpoint of its own).
+    #[serde(default)]
+    token_endpoint: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -362,17 +386,52 @@ mod tests {
 
     #[test]
     fn a_configured_client_reads_its_secret_from_the_environment_it_names() {
-        let configured = settings(
-            "[auth.github]\nclient_id = \"cid\"\nclient_secret_env = \"WARDEN_TEST_UNSET_SECRET_VAR\"\n",
-        );
+        const TOKEN: &str = "https://github.com/login/oauth/access_token";
+        let configured = settings(&format!(
+            "[auth.github]\nclient_id = \"cid\"\nclient_secret_env = \"WARDEN_TEST_UNSET_SECRET_VAR\"\n\
+             token_endpoint = \"{TOKEN}\"\n"
+        ));
         let clients = configured.oauth_clients().unwrap();
-        assert!(clients.client("other").unwrap().is_none());
-        let error = clients.client("github").unwrap_err();
+        assert!(clients.client("other", TOKEN).unwrap().is_none());
+        let error = clients.client("github", TOKEN).unwrap_err();
         assert!(
             error
                 .to_string()
                 .contains("$WARDEN_TEST_UNSET_SECRET_VAR is not set"),
             "{error}"
+        );
+    }
+
+    /// A vendor's client goes to no recipe until it names the token endpoint
+    /// it is for (any package may name the vendor); the error names the one
+    /// to add.
+    #[test]
+    fn a_configured_client_names_its_token_endpoint() {
+        let unpinned = settings("[auth.github]\nclient_id = \"cid\"\n");
+        let error = unpinned
+            .oauth_clients()
+            .unwrap()
+            .client("github", "https://github.com/login/oauth/access_token")
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("add token_endpoint = \"https://github.com/login/oauth/access_token\""),
+            "{error}"
+        );
+        let pinned = settings(
+            "[auth.github]\nclient_id = \"cid\"\ntoken_endpoint = \"https://github.com/t\"\n",
+        );
+        let client = pinned
+            .oauth_clients()
+            .unwrap()
+            .client("github", "https://evil.example/t")
+            .unwrap()
+            .unwrap();
+        // The host refuses it for a recipe naming another endpoint.
+        assert_eq!(
+            client.token_endpoint.as_deref(),
+            Some("https://github.com/t")
         );
     }
 }

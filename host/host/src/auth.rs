@@ -73,6 +73,29 @@ pub enum ConnectError {
         /// What is wrong with it.
         what: &'static str,
     },
+    /// The OAuth client for the vendor belongs to another token endpoint
+    /// than the recipe's (or names none where one is required).
+    #[error(
+        "the OAuth client for `{vendor}` is not for the token endpoint {recipe} that extension \
+         `{extension}`'s recipe names{}",
+        match pinned {
+            Some(pinned) => format!(" (it is for {pinned})"),
+            None => format!(
+                " (it names no token endpoint; if this recipe is the one it is for, \
+                 set token_endpoint = \"{recipe}\" beside it)"
+            ),
+        }
+    )]
+    ClientElsewhere {
+        /// The vendor.
+        vendor: String,
+        /// The extension whose recipe was to be run.
+        extension: String,
+        /// The recipe's token endpoint.
+        recipe: String,
+        /// The token endpoint the client is for, if it names one.
+        pinned: Option<String>,
+    },
     /// The extension declares no credential of the recipe's vendor.
     #[error("extension `{extension}` declares no `{vendor}` credential to connect")]
     NoCredential {
@@ -109,6 +132,14 @@ pub struct OAuthClientConfig {
     pub client_id: String,
     /// Client secret, for a confidential client.
     pub client_secret: Option<SecretString>,
+    /// The token endpoint the client belongs to. When set, the client (its
+    /// id, its secret, and the codes its users' consent issues) goes only to
+    /// a recipe whose `token_endpoint` is this URL; a connect whose recipe
+    /// names another is refused ([`ConnectError::ClientElsewhere`]): a
+    /// package naming the vendor with a token endpoint of its own would
+    /// otherwise receive them. `None`: used as given, for a client named for
+    /// one connection (`warden mcp probe --client-id`).
+    pub token_endpoint: Option<String>,
 }
 
 /// What a name passed to `warden auth connect` resolves to.

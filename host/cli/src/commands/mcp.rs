@@ -352,9 +352,11 @@ fn probe_auth(
         None => None,
     };
     Ok(ProbeAuth {
+        // Named for this one connection: used as given.
         client: client_id.map(|client_id| OAuthClientConfig {
             client_id,
             client_secret,
+            token_endpoint: None,
         }),
         client_metadata_document: client_metadata_url,
         callback_timeout: std::time::Duration::from_secs(timeout),

@@ -22,13 +22,20 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
     match command {
         SecretCommand::Set(args) if args.key.oauth_client => {
             let key = key(&args.key, &[]);
+            let token_endpoint = args.token_endpoint.as_deref().unwrap_or_default();
             eprintln!(
-                "{key}: an OAuth client credential for `{}` recipes",
+                "{key}: an OAuth client credential of `{}`, for the token endpoint {token_endpoint} only",
                 args.key.vendor
             );
             let value = read_value(&key)?;
-            cx.host()?
-                .secrets()
+            let host = cx.host()?;
+            let pin =
+                warden_egress::auth::grant::client_pin_key(&args.key.vendor, &args.key.handle);
+            host.secrets()
+                .put(&pin, SecretString::from(token_endpoint))
+                .await
+                .context("storing the OAuth client's token endpoint")?;
+            host.secrets()
                 .put(&key, value)
                 .await
                 .context("storing the OAuth client credential")?;
@@ -71,11 +78,19 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
             {
                 bail!("no secret stored for {key}");
             }
-            // An OAuth account's refresh material goes with it.
+            // An OAuth account's refresh material goes with it, and an OAuth
+            // client credential's token endpoint.
             host.secrets()
                 .delete(&warden_egress::auth::grant::grant_key(&key))
                 .await
                 .context("removing the account's refresh material")?;
+            if args.oauth_client {
+                let pin = warden_egress::auth::grant::client_pin_key(&args.vendor, &args.handle);
+                host.secrets()
+                    .delete(&pin)
+                    .await
+                    .context("removing the OAuth client's token endpoint")?;
+            }
             if !cx.json {
                 println!("removed {key}");
             }

@@ -171,6 +171,17 @@ pub fn client_key(vendor: &str, handle: &str) -> AccountKey {
     )
 }
 
+/// The key of the token endpoint a deployment's OAuth client (the client
+/// id stored under [`client_key`] for `handle`) is for:
+/// `<vendor>/<handle>#client-for`.
+pub fn client_pin_key(vendor: &str, handle: &str) -> AccountKey {
+    AccountKey::new(
+        vendor,
+        format!("{handle}{CLIENT_SUFFIX}-for"),
+        Vec::<String>::new(),
+    )
+}
+
 /// Whether `key` names a grant record rather than an account.
 pub fn is_grant_key(key: &AccountKey) -> bool {
     key.handle.ends_with(GRANT_SUFFIX)

@@ -53,7 +53,22 @@ impl Location {
         let recipe = (**recipe).clone();
         let loopback = Loopback::bind().await?;
         let redirect = loopback.redirect_uri().to_owned();
-        let (client, registered) = match client.or(self.stored_client(target, &recipe).await?) {
+        let client = match client {
+            Some(client) => Some(client),
+            None => self.stored_client(target, &recipe).await?,
+        };
+        if let Some(config) = &client
+            && let Some(pinned) = &config.token_endpoint
+            && *pinned != recipe.token_endpoint
+        {
+            return Err(ConnectError::ClientElsewhere {
+                vendor: target.vendor.clone(),
+                extension: target.extension.clone(),
+                recipe: recipe.token_endpoint.clone(),
+                pinned: Some(pinned.clone()),
+            });
+        }
+        let (client, registered) = match client {
             Some(config) => {
                 let auth = ClientAuth::for_recipe(&recipe, config.client_secret.is_some());
                 let client = OAuth2Client {
@@ -84,9 +99,12 @@ impl Location {
     /// The client the recipe's `client_credentials` handles name in the
     /// secret store: deployment records under
     /// [`client_key`](warden_egress::auth::grant::client_key)
-    /// (`warden secret set <vendor> <handle> --oauth-client`), never an
-    /// account (a package naming another account's handle would send its
-    /// value to the authorization server the package names).
+    /// (`warden secret set <vendor> <handle> --oauth-client --token-endpoint
+    /// <url>`), never an account (a package naming another account's handle
+    /// would send its value to the authorization server the package names),
+    /// and only with the token endpoint recorded with the client id
+    /// ([`client_pin_key`](warden_egress::auth::grant::client_pin_key)):
+    /// one recorded without is refused.
     async fn stored_client(
         &self,
         target: &AuthTarget,
@@ -100,14 +118,25 @@ impl Location {
         let Some(id) = store.get(&key(&handles.client_id_handle)).await? else {
             return Ok(None);
         };
+        use secrecy::ExposeSecret as _;
+        let pin =
+            warden_egress::auth::grant::client_pin_key(&target.vendor, &handles.client_id_handle);
+        let Some(pinned) = store.get(&pin).await? else {
+            return Err(ConnectError::ClientElsewhere {
+                vendor: target.vendor.clone(),
+                extension: target.extension.clone(),
+                recipe: recipe.token_endpoint.clone(),
+                pinned: None,
+            });
+        };
         let client_secret = match &handles.client_secret_handle {
             Some(handle) => store.get(&key(handle)).await?,
             None => None,
         };
-        use secrecy::ExposeSecret as _;
         Ok(Some(OAuthClientConfig {
             client_id: id.expose_secret().to_owned(),
             client_secret,
+            token_endpoint: Some(pinned.expose_secret().to_owned()),
         }))
     }
 

