@@ -16,6 +16,10 @@ use super::AuthError;
 pub const CALLBACK_PATH: &str = "/callback";
 /// Bound on a request head the listener reads.
 const MAX_HEAD: usize = 8 * 1024;
+/// How long one connection may take to send its request.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections answered at once.
+const MAX_CONNECTIONS: usize = 16;
 
 /// A bound listener waiting for one authorization callback.
 #[derive(Debug)]
@@ -55,20 +59,31 @@ impl Loopback {
     }
 
     /// Wait up to `timeout` for the callback; the listener closes after it.
+    ///
+    /// Connections are answered side by side, each within
+    /// [`CONNECTION_TIMEOUT`]: one a browser opened ahead and left idle (or
+    /// any local process's) does not hold back the callback on another.
     pub async fn wait(self, timeout: Duration) -> Result<Callback, AuthError> {
         let deadline = Instant::now() + timeout;
+        let mut connections = tokio::task::JoinSet::new();
         loop {
-            let accepted = tokio::time::timeout_at(deadline, self.listener.accept()).await;
-            let (stream, _) = match accepted {
-                Err(_) => return Err(AuthError::CallbackTimeout(timeout.as_secs())),
-                Ok(Err(e)) => return Err(AuthError::Listener(e.to_string())),
-                Ok(Ok(pair)) => pair,
-            };
-            let handled = tokio::time::timeout_at(deadline, handle(stream)).await;
-            match handled {
-                Err(_) => return Err(AuthError::CallbackTimeout(timeout.as_secs())),
-                Ok(Some(result)) => return result,
-                Ok(None) => continue,
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Err(e) => return Err(AuthError::Listener(e.to_string())),
+                    // Past the bound a connection is closed unanswered.
+                    Ok((stream, _)) if connections.len() < MAX_CONNECTIONS => {
+                        connections.spawn(tokio::time::timeout(CONNECTION_TIMEOUT, handle(stream)));
+                    }
+                    Ok(_) => {}
+                },
+                Some(answered) = connections.join_next() => {
+                    if let Ok(Ok(Some(result))) = answered {
+                        return result;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(AuthError::CallbackTimeout(timeout.as_secs()));
+                }
             }
         }
     }
@@ -177,6 +192,29 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).await.unwrap();
         answer
+    }
+
+    /// A connection opened and left idle (a browser's preconnect) held the
+    /// listener until the deadline, so the callback on a second connection
+    /// was never read.
+    #[tokio::test]
+    async fn an_idle_connection_does_not_hold_back_the_callback() {
+        let loopback = Loopback::bind().await.unwrap();
+        let uri = loopback.redirect_uri().to_owned();
+        let addr = uri
+            .strip_prefix("http://")
+            .and_then(|r| r.split('/').next())
+            .unwrap()
+            .to_owned();
+        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        let _idle = TcpStream::connect(&addr).await.unwrap();
+        assert!(
+            get(&uri, "/callback?code=abc&state=xyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let callback = wait.await.unwrap().unwrap();
+        assert_eq!(callback.code, "abc");
     }
 
     #[tokio::test]
