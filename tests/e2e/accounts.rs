@@ -122,3 +122,15 @@ fn an_oauth_client_credential_is_stored_apart_from_accounts() {
     let again = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
     assert_ne!(again.code, 0, "{again:?}");
 }
+
+/// An error's text comes from outside (here an argument; elsewhere a
+/// manifest or a server's metadata): its control characters are shown as
+/// escapes, never sent to the terminal.
+#[test]
+fn an_error_never_sends_control_characters_to_the_terminal() {
+    let warden = crate::warden();
+    let run = warden.run_with_stdin(&["secret", "set", "evil\u{1b}[2J", "handle"], "x");
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(!run.stderr.contains('\u{1b}'), "{run:?}");
+    assert!(run.stderr.contains("evil\\u{1b}[2J"), "{run:?}");
+}

@@ -54,7 +54,12 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Errors carry text from outside (arguments, manifests, remote
+            // servers' metadata): shown, never sent to the terminal as controls.
+            eprintln!(
+                "error: {}",
+                render::escape_text(&format!("{error:#}"), true)
+            );
             ExitCode::FAILURE
         }
     }

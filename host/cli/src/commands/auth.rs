@@ -70,7 +70,8 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             for status in accounts.iter().filter(|_| !cx.json) {
                 println!("{} ({})", status.account.key, status.kind);
                 if let Some(id) = status.identity.get("account_id") {
-                    println!("  account     {id}");
+                    // Who the provider says the account is: its text, shown.
+                    println!("  account     {}", render::escape(&id.to_string()));
                 }
                 println!(
                     "  expires     {}",
