@@ -82,6 +82,12 @@ pub struct Registration {
     /// said; otherwise the secret goes in the body.
     #[serde(default)]
     pub token_endpoint_auth_method: Option<String>,
+    /// The token endpoint it was registered for (the recipe's): it is
+    /// reused only with that one, so a package naming the vendor and the
+    /// issuer with a token endpoint of its own never receives it (or its
+    /// secret). One kept without (from an earlier version) is not reused.
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -94,6 +100,12 @@ impl std::fmt::Debug for Registration {
 }
 
 impl Registration {
+    /// Whether it was registered with `issuer` for `token_endpoint`.
+    pub fn is_for(&self, issuer: &str, token_endpoint: &str) -> bool {
+        self.issuer.trim_end_matches('/') == issuer.trim_end_matches('/')
+            && self.token_endpoint.as_deref() == Some(token_endpoint)
+    }
+
     /// The client to run a flow with, redirecting to `redirect_uri`.
     pub fn client(&self, redirect_uri: &str) -> OAuth2Client {
         let client_secret = self.client_secret.clone().map(SecretString::from);
@@ -268,6 +280,7 @@ pub async fn register(
         client_id: answer.client_id,
         client_secret: answer.client_secret,
         token_endpoint_auth_method: answer.token_endpoint_auth_method,
+        token_endpoint: None,
     })
 }
 
@@ -275,17 +288,19 @@ fn registration_key(vendor: &str) -> AccountKey {
     AccountKey::new(vendor, REGISTRATION_HANDLE, Vec::<String>::new())
 }
 
-/// The registration kept for `vendor` with `issuer`, if any.
+/// The registration kept for `vendor` with `issuer`, for `token_endpoint`,
+/// if any (see [`Registration::token_endpoint`]).
 pub async fn load_registration(
     store: &dyn SecretStore,
     vendor: &str,
     issuer: &str,
+    token_endpoint: &str,
 ) -> Result<Option<Registration>, AuthError> {
     let Some(text) = store.get(&registration_key(vendor)).await? else {
         return Ok(None);
     };
     let registration: Option<Registration> = serde_json::from_str(text.expose_secret()).ok();
-    Ok(registration.filter(|r| r.issuer.trim_end_matches('/') == issuer.trim_end_matches('/')))
+    Ok(registration.filter(|r| r.is_for(issuer, token_endpoint)))
 }
 
 /// Keep `registration` for `vendor` (replacing any earlier one).
@@ -407,6 +422,7 @@ mod tests {
             client_id: "c".into(),
             client_secret: secret.map(str::to_owned),
             token_endpoint_auth_method: method.map(str::to_owned),
+            token_endpoint: None,
         };
         let auth = |r: Registration| r.client("http://127.0.0.1:1/callback").auth;
         assert_eq!(
@@ -430,5 +446,23 @@ mod tests {
         let old: Registration =
             serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
         assert_eq!(old.token_endpoint_auth_method, None);
+    }
+
+    #[test]
+    fn a_registration_is_reused_only_for_its_issuer_and_token_endpoint() {
+        let kept = Registration {
+            issuer: "https://as.example.com/".into(),
+            client_id: "c".into(),
+            client_secret: Some("s".into()),
+            token_endpoint_auth_method: None,
+            token_endpoint: Some("https://as.example.com/token".into()),
+        };
+        assert!(kept.is_for("https://as.example.com", "https://as.example.com/token"));
+        assert!(!kept.is_for("https://as.example.com", "https://evil.example/token"));
+        assert!(!kept.is_for("https://other.example", "https://as.example.com/token"));
+        // Kept by an earlier version, with no token endpoint: registered anew.
+        let old: Registration =
+            serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
+        assert!(!old.is_for("https://as.example.com", "https://as.example.com/token"));
     }
 }

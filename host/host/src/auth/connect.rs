@@ -162,8 +162,13 @@ impl Location {
             None => {
                 let issuer = discovery::issuer_of(&recipe.authorization_endpoint)?;
                 if target.client_metadata_document.is_none()
-                    && let Some(kept) =
-                        discovery::load_registration(store, &target.vendor, &issuer).await?
+                    && let Some(kept) = discovery::load_registration(
+                        store,
+                        &target.vendor,
+                        &issuer,
+                        &recipe.token_endpoint,
+                    )
+                    .await?
                 {
                     return Ok((kept.client(redirect), true));
                 }
@@ -182,10 +187,14 @@ impl Location {
             return Ok((client, false));
         }
         let issuer = &metadata.issuer;
-        if let Some(kept) = discovery::load_registration(store, &target.vendor, issuer).await? {
+        let kept =
+            discovery::load_registration(store, &target.vendor, issuer, &recipe.token_endpoint);
+        if let Some(kept) = kept.await? {
             return Ok((kept.client(redirect), true));
         }
-        let registration: Registration = discovery::register(egress, &metadata, redirect).await?;
+        let mut registration: Registration =
+            discovery::register(egress, &metadata, redirect).await?;
+        registration.token_endpoint = Some(recipe.token_endpoint.clone());
         discovery::save_registration(store, &target.vendor, &registration).await?;
         tracing::info!(vendor = %target.vendor, issuer = %issuer, "registered an OAuth client");
         Ok((registration.client(redirect), true))
