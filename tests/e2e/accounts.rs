@@ -111,12 +111,15 @@ fn an_oauth_client_credential_is_stored_apart_from_accounts() {
             "github",
             "gh_client",
             "--oauth-client",
+            "--token-endpoint",
+            "https://github.com/login/oauth/access_token",
             "--extension",
             "github",
         ],
         "client-123",
     );
     assert_ne!(both.code, 0, "{both:?}");
+    assert!(both.stderr.contains("cannot be used with"), "{both:?}");
     let rm = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
     assert_eq!(rm.code, 0, "{rm:?}");
     let again = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);

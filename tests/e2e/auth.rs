@@ -55,7 +55,8 @@ fn respond(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
 impl Fake {
     async fn start() -> Fake {
         let ca = TestCa::new();
-        let auth = FakeAuthServer::new("github.com", 3600);
+        let auth =
+            FakeAuthServer::new("github.com", 3600).with_token_path("/login/oauth/access_token");
         let handler = auth.clone();
         let server = TestServer::start(&ca, &HOSTS, move |req| respond(&handler, req))
             .await

@@ -134,7 +134,9 @@ impl OAuthClients {
         let Some(pinned) = &client.token_endpoint else {
             bail!(
                 "[auth.{vendor}] names no token_endpoint, so its client is sent to no recipe's; \
-                 if it is for the recipe being connected, add token_endpoint = \"{token_endpoint}\""
+                 the recipe being connected names {token_endpoint}: if that is the provider's \
+                 own token endpoint (check it: any package may name the vendor), add \
+                 token_endpoint = \"{token_endpoint}\""
             );
         };
         let client_secret = match &client.client_secret_env {

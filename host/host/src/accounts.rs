@@ -33,12 +33,12 @@ pub enum AccountError {
     /// No stored account of this vendor can be shared (none, or none bound).
     #[error("no bound `{0}` account is stored; connect one first with `warden secret set`")]
     NoAccount(String),
-    /// The account is stored, bound and used by other extensions: connecting
-    /// it for this one would hand it their account (or theirs this one's).
+    /// The account was connected for another extension: connecting it for
+    /// this one would hand it their account (or put its value in theirs).
     #[error(
-        "account `{key}` is already connected for {allowed}; it is not connected again for \
-         `{extension}`: let `{extension}` use it with `warden secret allow {extension} {vendor}`, \
-         or remove it first with `warden secret rm {key}`"
+        "account `{key}` was connected for {owner}, and only {owner} connects it again; \
+         `warden secret allow {extension} {vendor}` lets `{extension}` use it (toward the \
+         audiences it has), or remove it first with `{remove}`"
     )]
     ConnectedForOthers {
         /// The account (`vendor/handle [scopes]`).
@@ -47,8 +47,10 @@ pub enum AccountError {
         vendor: String,
         /// The extension it was to be connected for.
         extension: String,
-        /// The extensions allowed to use it, quoted and joined.
-        allowed: String,
+        /// Who connected it (`` `github` ``, or the extensions allowed).
+        owner: String,
+        /// The command that removes it.
+        remove: String,
     },
     /// The secret store failed.
     #[error(transparent)]
@@ -79,12 +81,13 @@ impl Location {
     /// Store `value` as the account `key`, connected for `extension`: bound
     /// to the audiences that extension's manifest declares for the credential
     /// now (a later manifest never moves it) and usable by that extension.
-    /// Storing an account again for an extension allowed to use it keeps the
-    /// other extensions allowed and adds this extension's audiences; an
-    /// account bound and used by other extensions only is never connected
-    /// again for this one ([`AccountError::ConnectedForOthers`]): that would
-    /// let it reach their account (through the stored refresh material) or
-    /// put its value in their place. A stored OAuth grant of the account is
+    /// Storing an account again for the extension it was connected for
+    /// keeps the other extensions allowed and adds its audiences; an account
+    /// connected for another extension is never connected again for this
+    /// one, even once allowed to use it ([`AccountError::ConnectedForOthers`]):
+    /// that would let it reach their account (through the stored refresh
+    /// material), put its value in their place, or add its audiences to
+    /// where their account goes. A stored OAuth grant of the account is
     /// dropped: the value given replaces it.
     pub async fn connect_account(
         &self,
@@ -93,12 +96,12 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let declared = self.declaration(extension, &key.vendor, &key.handle)?;
-        let account = self.connect_declared(&declared, key, value).await?;
+        self.check_connectable(extension, key).await?;
         // A value given by hand replaces any OAuth grant's: the grant's
         // refresh would put a token of the old grant back in its place.
         let grant = warden_egress::auth::grant::grant_key(key);
         self.shared.egress.store().delete(&grant).await?;
-        Ok(account)
+        self.connect_declared(&declared, key, value).await
     }
 
     /// [`Location::connect_account`] with the declaration given: bound to
@@ -114,12 +117,16 @@ impl Location {
         let declared = declared.clone();
         let store = self.shared.egress.store();
         let binding = match store.binding(key).await? {
-            Some(mut existing) if !existing.audiences.is_empty() => {
+            Some(mut existing) => {
                 refuse_others(key, extension, &existing)?;
-                existing.add_audiences(declared.audiences);
-                existing
+                if existing.audiences.is_empty() {
+                    AccountBinding::new(extension, declared.audiences)
+                } else {
+                    existing.add_audiences(declared.audiences);
+                    existing
+                }
             }
-            _ => AccountBinding::new(extension, declared.audiences),
+            None => AccountBinding::new(extension, declared.audiences),
         };
         store.put_bound(key, &binding, value).await?;
         Ok(Account {
@@ -138,10 +145,8 @@ impl Location {
         key: &AccountKey,
     ) -> Result<(), AccountError> {
         match self.shared.egress.store().binding(key).await? {
-            Some(existing) if !existing.audiences.is_empty() => {
-                refuse_others(key, extension, &existing)
-            }
-            _ => Ok(()),
+            Some(existing) => refuse_others(key, extension, &existing),
+            None => Ok(()),
         }
     }
 
@@ -181,30 +186,34 @@ impl Location {
     }
 }
 
-/// [`AccountError::ConnectedForOthers`] unless `extension` may use the
-/// bound account `existing`.
+/// [`AccountError::ConnectedForOthers`] unless `extension` may connect the
+/// stored account again: the extension it was connected for, or (for an
+/// account stored before that was recorded) one allowed to use it, or
+/// anyone for such an account not yet bound.
 fn refuse_others(
     key: &AccountKey,
     extension: &str,
     existing: &AccountBinding,
 ) -> Result<(), AccountError> {
-    if existing.extensions.iter().any(|e| e == extension) {
-        return Ok(());
-    }
-    let allowed: Vec<String> = existing
-        .extensions
-        .iter()
-        .map(|e| format!("`{e}`"))
-        .collect();
+    let quoted = |names: &[String]| {
+        let quoted: Vec<String> = names.iter().map(|e| format!("`{e}`")).collect();
+        quoted.join(", ")
+    };
+    let owner = match &existing.created_by {
+        Some(creator) if creator == extension => return Ok(()),
+        Some(creator) => quoted(std::slice::from_ref(creator)),
+        None if existing.audiences.is_empty() => return Ok(()),
+        None if existing.extensions.iter().any(|e| e == extension) => return Ok(()),
+        None if existing.extensions.is_empty() => "no extension".to_owned(),
+        None => quoted(&existing.extensions),
+    };
+    let scopes: String = key.scopes.iter().map(|s| format!(" --scope {s}")).collect();
     Err(AccountError::ConnectedForOthers {
         key: key.to_string(),
         vendor: key.vendor.clone(),
         extension: extension.to_owned(),
-        allowed: if allowed.is_empty() {
-            "no extension".to_owned()
-        } else {
-            allowed.join(", ")
-        },
+        owner,
+        remove: format!("warden secret rm {} {}{scopes}", key.vendor, key.handle),
     })
 }
 

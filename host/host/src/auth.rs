@@ -73,17 +73,18 @@ pub enum ConnectError {
         /// What is wrong with it.
         what: &'static str,
     },
-    /// The OAuth client for the vendor belongs to another token endpoint
-    /// than the recipe's (or names none where one is required).
+    /// The OAuth client for the vendor (configured, stored, the operator's
+    /// client ID metadata document or a registration with the authorization
+    /// server) belongs to another token endpoint than the recipe's (or names
+    /// none where one is required).
     #[error(
         "the OAuth client for `{vendor}` is not for the token endpoint {recipe} that extension \
          `{extension}`'s recipe names{}",
         match pinned {
             Some(pinned) => format!(" (it is for {pinned})"),
-            None => format!(
-                " (it names no token endpoint; if this recipe is the one it is for, \
-                 set token_endpoint = \"{recipe}\" beside it)"
-            ),
+            None => " (it names no token endpoint: record the one it is for with \
+                 `warden secret set <vendor> <handle> --oauth-client --token-endpoint <url>`)"
+                .to_owned(),
         }
     )]
     ClientElsewhere {

@@ -70,27 +70,29 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
         SecretCommand::Rm(args) => {
             let host = cx.host()?;
             let key = key(&args, &args.scopes);
-            if !host
+            let removed = host
                 .secrets()
                 .delete(&key)
                 .await
-                .context("removing the secret")?
-            {
+                .context("removing the secret")?;
+            // An OAuth client credential's token endpoint goes with it (even
+            // left alone), as an OAuth account's refresh material does.
+            let pin_removed = args.oauth_client
+                && host
+                    .secrets()
+                    .delete(&warden_egress::auth::grant::client_pin_key(
+                        &args.vendor,
+                        &args.handle,
+                    ))
+                    .await
+                    .context("removing the OAuth client's token endpoint")?;
+            if !removed && !pin_removed {
                 bail!("no secret stored for {key}");
             }
-            // An OAuth account's refresh material goes with it, and an OAuth
-            // client credential's token endpoint.
             host.secrets()
                 .delete(&warden_egress::auth::grant::grant_key(&key))
                 .await
                 .context("removing the account's refresh material")?;
-            if args.oauth_client {
-                let pin = warden_egress::auth::grant::client_pin_key(&args.vendor, &args.handle);
-                host.secrets()
-                    .delete(&pin)
-                    .await
-                    .context("removing the OAuth client's token endpoint")?;
-            }
             if !cx.json {
                 println!("removed {key}");
             }

@@ -64,7 +64,10 @@ impl Loopback {
     /// [`CONNECTION_TIMEOUT`]: one a browser opened ahead and left idle (or
     /// any local process's) does not hold back the callback on another.
     pub async fn wait(self, timeout: Duration) -> Result<Callback, AuthError> {
-        let deadline = Instant::now() + timeout;
+        // A timeout past what the clock holds is a wait without end.
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
         let mut connections = tokio::task::JoinSet::new();
         loop {
             tokio::select! {

@@ -252,12 +252,26 @@ impl<'a> OAuth2Flow<'a> {
     }
 
     /// Revoke `token` at the recipe's `revoke` endpoint (RFC 7009), with
-    /// the same client authentication as the token endpoint; whether the
-    /// recipe has one.
+    /// the same client authentication as the token endpoint; whether it was
+    /// sent. Only to an endpoint on the token endpoint's origin: the token
+    /// and the client's secret never go to another a recipe names (a
+    /// package naming a vendor's real token endpoint, to be given the
+    /// operator's client, could name a revoke endpoint of its own).
     pub async fn revoke(&self, egress: &Egress, token: &SecretString) -> Result<bool, AuthError> {
         let Some(revoke) = &self.recipe.revoke else {
             return Ok(false);
         };
+        let (_, token_origin) =
+            endpoint_audience(&self.recipe.token_endpoint, Some(egress.config()))?;
+        let (_, revoke_origin) = endpoint_audience(&revoke.endpoint, Some(egress.config()))?;
+        if revoke_origin != token_origin {
+            tracing::warn!(
+                revoke = %revoke.endpoint,
+                token = %self.recipe.token_endpoint,
+                "not revoking: the revoke endpoint is not on the token endpoint's origin"
+            );
+            return Ok(false);
+        }
         let param = revoke.token_param.as_deref().unwrap_or("token");
         let form = vec![(param, token.expose_secret().to_owned())];
         self.token_request(egress, &revoke.endpoint, form).await?;
@@ -385,6 +399,10 @@ impl<'a> OAuth2Flow<'a> {
                 ));
             }
         };
+        // A scope is a token of printable ASCII (RFC 6749 §3.3); anything
+        // else (control characters, spaces, quotes) is not kept: scopes name
+        // the account and are shown in terminals and logs.
+        let scopes: Vec<String> = scopes.into_iter().filter(|s| is_scope_token(s)).collect();
         let mut tokens = TokenSet {
             access_token: SecretString::from(access),
             refresh_token: text(at(&pointers.refresh_token)).map(SecretString::from),
@@ -405,6 +423,15 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Whether `scope` is a scope token (RFC 6749 §3.3: `%x21 / %x23-5B /
+/// %x5D-7E`, at least one).
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+}
+
 /// Longest token lifetime taken from a token endpoint; a longer one (up to
 /// `u64::MAX` seconds, past what the clock can hold) is taken as this.
 const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
@@ -413,4 +440,31 @@ const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 fn expiry_in(seconds: u64) -> SystemTime {
     let lifetime = Duration::from_secs(seconds).min(MAX_TOKEN_LIFETIME);
     SystemTime::now() + lifetime
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_scope_token;
+
+    #[test]
+    fn a_scope_is_printable_ascii_without_space_quote_or_backslash() {
+        for scope in [
+            "repo",
+            "read:org",
+            "https://www.googleapis.com/auth/gmail.send",
+        ] {
+            assert!(is_scope_token(scope), "{scope}");
+        }
+        for scope in [
+            "",
+            "re po",
+            "a\u{1b}[2J",
+            "quo\"te",
+            "back\\slash",
+            "é",
+            "tab\t",
+        ] {
+            assert!(!is_scope_token(scope), "{scope:?}");
+        }
+    }
 }

@@ -39,6 +39,8 @@ pub struct FakeAuthServer {
     issuer_host: String,
     /// The issuer's path (`/tenant1`), empty for an origin issuer.
     issuer_path: String,
+    /// The token endpoint's path its metadata names.
+    token_path: String,
     state: Arc<Mutex<State>>,
 }
 
@@ -53,8 +55,18 @@ impl FakeAuthServer {
         Self {
             issuer_host: issuer_host.to_owned(),
             issuer_path: String::new(),
+            token_path: "/token".to_owned(),
             state: Arc::new(Mutex::new(state)),
         }
+    }
+
+    /// The same server with its metadata naming `path` as its token
+    /// endpoint (under the issuer; it answers at `/token` and GitHub's
+    /// `/login/oauth/access_token` either way), as a recipe of a real
+    /// provider names it.
+    pub fn with_token_path(mut self, path: &str) -> Self {
+        self.token_path = path.to_owned();
+        self
     }
 
     /// The same server with issuer `https://<issuer_host><path>` (a tenant
@@ -168,7 +180,7 @@ impl FakeAuthServer {
             return TestResponse::json(&serde_json::json!({
                 "issuer": issuer,
                 "authorization_endpoint": format!("{issuer}/authorize"),
-                "token_endpoint": format!("{issuer}/token"),
+                "token_endpoint": format!("{issuer}{}", self.token_path),
                 "registration_endpoint": format!("{issuer}/register"),
                 "code_challenge_methods_supported": ["S256"],
                 "client_id_metadata_document_supported": self.lock().client_metadata_documents,

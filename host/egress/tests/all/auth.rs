@@ -487,6 +487,30 @@ async fn revoking_sends_the_refresh_token_to_the_recipes_endpoint() {
     assert!(auth.refresh_token().is_none());
 }
 
+/// A revoke endpoint on another origin than the token endpoint is sent
+/// nothing: a recipe naming a vendor's real token endpoint (to be given the
+/// operator's client) could name a revoke endpoint of its own, where the
+/// refresh token and the client's secret would go.
+#[tokio::test]
+async fn a_revoke_endpoint_on_another_origin_is_sent_nothing() {
+    let (fx, auth) = fake(3600).await;
+    let mut recipe = recipe();
+    recipe.revoke = Some(warden_core::spec::RevokeSettings {
+        endpoint: "https://api.github.com/revoke".into(),
+        token_param: None,
+    });
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens).await;
+    let before = fx.server.requests().len();
+    assert!(
+        !grant::revoke(&fx.egress, &key, &tokens.access_token)
+            .await
+            .unwrap()
+    );
+    assert_eq!(fx.server.requests().len(), before, "a request was sent");
+    assert!(auth.revoked().is_empty());
+}
+
 #[tokio::test]
 async fn a_refused_refresh_is_auth_required_expired() {
     let (fx, auth) = fake(5).await;

@@ -175,6 +175,21 @@ impl Location {
                 discovery::server_metadata(egress, &issuer).await?
             }
         };
+        // The operator's identity (its client ID metadata document) and a
+        // registration with this authorization server go only with the
+        // token endpoint the server names: a recipe naming the server's
+        // authorize endpoint with a token endpoint of its own would receive
+        // the codes issued to them.
+        if let Some(named) = &metadata.token_endpoint
+            && *named != recipe.token_endpoint
+        {
+            return Err(ConnectError::ClientElsewhere {
+                vendor: target.vendor.clone(),
+                extension: target.extension.clone(),
+                recipe: recipe.token_endpoint.clone(),
+                pinned: Some(named.clone()),
+            });
+        }
         if let Some(document) = &target.client_metadata_document
             && metadata.client_id_metadata_document_supported
         {

@@ -65,8 +65,9 @@ impl Location {
     /// Remove every account of `vendor` and its refresh material, after a
     /// best-effort revocation at the recipe's revoke endpoint (a failed
     /// revocation is logged; the account is removed anyway); the keys
-    /// removed. A dynamically registered client is kept (it is not an
-    /// account).
+    /// removed. A dynamically registered client and the deployment's OAuth
+    /// client records (`#client`, `#client-for`) are kept: they are not
+    /// accounts.
     pub async fn disconnect(&self, vendor: &str) -> Result<Vec<AccountKey>, ConnectError> {
         let egress = &self.shared.egress;
         let store = egress.store();
@@ -74,6 +75,7 @@ impl Location {
         for key in store.list().await? {
             if key.vendor != vendor
                 || key.handle == warden_egress::auth::discovery::REGISTRATION_HANDLE
+                || is_client_record(&key)
             {
                 continue;
             }
@@ -98,4 +100,11 @@ impl Location {
 /// Whether `key` is a host record (a grant or a registration), not an account.
 fn is_host_record(key: &AccountKey) -> bool {
     key.handle.contains('#')
+}
+
+/// A deployment's OAuth client record
+/// ([`client_key`](warden_egress::auth::grant::client_key) or its pin).
+fn is_client_record(key: &AccountKey) -> bool {
+    let suffix = warden_egress::auth::grant::CLIENT_SUFFIX;
+    key.handle.ends_with(suffix) || key.handle.ends_with(&format!("{suffix}-for"))
 }

@@ -60,7 +60,9 @@ fn api(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
 
 async fn world(lifetime: u64) -> World {
     let ca = TestCa::new();
-    let auth = FakeAuthServer::new("github.com", lifetime);
+    // Its metadata names GitHub's token endpoint, as github.com's does.
+    let auth =
+        FakeAuthServer::new("github.com", lifetime).with_token_path("/login/oauth/access_token");
     let fake = auth.clone();
     let server = TestServer::start(&ca, &HOSTS, move |req| api(&fake, req))
         .await
@@ -117,6 +119,31 @@ async fn connect(world: &World) {
         accounts[0].binding.audiences[0].to_string(),
         "https://api.github.com:443"
     );
+}
+
+/// Connect `value` as the `github_runtime_token` API key of `extension`.
+async fn connect_token(
+    world: &World,
+    extension: &str,
+    value: &str,
+) -> Result<Vec<warden_egress::secrets::Account>, ConnectError> {
+    let target = world.location.auth_target(extension, None).unwrap();
+    let values = vec![("github_runtime_token".into(), SecretString::from(value))];
+    world.location.connect_api_key(&target, values).await
+}
+
+/// Install `thief`, a package declaring GitHub's vendor and handle toward
+/// `collector.thief.example`, with `recipe` as its `[auth.github]`; its
+/// auth target.
+fn thief_with_recipe(world: &World, recipe: &str) -> warden_host::AuthTarget {
+    let thief =
+        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
+    let manifest = thief.join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let api_key = text.find("[auth.github]").unwrap();
+    std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
+    world.location.auth_target("thief", None).unwrap()
 }
 
 fn github_key() -> AccountKey {
@@ -376,6 +403,43 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
     completed(&get_repo(&world).await);
 }
 
+/// Without an operator's client, a package naming GitHub's authorize
+/// endpoint with a token endpoint of its own gets neither the operator's
+/// client ID metadata document nor a registration with GitHub's server:
+/// the codes issued to them would go to its token endpoint. Nothing is
+/// registered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recipe_with_another_token_endpoint_gets_no_registration_or_document() {
+    let world = world(3600).await;
+    world.auth.accept_client_metadata_documents();
+    let recipe = r#"[auth.github]
+method = "oauth2_code"
+display_name = "GitHub account"
+authorization_endpoint = "https://github.com/login/oauth/authorize"
+token_endpoint = "https://collector.thief.example/token"
+scopes = ["repo"]
+
+[auth.github.token_response]
+access_token = "/access_token"
+"#;
+    let mut target = thief_with_recipe(&world, recipe);
+    for document in [None, Some("https://warden.example/oauth/client.json")] {
+        target.client_metadata_document = document.map(str::to_owned);
+        let error = world.location.begin_oauth(&target, None).await.unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ConnectError::ClientElsewhere {
+                    pinned: Some(_),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+    assert!(world.auth.registered().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_metadata_document_is_the_client_id_where_the_server_accepts_one() {
     const DOCUMENT: &str = "https://warden.example/oauth/client.json";
@@ -457,16 +521,7 @@ inject = { handle = "github_runtime_token", type = "header", name = "authorizati
     // Without the hostile probe an API key is stored bound to the package.
     let plain = warden_tests::package::github_sender(world.dir.path(), "plain", "api.github.com");
     world.location.install(&PackageSource::Dir(plain)).unwrap();
-    let target = world.location.auth_target("plain", None).unwrap();
-    let accounts = world
-        .location
-        .connect_api_key(
-            &target,
-            vec![(
-                "github_runtime_token".into(),
-                SecretString::from("ghp_ok0123456789"),
-            )],
-        )
+    let accounts = connect_token(&world, "plain", "ghp_ok0123456789")
         .await
         .unwrap();
     assert_eq!(accounts[0].binding.extensions, ["plain"]);
@@ -489,16 +544,7 @@ async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
         "the GitHub package's own OAuth recipe, not the impostor's API key"
     );
 
-    let impostor = world.location.auth_target("thief", None).unwrap();
-    let accounts = world
-        .location
-        .connect_api_key(
-            &impostor,
-            vec![(
-                "github_runtime_token".into(),
-                SecretString::from("ghp_thief0123456789"),
-            )],
-        )
+    let accounts = connect_token(&world, "thief", "ghp_thief0123456789")
         .await
         .unwrap();
     assert_eq!(accounts[0].binding.extensions, ["thief"]);
@@ -529,23 +575,17 @@ async fn connecting_an_impostor_onto_a_connected_account_is_refused() {
     let thief =
         warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
     world.location.install(&PackageSource::Dir(thief)).unwrap();
-    let impostor = world.location.auth_target("thief", None).unwrap();
-    let error = world
-        .location
-        .connect_api_key(
-            &impostor,
-            vec![(
-                "github_runtime_token".into(),
-                SecretString::from("ghp_thief0123456789"),
-            )],
-        )
+    let error = connect_token(&world, "thief", "ghp_thief0123456789")
         .await
         .unwrap_err();
     assert!(
-        error.to_string().contains("already connected for `github`")
+        error.to_string().contains("was connected for `github`")
             && error
                 .to_string()
-                .contains("warden secret allow thief github"),
+                .contains("warden secret allow thief github")
+            && error
+                .to_string()
+                .contains("warden secret rm github github_runtime_token --scope repo"),
         "{error}"
     );
     assert_eq!(
@@ -573,6 +613,22 @@ async fn connecting_an_impostor_onto_a_connected_account_is_refused() {
         r.server_name.as_deref() == Some("collector.thief.example") && world.auth.authorized(r)
     });
     assert!(!leaked, "GitHub's token reached the collector");
+    // Allowed to use the account (toward its audiences), the impostor still
+    // does not connect it: that would add its collector to them.
+    world
+        .location
+        .allow_account("thief", "github")
+        .await
+        .unwrap();
+    let error = connect_token(&world, "thief", "ghp_thief0123456789")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("was connected for `github`"),
+        "{error}"
+    );
+    let binding = world.host.secrets().binding(&github_key()).await.unwrap();
+    assert_eq!(binding.unwrap().audiences, before.unwrap().audiences);
 }
 
 /// A value stored by hand (an API key pasted, `warden secret set`) for an
@@ -621,11 +677,6 @@ async fn a_recipe_naming_an_accounts_handle_as_its_client_never_reads_it() {
         .put_bound(&other, &binding, SecretString::from(KEY_VALUE))
         .await
         .unwrap();
-    let thief =
-        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
-    let manifest = thief.join("manifest.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    let api_key = text.find("[auth.github]").unwrap();
     let recipe = r#"[auth.github]
 method = "oauth2_code"
 display_name = "GitHub account"
@@ -637,9 +688,7 @@ client_credentials = { client_id_handle = "other_key", client_secret_handle = "o
 [auth.github.token_response]
 access_token = "/access_token"
 "#;
-    std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
-    world.location.install(&PackageSource::Dir(thief)).unwrap();
-    let target = world.location.auth_target("thief", None).unwrap();
+    let target = thief_with_recipe(&world, recipe);
     if let Ok(connect) = world.location.begin_oauth(&target, None).await {
         assert!(!connect.url().contains(KEY_VALUE), "{}", connect.url());
     }
@@ -694,11 +743,6 @@ access_token = "/access_token"
 #[tokio::test(flavor = "multi_thread")]
 async fn the_operators_client_goes_only_to_its_token_endpoint() {
     let world = world(3600).await;
-    let thief =
-        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
-    let manifest = thief.join("manifest.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    let api_key = text.find("[auth.github]").unwrap();
     let recipe = r#"[auth.github]
 method = "oauth2_code"
 display_name = "GitHub account"
@@ -709,9 +753,7 @@ scopes = ["repo"]
 [auth.github.token_response]
 access_token = "/access_token"
 "#;
-    std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
-    world.location.install(&PackageSource::Dir(thief)).unwrap();
-    let target = world.location.auth_target("thief", None).unwrap();
+    let target = thief_with_recipe(&world, recipe);
     let error = world
         .location
         .begin_oauth(&target, client())
