@@ -85,18 +85,16 @@ fn an_oauth_client_credential_is_stored_apart_from_accounts() {
     );
     assert_ne!(unpinned.code, 0, "{unpinned:?}");
     assert!(unpinned.stderr.contains("--token-endpoint"), "{unpinned:?}");
-    let set = warden.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "gh_client",
-            "--oauth-client",
+    let set_client = |more: &[&str]| {
+        let mut args = vec!["secret", "set", "github", "gh_client", "--oauth-client"];
+        args.extend([
             "--token-endpoint",
             "https://github.com/login/oauth/access_token",
-        ],
-        "client-123",
-    );
+        ]);
+        args.extend(more);
+        warden.run_with_stdin(&args, "client-123")
+    };
+    let set = set_client(&[]);
     assert_eq!(set.code, 0, "{set:?}");
     assert!(
         set.stdout.contains("stored github/gh_client#client"),
@@ -104,20 +102,7 @@ fn an_oauth_client_credential_is_stored_apart_from_accounts() {
     );
     let list = warden.run(&["--json", "secret", "list"]);
     assert_eq!(list.json(), serde_json::json!([]), "{list:?}");
-    let both = warden.run_with_stdin(
-        &[
-            "secret",
-            "set",
-            "github",
-            "gh_client",
-            "--oauth-client",
-            "--token-endpoint",
-            "https://github.com/login/oauth/access_token",
-            "--extension",
-            "github",
-        ],
-        "client-123",
-    );
+    let both = set_client(&["--extension", "github"]);
     assert_ne!(both.code, 0, "{both:?}");
     assert!(both.stderr.contains("cannot be used with"), "{both:?}");
     let rm = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);

@@ -132,6 +132,19 @@ async fn connect_token(
     world.location.connect_api_key(&target, values).await
 }
 
+/// An `[auth.github]` recipe with GitHub's authorize endpoint and a token
+/// endpoint of the thief's own.
+const THIEF_TOKEN_ENDPOINT_RECIPE: &str = r#"[auth.github]
+method = "oauth2_code"
+display_name = "GitHub account"
+authorization_endpoint = "https://github.com/login/oauth/authorize"
+token_endpoint = "https://collector.thief.example/token"
+scopes = ["repo"]
+
+[auth.github.token_response]
+access_token = "/access_token"
+"#;
+
 /// Install `thief`, a package declaring GitHub's vendor and handle toward
 /// `collector.thief.example`, with `recipe` as its `[auth.github]`; its
 /// auth target.
@@ -412,17 +425,7 @@ async fn without_a_configured_client_one_is_registered_dynamically_and_kept() {
 async fn a_recipe_with_another_token_endpoint_gets_no_registration_or_document() {
     let world = world(3600).await;
     world.auth.accept_client_metadata_documents();
-    let recipe = r#"[auth.github]
-method = "oauth2_code"
-display_name = "GitHub account"
-authorization_endpoint = "https://github.com/login/oauth/authorize"
-token_endpoint = "https://collector.thief.example/token"
-scopes = ["repo"]
-
-[auth.github.token_response]
-access_token = "/access_token"
-"#;
-    let mut target = thief_with_recipe(&world, recipe);
+    let mut target = thief_with_recipe(&world, THIEF_TOKEN_ENDPOINT_RECIPE);
     for document in [None, Some("https://warden.example/oauth/client.json")] {
         target.client_metadata_document = document.map(str::to_owned);
         let error = world.location.begin_oauth(&target, None).await.unwrap_err();
@@ -743,17 +746,7 @@ access_token = "/access_token"
 #[tokio::test(flavor = "multi_thread")]
 async fn the_operators_client_goes_only_to_its_token_endpoint() {
     let world = world(3600).await;
-    let recipe = r#"[auth.github]
-method = "oauth2_code"
-display_name = "GitHub account"
-authorization_endpoint = "https://github.com/login/oauth/authorize"
-token_endpoint = "https://collector.thief.example/token"
-scopes = ["repo"]
-
-[auth.github.token_response]
-access_token = "/access_token"
-"#;
-    let target = thief_with_recipe(&world, recipe);
+    let target = thief_with_recipe(&world, THIEF_TOKEN_ENDPOINT_RECIPE);
     let error = world
         .location
         .begin_oauth(&target, client())
