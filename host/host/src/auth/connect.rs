@@ -51,6 +51,18 @@ impl Location {
             });
         };
         let recipe = (**recipe).clone();
+        // Refused before the user is sent to consent when the account the
+        // requested scopes would make is another extension's (checked again
+        // with the granted scopes before anything is kept).
+        let scopes = target.requested_scopes();
+        for (handle, declared) in &target.credentials {
+            let key = AccountKey::new(
+                target.vendor.clone(),
+                handle.clone(),
+                scopes.iter().cloned(),
+            );
+            self.check_connectable(&declared.extension, &key).await?;
+        }
         let loopback = Loopback::bind().await?;
         let redirect = loopback.redirect_uri().to_owned();
         let client = match client {

@@ -657,6 +657,24 @@ async fn a_value_given_by_hand_drops_the_oauth_grant() {
     assert_eq!(binding.unwrap().extensions, ["github"]);
 }
 
+/// The same through OAuth: the impostor's connect is refused before the
+/// user is sent to consent, with nothing stored or sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_impostors_oauth_connect_onto_a_connected_account_is_refused_up_front() {
+    let world = world(3600).await;
+    connect(&world).await;
+    let before = world.host.secrets().list().await.unwrap();
+    let sent = world.server.requests().len();
+    let target = thief_with_recipe(&world, THIEF_TOKEN_ENDPOINT_RECIPE);
+    let error = world.location.begin_oauth(&target, None).await.unwrap_err();
+    assert!(
+        error.to_string().contains("was connected for `github`"),
+        "{error}"
+    );
+    assert_eq!(world.host.secrets().list().await.unwrap(), before);
+    assert_eq!(world.server.requests().len(), sent, "a request was sent");
+}
+
 /// The attack through `client_credentials`: a package's OAuth recipe names,
 /// as its client id, the handle of another extension's stored account. The
 /// value was read from the store as the client id and put in the authorize
