@@ -52,6 +52,9 @@ pub enum AccountError {
         /// The command that removes it.
         remove: String,
     },
+    /// The account could not be held against other connects and refreshes.
+    #[error("could not hold the account against other connects: {0}")]
+    Held(String),
     /// The secret store failed.
     #[error(transparent)]
     Store(#[from] SecretError),
@@ -96,6 +99,11 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let declared = self.declaration(extension, &key.vendor, &key.handle)?;
+        let egress = &self.shared.egress;
+        // One turn: no other connect or refresh of the account in between.
+        let _turn = warden_egress::auth::grant::hold_account(egress, key)
+            .await
+            .map_err(|e| AccountError::Held(e.to_string()))?;
         self.check_connectable(extension, key).await?;
         // A value given by hand replaces any OAuth grant's: the grant's
         // refresh would put a token of the old grant back in its place.

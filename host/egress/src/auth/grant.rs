@@ -234,6 +234,30 @@ impl Flights {
     }
 }
 
+/// Account `key` held against its refresh and against other connects of
+/// it: on this host, and on the hosts sharing the store where the store
+/// can lock across them ([`SecretStore::lock_refresh`]). Released when
+/// dropped.
+///
+/// [`SecretStore::lock_refresh`]: crate::secrets::SecretStore::lock_refresh
+#[derive(Debug)]
+pub struct AccountTurn {
+    _flight: tokio::sync::OwnedMutexGuard<()>,
+    _turn: Option<crate::secrets::RefreshGuard>,
+}
+
+/// Hold account `key` (see [`AccountTurn`]): a connect checks the stored
+/// account and writes its own in one turn, so neither another connect nor
+/// a refresh lands in between.
+pub async fn hold_account(egress: &Egress, key: &AccountKey) -> Result<AccountTurn, AuthError> {
+    let flight = egress.flights().lock_for(key).lock_owned().await;
+    let turn = egress.store().lock_refresh(key).await?;
+    Ok(AccountTurn {
+        _flight: flight,
+        _turn: turn,
+    })
+}
+
 /// Refresh account `key` if its access token expires within the skew of
 /// `now`; whether it was refreshed (by this call or a concurrent one).
 pub async fn refresh_account(

@@ -317,6 +317,21 @@ impl OAuthConnect {
                 tokens.scopes.iter().cloned(),
             )
         };
+        // Each account held for its check and writes (in key order, so two
+        // connects never wait on each other): no other connect or refresh
+        // of it lands in between.
+        let mut keys: Vec<AccountKey> = self
+            .target
+            .credentials
+            .iter()
+            .map(|(h, _)| key(h))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut turns = Vec::new();
+        for key in &keys {
+            turns.push(grant::hold_account(egress, key).await?);
+        }
         // Nothing is kept when an account is another extension's: its
         // refresh material would be replaced too.
         for (handle, declared) in &self.target.credentials {

@@ -675,6 +675,43 @@ async fn an_impostors_oauth_connect_onto_a_connected_account_is_refused_up_front
     assert_eq!(world.server.requests().len(), sent, "a request was sent");
 }
 
+/// A connect checks and writes the account in one turn: while another host
+/// sharing the store holds the account (refreshing it, or connecting it),
+/// the connect waits, so neither lands between its check and its write.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connect_waits_while_another_host_holds_the_account() {
+    use warden_egress::secrets::{EncryptedFileStore, KeySource, SecretStore};
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let key = KeySource::File(dir.path().join("secret.key"));
+        Arc::new(EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap())
+    };
+    let host = Host::builder(HostConfig::default())
+        .secret_store(open())
+        .build()
+        .unwrap();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let other_host = open();
+    let held = other_host.lock_refresh(&github_key()).await.unwrap();
+    let connect = tokio::spawn({
+        let location = location.clone();
+        async move {
+            let value = SecretString::from("ghp_byhand0123456789");
+            location
+                .connect_account("github", &github_key(), value)
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !connect.is_finished(),
+        "connected while the account was held"
+    );
+    drop(held);
+    connect.await.unwrap().unwrap();
+}
+
 /// The attack through `client_credentials`: a package's OAuth recipe names,
 /// as its client id, the handle of another extension's stored account. The
 /// value was read from the store as the client id and put in the authorize
