@@ -323,6 +323,21 @@ impl Location {
             .flat_map(|(_, d)| d.audiences.iter().cloned())
             .collect();
         let audiences: Vec<_> = audiences.into_iter().collect();
+        // Every account checked before the probe sends anything and before
+        // any is stored: none is stored when one is another extension's.
+        let key = |handle: &str, declared: &DeclaredCredential| {
+            warden_egress::secrets::AccountKey::new(
+                target.vendor.clone(),
+                handle,
+                declared.scopes.iter().cloned(),
+            )
+        };
+        for (handle, _) in &values {
+            if let Some((_, declared)) = target.credentials.iter().find(|(h, _)| h == handle) {
+                self.check_connectable(&target.extension, &key(handle, declared))
+                    .await?;
+            }
+        }
         warden_egress::auth::api_key::validate(
             &self.shared.egress,
             &target.vendor,
@@ -336,11 +351,7 @@ impl Location {
             let Some((_, declared)) = target.credentials.iter().find(|(h, _)| *h == handle) else {
                 continue;
             };
-            let key = warden_egress::secrets::AccountKey::new(
-                target.vendor.clone(),
-                handle,
-                declared.scopes.iter().cloned(),
-            );
+            let key = key(&handle, declared);
             accounts.push(self.connect_account(&target.extension, &key, value).await?);
         }
         if accounts.is_empty() {

