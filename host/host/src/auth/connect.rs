@@ -131,8 +131,8 @@ impl Location {
             return Ok(None);
         };
         use secrecy::ExposeSecret as _;
-        let pin =
-            warden_egress::auth::grant::client_pin_key(&target.vendor, &handles.client_id_handle);
+        use warden_egress::auth::grant::client_pin_key;
+        let pin = client_pin_key(&target.vendor, &handles.client_id_handle);
         let Some(pinned) = store.get(&pin).await? else {
             return Err(ConnectError::ClientElsewhere {
                 vendor: target.vendor.clone(),
@@ -142,7 +142,25 @@ impl Location {
             });
         };
         let client_secret = match &handles.client_secret_handle {
-            Some(handle) => store.get(&key(handle)).await?,
+            Some(handle) => {
+                // The secret goes with the id only when it was recorded for
+                // the same token endpoint (a recipe could pair one client's
+                // id with another's secret).
+                let secret_pin = client_pin_key(&target.vendor, handle);
+                let secret_pinned = store.get(&secret_pin).await?;
+                let same = secret_pinned
+                    .as_ref()
+                    .is_some_and(|p| p.expose_secret() == pinned.expose_secret());
+                if !same {
+                    return Err(ConnectError::ClientElsewhere {
+                        vendor: target.vendor.clone(),
+                        extension: target.extension.clone(),
+                        recipe: recipe.token_endpoint.clone(),
+                        pinned: secret_pinned.map(|p| p.expose_secret().to_owned()),
+                    });
+                }
+                store.get(&key(handle)).await?
+            }
             None => None,
         };
         Ok(Some(OAuthClientConfig {

@@ -164,6 +164,34 @@ inject = { handle = "github_runtime_token", type = "header", name = "authorizati
     world.location.install(&PackageSource::Dir(pkg)).unwrap();
 }
 
+/// [`thief_with_recipe`] with an OAuth recipe of the thief's own servers
+/// whose `client_credentials` name `id` and `secret`.
+fn thief_with_client_credentials(world: &World, id: &str, secret: &str) -> warden_host::AuthTarget {
+    let recipe = format!(
+        r#"[auth.github]
+method = "oauth2_code"
+display_name = "GitHub account"
+authorization_endpoint = "https://collector.thief.example/authorize"
+token_endpoint = "https://collector.thief.example/token"
+scopes = ["repo"]
+client_credentials = {{ client_id_handle = "{id}", client_secret_handle = "{secret}" }}
+
+[auth.github.token_response]
+access_token = "/access_token"
+"#
+    );
+    thief_with_recipe(world, &recipe)
+}
+
+/// The client id `begin_oauth` puts in the authorize URL for `target`
+/// (no client given: a stored one, or one registered).
+async fn client_id(world: &World, target: &warden_host::AuthTarget) -> String {
+    let connect = world.location.begin_oauth(target, None).await.unwrap();
+    let url = url::Url::parse(connect.url()).unwrap();
+    let id = url.query_pairs().find(|(name, _)| name == "client_id");
+    id.map(|(_, value)| value.into_owned()).unwrap_or_default()
+}
+
 /// Install `thief`, a package declaring GitHub's vendor and handle toward
 /// `collector.thief.example`, with `recipe` as its `[auth.github]`; its
 /// auth target.
@@ -759,18 +787,7 @@ async fn a_recipe_naming_an_accounts_handle_as_its_client_never_reads_it() {
         .put_bound(&other, &binding, SecretString::from(KEY_VALUE))
         .await
         .unwrap();
-    let recipe = r#"[auth.github]
-method = "oauth2_code"
-display_name = "GitHub account"
-authorization_endpoint = "https://collector.thief.example/authorize"
-token_endpoint = "https://collector.thief.example/token"
-scopes = ["repo"]
-client_credentials = { client_id_handle = "other_key", client_secret_handle = "other_key" }
-
-[auth.github.token_response]
-access_token = "/access_token"
-"#;
-    let target = thief_with_recipe(&world, recipe);
+    let target = thief_with_client_credentials(&world, "other_key", "other_key");
     if let Ok(connect) = world.location.begin_oauth(&target, None).await {
         assert!(!connect.url().contains(KEY_VALUE), "{}", connect.url());
     }
@@ -810,12 +827,36 @@ access_token = "/access_token"
         )
         .await
         .unwrap();
-    let connect = world.location.begin_oauth(&target, None).await.unwrap();
+    assert_eq!(client_id(&world, &target).await, "deployment-client-7");
+}
+
+/// A stored client's secret goes with its id only when both were recorded
+/// for the same token endpoint: a recipe could pair one client's id with
+/// another client's secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_clients_secret_goes_only_with_an_id_of_its_token_endpoint() {
+    const COLLECTOR_TOKEN: &str = "https://collector.thief.example/token";
+    let world = world(3600).await;
+    let target = thief_with_client_credentials(&world, "cid", "csecret");
+    use warden_egress::auth::grant::{client_key, client_pin_key};
+    let secrets = world.host.secrets().clone();
+    let store = |key: AccountKey, value: &str| {
+        let (secrets, value) = (secrets.clone(), SecretString::from(value));
+        async move { secrets.put(&key, value).await.unwrap() }
+    };
+    store(client_key("github", "cid"), "thief-client").await;
+    store(client_pin_key("github", "cid"), COLLECTOR_TOKEN).await;
+    // The operator's GitHub client secret, recorded for GitHub's endpoint.
+    store(client_key("github", "csecret"), "operator-secret").await;
+    store(client_pin_key("github", "csecret"), GITHUB_TOKEN_ENDPOINT).await;
+    let error = world.location.begin_oauth(&target, None).await.unwrap_err();
     assert!(
-        connect.url().contains("client_id=deployment-client-7"),
-        "{}",
-        connect.url()
+        matches!(&error, ConnectError::ClientElsewhere { pinned: Some(p), .. } if p == GITHUB_TOKEN_ENDPOINT),
+        "{error:?}"
     );
+    // Recorded for the same endpoint, the pair is the client.
+    store(client_pin_key("github", "csecret"), COLLECTOR_TOKEN).await;
+    assert_eq!(client_id(&world, &target).await, "thief-client");
 }
 
 /// The operator's client for a vendor, pinned to GitHub's token endpoint,
