@@ -31,6 +31,8 @@ use crate::session::{AuthRequired, Egress};
 pub const GRANT_SUFFIX: &str = "#oauth2";
 /// The suffix of [`client_key`].
 pub const CLIENT_SUFFIX: &str = "#client";
+/// The suffix of [`client_pin_key`].
+const CLIENT_PIN_SUFFIX: &str = "#client-for";
 /// Refresh this long before expiry unless the recipe says otherwise.
 pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
 
@@ -177,9 +179,15 @@ pub fn client_key(vendor: &str, handle: &str) -> AccountKey {
 pub fn client_pin_key(vendor: &str, handle: &str) -> AccountKey {
     AccountKey::new(
         vendor,
-        format!("{handle}{CLIENT_SUFFIX}-for"),
+        format!("{handle}{CLIENT_PIN_SUFFIX}"),
         Vec::<String>::new(),
     )
+}
+
+/// Whether `key` names a deployment's OAuth client record ([`client_key`]
+/// or [`client_pin_key`]) rather than an account.
+pub fn is_client_key(key: &AccountKey) -> bool {
+    key.handle.ends_with(CLIENT_SUFFIX) || key.handle.ends_with(CLIENT_PIN_SUFFIX)
 }
 
 /// Whether `key` names a grant record rather than an account.

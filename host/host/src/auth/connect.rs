@@ -73,12 +73,11 @@ impl Location {
             && let Some(pinned) = &config.token_endpoint
             && *pinned != recipe.token_endpoint
         {
-            return Err(ConnectError::ClientElsewhere {
-                vendor: target.vendor.clone(),
-                extension: target.extension.clone(),
-                recipe: recipe.token_endpoint.clone(),
-                pinned: Some(pinned.clone()),
-            });
+            return Err(client_elsewhere(
+                target,
+                &recipe.token_endpoint,
+                Some(pinned.clone()),
+            ));
         }
         let (client, registered) = match client {
             Some(config) => {
@@ -134,12 +133,7 @@ impl Location {
         use warden_egress::auth::grant::client_pin_key;
         let pin = client_pin_key(&target.vendor, &handles.client_id_handle);
         let Some(pinned) = store.get(&pin).await? else {
-            return Err(ConnectError::ClientElsewhere {
-                vendor: target.vendor.clone(),
-                extension: target.extension.clone(),
-                recipe: recipe.token_endpoint.clone(),
-                pinned: None,
-            });
+            return Err(client_elsewhere(target, &recipe.token_endpoint, None));
         };
         let client_secret = match &handles.client_secret_handle {
             Some(handle) => {
@@ -152,12 +146,11 @@ impl Location {
                     .as_ref()
                     .is_some_and(|p| p.expose_secret() == pinned.expose_secret());
                 if !same {
-                    return Err(ConnectError::ClientElsewhere {
-                        vendor: target.vendor.clone(),
-                        extension: target.extension.clone(),
-                        recipe: recipe.token_endpoint.clone(),
-                        pinned: secret_pinned.map(|p| p.expose_secret().to_owned()),
-                    });
+                    return Err(client_elsewhere(
+                        target,
+                        &recipe.token_endpoint,
+                        secret_pinned.map(|p| p.expose_secret().to_owned()),
+                    ));
                 }
                 store.get(&key(handle)).await?
             }
@@ -213,12 +206,11 @@ impl Location {
         if let Some(named) = &metadata.token_endpoint
             && *named != recipe.token_endpoint
         {
-            return Err(ConnectError::ClientElsewhere {
-                vendor: target.vendor.clone(),
-                extension: target.extension.clone(),
-                recipe: recipe.token_endpoint.clone(),
-                pinned: Some(named.clone()),
-            });
+            return Err(client_elsewhere(
+                target,
+                &recipe.token_endpoint,
+                Some(named.clone()),
+            ));
         }
         if let Some(document) = &target.client_metadata_document
             && metadata.client_id_metadata_document_supported
@@ -414,5 +406,20 @@ async fn read_identity(
             tracing::warn!(vendor = %target.vendor, %error, "could not read who the account is");
             Claims::new()
         }
+    }
+}
+
+/// [`ConnectError::ClientElsewhere`] for `target`'s recipe naming
+/// `token_endpoint`, the client being for `pinned`.
+fn client_elsewhere(
+    target: &AuthTarget,
+    token_endpoint: &str,
+    pinned: Option<String>,
+) -> ConnectError {
+    ConnectError::ClientElsewhere {
+        vendor: target.vendor.clone(),
+        extension: target.extension.clone(),
+        recipe: token_endpoint.to_owned(),
+        pinned,
     }
 }

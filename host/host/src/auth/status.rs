@@ -75,7 +75,7 @@ impl Location {
         for key in store.list().await? {
             if key.vendor != vendor
                 || key.handle == warden_egress::auth::discovery::REGISTRATION_HANDLE
-                || is_client_record(&key)
+                || warden_egress::auth::grant::is_client_key(&key)
             {
                 continue;
             }
@@ -100,11 +100,4 @@ impl Location {
 /// Whether `key` is a host record (a grant or a registration), not an account.
 fn is_host_record(key: &AccountKey) -> bool {
     key.handle.contains('#')
-}
-
-/// A deployment's OAuth client record
-/// ([`client_key`](warden_egress::auth::grant::client_key) or its pin).
-fn is_client_record(key: &AccountKey) -> bool {
-    let suffix = warden_egress::auth::grant::CLIENT_SUFFIX;
-    key.handle.ends_with(suffix) || key.handle.ends_with(&format!("{suffix}-for"))
 }

@@ -830,6 +830,32 @@ async fn a_recipe_naming_an_accounts_handle_as_its_client_never_reads_it() {
     assert_eq!(client_id(&world, &target).await, "deployment-client-7");
 }
 
+/// Disconnecting a vendor's accounts keeps the deployment's OAuth client
+/// records of that vendor: they are not accounts (a user's disconnect
+/// deleted the operator's stored client).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disconnect_keeps_the_deployments_client_records() {
+    use warden_egress::auth::grant::{client_key, client_pin_key};
+    let world = world(3600).await;
+    connect(&world).await;
+    let secrets = world.host.secrets();
+    let records = [client_key("github", "cid"), client_pin_key("github", "cid")];
+    for record in &records {
+        secrets
+            .put(record, SecretString::from("kept"))
+            .await
+            .unwrap();
+    }
+    let removed = world.location.disconnect("github").await.unwrap();
+    assert_eq!(removed, [github_key()]);
+    for record in &records {
+        assert!(
+            secrets.get(record).await.unwrap().is_some(),
+            "{record} removed"
+        );
+    }
+}
+
 /// A stored client's secret goes with its id only when both were recorded
 /// for the same token endpoint: a recipe could pair one client's id with
 /// another client's secret.
