@@ -17,6 +17,7 @@ use crate::config::ToolLimits;
 use crate::error::RuntimeError;
 use crate::long_lane::{Handoff, LONG_CALL_SLICES, LONG_CALL_TURN_TICKS};
 use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
+use crate::slices::{Metered, SliceClock};
 use crate::state::CallState;
 
 /// Extra time past the deadline before the host-side backstop fires (the
@@ -227,15 +228,19 @@ impl InstalledComponent {
         // The epoch advances while this guard lives (an idle host's ticker sleeps).
         let _busy = shared.ticker.busy();
         store.set_epoch_deadline(1);
-        // Each tick the guest yields to the executor; after a few it is a
-        // long call and moves to the long-call lane at its next yield.
+        // Each tick the guest yields to the executor; after a few slices of
+        // CPU it is a long call and moves to the long-call lane at its next
+        // yield.
         let long = Arc::new(AtomicBool::new(false));
-        let (marker, mut slices) = (long.clone(), 0u32);
+        let clock = SliceClock::new(config.epoch_tick);
+        let (marker, ticks, mut slices) = (long.clone(), clock.clone(), 0u32);
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {
                 return Ok(UpdateDeadline::Interrupt);
             }
-            slices = slices.saturating_add(1);
+            if slices < LONG_CALL_SLICES && ticks.tick_counts() {
+                slices += 1;
+            }
             if slices < LONG_CALL_SLICES {
                 return Ok(UpdateDeadline::Yield(1));
             }
@@ -260,6 +265,7 @@ impl InstalledComponent {
             let ran = ran.await;
             (store, ran)
         };
+        let run = Metered::new(Box::pin(run), clock);
         let Some((store, ran)) = Handoff::new(run, long, shared.long_lane.clone()).await else {
             let error = RuntimeError::HostUnavailable {
                 reason: Unavailable::ShuttingDown,

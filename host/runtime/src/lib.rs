@@ -40,6 +40,7 @@ mod long_lane;
 mod outcome;
 mod prepare;
 mod runtime;
+mod slices;
 mod state;
 mod tiering;
 mod validate;

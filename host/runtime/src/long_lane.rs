@@ -20,7 +20,10 @@ use std::task::{Context, Poll};
 use tokio::task::JoinHandle;
 
 /// Epoch ticks of guest code after which a call counts as long. Two, so a
-/// call that merely straddles one tick boundary stays where it is.
+/// call that merely straddles one tick boundary stays where it is. A tick
+/// after the first counts only with half a tick of the thread's CPU behind
+/// it (see `slices.rs`): a call whose thread was preempted, or blocked in a
+/// host call, is not long for it.
 pub const LONG_CALL_SLICES: u32 = 2;
 
 /// Epoch ticks a long call runs between two yields: long calls take turns
@@ -100,19 +103,20 @@ pub(crate) struct Handoff<F: Future> {
 }
 
 enum State<F: Future> {
-    Here(Pin<Box<F>>),
+    Here(F),
     Moved(JoinHandle<F::Output>),
     Done,
 }
 
 impl<F> Handoff<F>
 where
-    F: Future + Send + 'static,
+    F: Future + Unpin + Send + 'static,
     F::Output: Send + 'static,
 {
+    /// `future` is pinned by its owner (boxed, so moving it is cheap).
     pub(crate) fn new(future: F, long: Arc<AtomicBool>, lane: Arc<LongLane>) -> Self {
         Handoff {
-            state: State::Here(Box::pin(future)),
+            state: State::Here(future),
             long,
             lane,
         }
@@ -121,7 +125,7 @@ where
 
 impl<F> Future for Handoff<F>
 where
-    F: Future + Send + 'static,
+    F: Future + Unpin + Send + 'static,
     F::Output: Send + 'static,
 {
     type Output = Option<F::Output>;
@@ -131,7 +135,7 @@ where
         loop {
             match &mut this.state {
                 State::Here(future) => {
-                    if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                    if let Poll::Ready(output) = Pin::new(future).poll(cx) {
                         this.state = State::Done;
                         return Poll::Ready(Some(output));
                     }

@@ -4,6 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use warden_core::net::{
+    BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+};
 use warden_runtime::{CallRequest, RuntimeConfig, RuntimeError, ToolLimits, Unavailable};
 
 use crate::support::{Host, config};
@@ -306,6 +309,55 @@ async fn cpu_bound_calls_move_to_the_long_call_lane_and_cheap_ones_stay() {
         4,
         "the echo call stayed where it started"
     );
+}
+
+/// A network that holds the calling thread off the CPU for a few ticks at
+/// each credential and request, as a loaded machine's kernel may preempt it.
+struct StallingNetwork;
+
+impl CallNetwork for StallingNetwork {
+    fn acquire(&self, _handle: &str) -> Result<(), CredentialError> {
+        std::thread::sleep(Duration::from_millis(4));
+        Ok(())
+    }
+
+    fn send<'a>(
+        &'a self,
+        _request: GuestRequest,
+        _credential: Option<&'a str>,
+        _remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        std::thread::sleep(Duration::from_millis(4));
+        Box::pin(async {
+            Ok(GuestResponse {
+                status: 200,
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+            })
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+}
+
+// Seen failing before a tick needed CPU behind it: the call, off the CPU
+// for its every tick, was moved as a CPU-bound one.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_that_sees_ticks_without_using_the_cpu_stays_where_it_started() {
+    let host = Host::new(RuntimeConfig {
+        long_call_threads: 1,
+        ..config()
+    });
+    // A credential, then a request: a tick seen after each.
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.fetch", "{}").network(Arc::new(StallingNetwork)))
+        .await;
+    assert_eq!(outcome.result.expect("fetched")["status"], 200);
+    assert!(outcome.usage.wall_time >= Duration::from_millis(8));
+    assert_eq!(host.runtime.stats().long_calls, 0, "not a long call");
 }
 
 #[tokio::test(flavor = "current_thread")]
