@@ -3,6 +3,14 @@
 //! `http://127.0.0.1:<port>/callback?code=…&state=…`, answers with a short
 //! page, and closes. Any other path is answered 404 and the wait goes on; a
 //! callback carrying `error=` ends it with that error code.
+//!
+//! Only a callback carrying the `state` of the authorization under way
+//! counts, an error as much as a code: any web page the user has open can
+//! make the browser request `http://127.0.0.1:<port>/callback?error=…` (or a
+//! code of its own), and such a request is answered 400 while the wait goes
+//! on, so a page can neither end a connect nor slip its code into it. (A
+//! provider that leaves `state` out of an error redirect, against RFC 6749
+//! §4.1.2.1, is waited for until the timeout.)
 
 use std::time::Duration;
 
@@ -11,6 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::AuthError;
+use super::oauth2::constant_time_eq;
 
 /// Path of the redirect URI.
 pub const CALLBACK_PATH: &str = "/callback";
@@ -58,12 +67,14 @@ impl Loopback {
         &self.redirect_uri
     }
 
-    /// Wait up to `timeout` for the callback; the listener closes after it.
+    /// Wait up to `timeout` for the callback returning `state` (the
+    /// authorization's); the listener closes after it.
     ///
     /// Connections are answered side by side, each within
     /// [`CONNECTION_TIMEOUT`]: one a browser opened ahead and left idle (or
     /// any local process's) does not hold back the callback on another.
-    pub async fn wait(self, timeout: Duration) -> Result<Callback, AuthError> {
+    pub async fn wait(self, state: String, timeout: Duration) -> Result<Callback, AuthError> {
+        let state: std::sync::Arc<str> = state.into();
         // A timeout past what the clock holds is a wait without end.
         let deadline = Instant::now()
             .checked_add(timeout)
@@ -75,7 +86,8 @@ impl Loopback {
                     Err(e) => return Err(AuthError::Listener(e.to_string())),
                     // Past the bound a connection is closed unanswered.
                     Ok((stream, _)) if connections.len() < MAX_CONNECTIONS => {
-                        connections.spawn(tokio::time::timeout(CONNECTION_TIMEOUT, handle(stream)));
+                        let answer = handle(stream, state.clone());
+                        connections.spawn(tokio::time::timeout(CONNECTION_TIMEOUT, answer));
                     }
                     Ok(_) => {}
                 },
@@ -92,8 +104,12 @@ impl Loopback {
     }
 }
 
-/// Answer one connection; `None` when it was not the callback.
-async fn handle(mut stream: TcpStream) -> Option<Result<Callback, AuthError>> {
+/// Answer one connection; `None` when it was not the callback of the
+/// authorization with `expected` state.
+async fn handle(
+    mut stream: TcpStream,
+    expected: std::sync::Arc<str>,
+) -> Option<Result<Callback, AuthError>> {
     let Some(target) = read_target(&mut stream).await else {
         respond(&mut stream, 400, "Bad request.").await;
         return None;
@@ -108,6 +124,14 @@ async fn handle(mut stream: TcpStream) -> Option<Result<Callback, AuthError>> {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     };
+    let ours =
+        param("state").is_some_and(|state| constant_time_eq(state.as_bytes(), expected.as_bytes()));
+    if !ours {
+        tracing::warn!("a callback without this authorization's state was ignored");
+        let text = "This is not the authorization Warden is waiting for.";
+        respond(&mut stream, 400, text).await;
+        return None;
+    }
     let result = match (param("error"), param("code"), param("state")) {
         (Some(error), _, _) => Err(AuthError::Authorization(plain(&error))),
         (None, Some(code), Some(state)) if !code.is_empty() => Ok(Callback { code, state }),
@@ -209,7 +233,7 @@ mod tests {
             .and_then(|r| r.split('/').next())
             .unwrap()
             .to_owned();
-        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
         let _idle = TcpStream::connect(&addr).await.unwrap();
         assert!(
             get(&uri, "/callback?code=abc&state=xyz")
@@ -225,7 +249,7 @@ mod tests {
         let loopback = Loopback::bind().await.unwrap();
         let uri = loopback.redirect_uri().to_owned();
         assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
-        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
         assert!(get(&uri, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
         assert!(
             get(&uri, "/callback?code=abc&state=xyz")
@@ -247,14 +271,44 @@ mod tests {
         assert!(TcpStream::connect(addr).await.is_err());
     }
 
+    /// Any page the user has open could end the connect with
+    /// `/callback?error=…`, or hand it a code of its own, before the
+    /// provider redirected: the first callback ended the wait whatever its
+    /// state.
+    #[tokio::test]
+    async fn only_the_callback_with_the_authorizations_state_counts() {
+        let loopback = Loopback::bind().await.unwrap();
+        let uri = loopback.redirect_uri().to_owned();
+        let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
+        for forged in [
+            "/callback?error=access_denied",
+            "/callback?error=access_denied&state=other",
+            "/callback?code=planted&state=xy",
+            "/callback?code=planted",
+        ] {
+            assert!(
+                get(&uri, forged).await.starts_with("HTTP/1.1 400"),
+                "{forged}"
+            );
+        }
+        assert!(!wait.is_finished(), "still waiting");
+        assert!(
+            get(&uri, "/callback?code=abc&state=xyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let callback = wait.await.unwrap().unwrap();
+        assert_eq!(callback.code, "abc");
+    }
+
     #[tokio::test]
     async fn a_provider_error_and_a_timeout_are_typed() {
         let loopback = Loopback::bind().await.unwrap();
         let uri = loopback.redirect_uri().to_owned();
-        let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+        let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
         get(
             &uri,
-            "/callback?error=access_denied&error_description=%3Cscript%3E",
+            "/callback?error=access_denied&error_description=%3Cscript%3E&state=xyz",
         )
         .await;
         let error = wait.await.unwrap().unwrap_err();
@@ -264,7 +318,10 @@ mod tests {
         );
 
         let loopback = Loopback::bind().await.unwrap();
-        let error = loopback.wait(Duration::from_millis(50)).await.unwrap_err();
+        let error = loopback
+            .wait("xyz".into(), Duration::from_millis(50))
+            .await
+            .unwrap_err();
         assert!(matches!(error, AuthError::CallbackTimeout(_)), "{error:?}");
     }
 }

@@ -77,7 +77,7 @@ async fn connect(fx: &Fixture, auth: &FakeAuthServer, recipe: &OAuth2Recipe) -> 
     let flow = OAuth2Flow::new(recipe, &client);
     let pending = flow.start(&["repo".to_owned()]).unwrap();
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     assert_eq!(follow_redirect(&location).await.unwrap(), 200);
     let callback = wait.await.unwrap().unwrap();
     flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
@@ -106,7 +106,7 @@ async fn oauth2_code_flow_with_pkce_loopback_redirect_and_host_owned_parameters(
     }
 
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     follow_redirect(&location).await.unwrap();
     let callback = wait.await.unwrap().unwrap();
     let tokens = flow
@@ -197,7 +197,7 @@ async fn a_token_response_without_the_pointed_field_is_named() {
     let flow = OAuth2Flow::new(&recipe, &client);
     let pending = flow.start(&[]).unwrap();
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     follow_redirect(&location).await.unwrap();
     let callback = wait.await.unwrap().unwrap();
     let err = flow
@@ -224,7 +224,7 @@ async fn a_confidential_client_authenticates_with_basic_when_the_recipe_says_so(
     let flow = OAuth2Flow::new(&recipe, &client);
     let pending = flow.start(&[]).unwrap();
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     follow_redirect(&location).await.unwrap();
     let callback = wait.await.unwrap().unwrap();
     flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
@@ -711,7 +711,7 @@ async fn resource_metadata_must_name_the_resource_and_the_flow_sends_it() {
         pending.url
     );
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     follow_redirect(&location).await.unwrap();
     let callback = wait.await.unwrap().unwrap();
     flow.exchange(&fx.egress, pending, &callback.code, &callback.state)
@@ -764,7 +764,7 @@ async fn a_protected_resource_is_authorized_from_its_metadata() {
     let flow = OAuth2Flow::new(&recipe, &client).with_resource(mcp);
     let pending = flow.start(&found.scopes).unwrap();
     let location = auth.visit(&pending.url).unwrap();
-    let wait = tokio::spawn(loopback.wait(Duration::from_secs(5)));
+    let wait = tokio::spawn(loopback.wait(pending.state.clone(), Duration::from_secs(5)));
     follow_redirect(&location).await.unwrap();
     let callback = wait.await.unwrap().unwrap();
     let tokens = flow

@@ -298,7 +298,8 @@ impl OAuthConnect {
     /// refuses (`invalid_client`) is forgotten, so the next connect
     /// registers anew.
     pub async fn finish(self, timeout: Duration) -> Result<Vec<Account>, ConnectError> {
-        let callback = self.loopback.wait(timeout).await?;
+        let state = self.pending.state.clone();
+        let callback = self.loopback.wait(state, timeout).await?;
         let egress = &self.location.shared.egress;
         let resource = self.target.resource.as_deref();
         let flow = flow(&self.recipe, &self.client, resource);
