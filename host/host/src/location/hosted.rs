@@ -19,6 +19,8 @@
 //! so `warden list` and `describe` show discovered tools; it is stale there,
 //! and the first use lists the server again.
 
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use warden_core::{Effect, Permission, Visibility};
@@ -258,70 +260,97 @@ impl Location {
             .collect()
     }
 
-    /// List every `[mcp]` server now, then refresh whenever one of this
-    /// Location's servers announces
-    /// `tools/list_changed`, whenever the Location's packages change (a
-    /// server installed or registered meanwhile is listed then), and every
-    /// [`crate::LaneLimits::refresh_interval`] while any `[mcp]` package is
-    /// installed (a server whose announcements the lane cannot hear is
-    /// still followed; with none installed, nothing wakes). Runs until the
-    /// Location is dropped. Every republish ticks [`Location::changes`],
-    /// which `warden serve` announces to its clients.
+    /// Follow every `[mcp]` server of this Location, each on its own: list
+    /// it now, then again whenever it announces `tools/list_changed`, and
+    /// every [`crate::LaneLimits::refresh_interval`] (a server whose
+    /// announcements the lane cannot hear is still followed). A server
+    /// installed or registered later is followed from then on; one
+    /// uninstalled or replaced is let go. With none installed, nothing
+    /// wakes. Runs until the Location is dropped. Every republish ticks
+    /// [`Location::changes`], which `warden serve` announces to its clients.
     ///
-    /// Announcements are heard again before each refresh starts, so one
-    /// that arrives while the servers are being listed is followed too;
-    /// refreshes caused by announcements are at least a second apart
-    /// (`ANNOUNCED_REFRESH_SPACING`), so a server announcing without
-    /// end (or in every answer, listings included) costs one listing per
-    /// spacing, not a loop.
+    /// A server's announcements are heard from before its first listing, so
+    /// one that arrives while it is being listed is followed too; the
+    /// refreshes announcements cause are at least a second apart
+    /// (`ANNOUNCED_REFRESH_SPACING`), so a server announcing without end
+    /// (or in every answer, listings included) costs one listing per
+    /// spacing, not a loop. A server that stalls (until the lane's deadline)
+    /// holds back no other server's refreshes.
     pub async fn follow_hosted(&self) {
-        // Heard from before the first listing, like every later one.
+        use futures::StreamExt as _;
         let mut packages = self.changes();
-        let mut announcements = self.hosted_changes();
-        let _ = self.refresh_hosted().await;
-        packages.borrow_and_update();
-        let mut announced_refresh: Option<tokio::time::Instant> = None;
+        // Each followed server's stop: dropping it ends the server's loop.
+        let mut following: HashMap<(String, usize), tokio::sync::oneshot::Sender<()>> =
+            HashMap::new();
+        let mut loops = futures::stream::FuturesUnordered::new();
         loop {
-            let (tx, mut servers) = tokio::sync::mpsc::channel::<()>(1);
-            let interval =
-                (!announcements.is_empty()).then_some(self.shared.hosted.refresh_interval);
-            let forwarders: Vec<_> = std::mem::take(&mut announcements)
-                .into_iter()
-                .map(|mut changes| {
-                    let tx = tx.clone();
-                    tokio::spawn(async move {
-                        if changes.changed().await.is_ok() {
-                            let _ = tx.send(()).await;
-                        }
-                    })
-                })
+            packages.borrow_and_update();
+            let servers = self.hosted_servers();
+            let current: HashSet<(String, usize)> = servers
+                .iter()
+                .map(|(id, server)| server_key(id, server))
                 .collect();
-            drop(tx);
-            let announced = tokio::select! {
+            following.retain(|key, _| current.contains(key));
+            for (id, server) in servers {
+                if let Entry::Vacant(slot) = following.entry(server_key(&id, &server)) {
+                    let (stop, stopped) = tokio::sync::oneshot::channel();
+                    slot.insert(stop);
+                    loops.push(self.follow_server(id, server, stopped));
+                }
+            }
+            tokio::select! {
                 changed = packages.changed() => {
                     if changed.is_err() {
                         return;
                     }
-                    false
                 }
-                Some(()) = servers.recv() => true,
-                () = sleep_or_never(interval) => false,
-            };
-            for forwarder in forwarders {
-                forwarder.abort();
+                // A loop let go of ends here.
+                Some(()) = loops.next() => {}
             }
-            if announced {
-                if let Some(last) = announced_refresh {
-                    tokio::time::sleep_until(last + ANNOUNCED_REFRESH_SPACING).await;
+        }
+    }
+
+    /// The `[mcp]` servers installed here, with their package ids.
+    fn hosted_servers(&self) -> Vec<(String, Arc<HostedServer>)> {
+        let installed = self.installed.lock().expect("installed lock");
+        installed
+            .iter()
+            .filter_map(|(id, stack)| {
+                let hosted = stack.last()?.hosted.as_ref()?;
+                Some((id.clone(), hosted.server.clone()))
+            })
+            .collect()
+    }
+
+    /// [`Location::follow_hosted`] for one server, until `stopped`.
+    async fn follow_server(
+        &self,
+        id: String,
+        server: Arc<HostedServer>,
+        stopped: tokio::sync::oneshot::Receiver<()>,
+    ) {
+        let follow = async {
+            // Heard from before the first listing, like every later one.
+            let mut announcements = server.changes();
+            let mut announced_refresh: Option<tokio::time::Instant> = None;
+            loop {
+                // Errors are logged; the previous tools stay published.
+                let _ = self.refresh_server(id.clone(), server.clone()).await;
+                let announced = tokio::select! {
+                    changed = announcements.changed() => changed.is_ok(),
+                    () = tokio::time::sleep(self.shared.hosted.refresh_interval) => false,
+                };
+                if announced {
+                    if let Some(last) = announced_refresh {
+                        tokio::time::sleep_until(last + ANNOUNCED_REFRESH_SPACING).await;
+                    }
+                    announced_refresh = Some(tokio::time::Instant::now());
                 }
-                announced_refresh = Some(tokio::time::Instant::now());
             }
-            // Heard from here on: what is announced during the listing
-            // wakes the next round.
-            announcements = self.hosted_changes();
-            // Errors are logged; the previous tools stay published.
-            let _ = self.refresh_hosted().await;
-            packages.borrow_and_update();
+        };
+        tokio::select! {
+            () = follow => {}
+            _ = stopped => {}
         }
     }
 
@@ -429,12 +458,10 @@ fn provides(id: &str, tool: &str) -> bool {
 /// because a server announced `tools/list_changed`.
 const ANNOUNCED_REFRESH_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Sleep for `interval`, or forever without one.
-async fn sleep_or_never(interval: Option<std::time::Duration>) {
-    match interval {
-        Some(interval) => tokio::time::sleep(interval).await,
-        None => std::future::pending().await,
-    }
+/// What tells a followed server from its replacement: its package id and
+/// the server itself.
+fn server_key(id: &str, server: &Arc<HostedServer>) -> (String, usize) {
+    (id.to_owned(), Arc::as_ptr(server) as usize)
 }
 
 /// The bindings of an `[mcp]` package. Before discovery: its pinned tools.

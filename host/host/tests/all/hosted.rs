@@ -253,10 +253,11 @@ async fn a_server_announcing_in_every_listing_is_relisted_spaced_not_in_a_loop()
     follower.abort();
 }
 
-/// Servers are listed at the same time: one that never answers (listed
-/// first, its package id sorting first) does not hold back another's catalog.
-#[tokio::test]
-async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
+/// A Location with two `[mcp]` packages: `a-stalled`, whose server accepts
+/// connections and never answers (its package id sorts first), and
+/// `fake-mcp` on the scripted fake server. The last value holds the stalled
+/// server's listener and the packages' directories.
+async fn stalled_and_fake(script: Script) -> (FakeMcp, Location, impl Drop) {
     const STALLED: &str = "stalled.example.com";
     let stalled = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let stalled_addr = stalled.local_addr().unwrap();
@@ -267,7 +268,7 @@ async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
             held.push(stream);
         }
     });
-    let fake = FakeMcp::start(Script::default()).await;
+    let fake = FakeMcp::start(script).await;
     let mut egress = testing::config(fake.ca(), &[(MCP_HOST, 443), (STALLED, 443)]);
     // The stalled server fails only after the test is over.
     egress.connect_timeout = Duration::from_secs(120);
@@ -286,7 +287,7 @@ async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
         .resolver(Arc::new(resolver))
         .build()
         .unwrap();
-    let (location, _fake_dir) = install(&host, MCP_URL);
+    let (location, fake_dir) = install(&host, MCP_URL);
     let stalled_dir = tempfile::tempdir().unwrap();
     write_package(stalled_dir.path(), &format!("https://{STALLED}/mcp"));
     let manifest = stalled_dir.path().join("manifest.toml");
@@ -295,6 +296,30 @@ async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
     location
         .install(&PackageSource::Dir(stalled_dir.path().into()))
         .unwrap();
+    let held = Held {
+        holder,
+        _dirs: [fake_dir, stalled_dir],
+    };
+    (fake, location, held)
+}
+
+/// What [`stalled_and_fake`] keeps alive; the stalled server stops with it.
+struct Held {
+    holder: tokio::task::JoinHandle<()>,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.holder.abort();
+    }
+}
+
+/// Servers are listed at the same time: one that never answers (listed
+/// first, its package id sorting first) does not hold back another's catalog.
+#[tokio::test]
+async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
+    let (_fake, location, _held) = stalled_and_fake(Script::default()).await;
     let refresh = tokio::spawn({
         let location = location.clone();
         async move { location.refresh_hosted().await }
@@ -305,7 +330,30 @@ async fn a_stalled_server_does_not_hold_back_another_servers_catalog() {
         "the stalled server is still being listed"
     );
     refresh.abort();
-    holder.abort();
+}
+
+/// Each server is followed on its own: the follower waited for the
+/// stalled server's listing (up to the lane's deadline) before it heard the
+/// other's announcement.
+#[tokio::test]
+async fn a_stalled_server_does_not_hold_back_another_servers_announcements() {
+    let (fake, location, _held) = stalled_and_fake(Script::default()).await;
+    let follower = tokio::spawn({
+        let location = location.clone();
+        async move { location.follow_hosted().await }
+    });
+    published(&location, "fake-mcp.weather").await;
+    fake.script(|s| {
+        s.notify_list_changed = true;
+        s.tools
+            .push(json!({"name": "later", "inputSchema": {"type": "object"}}));
+    });
+    let _ = location
+        .invoke(call("fake-mcp.weather", json!({})))
+        .await
+        .unwrap();
+    published(&location, "fake-mcp.later").await;
+    follower.abort();
 }
 
 /// Wait (bounded) until `id` is published in `location`.
