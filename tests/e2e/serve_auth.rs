@@ -299,3 +299,38 @@ async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
     drop(serving);
     assert_eq!(statuses, (200, 401));
 }
+
+/// `--max-connections-per-peer`: a peer holding its share of connections
+/// (open, sending nothing) has its next one closed, while another peer is
+/// still served.
+#[test]
+fn a_peer_past_its_share_of_connections_is_closed() {
+    let warden = crate::warden();
+    let (_server, port) = serve_on(&warden, "127.0.0.1:0", &["--max-connections-per-peer", "1"]);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let held = TcpStream::connect(addr).expect("connect");
+    // The server counts the held connection once it has accepted it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut next = TcpStream::connect(addr).expect("connect");
+    next.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let _ = write!(
+        next,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    );
+    let mut answer = Vec::new();
+    let read = next.read_to_end(&mut answer);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() != std::io::ErrorKind::WouldBlock
+                    && e.kind() != std::io::ErrorKind::TimedOut),
+        "{read:?}: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    drop(held);
+    // Its share back, the same peer is served again.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(send(port, "GET", "/", None, "").starts_with("HTTP/1.1 404"));
+}

@@ -204,6 +204,16 @@ pub(crate) struct ServeAuthArgs {
         requires = "http"
     )]
     pub(crate) max_connections: Option<usize>,
+    /// Connections one peer (an IPv4 address, an IPv6 /64) may hold; one
+    /// past its share is closed at once. Behind a proxy every client is the
+    /// proxy: set it to --max-connections there. Default: 128.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        requires = "http"
+    )]
+    pub(crate) max_connections_per_peer: Option<usize>,
 }
 
 /// `serve --sessions`.

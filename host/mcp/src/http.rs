@@ -13,6 +13,7 @@ use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::peers::Peers;
 use crate::{
     Backend, Error, WardenServer,
     auth::{HttpAuth, METADATA_PATH, Rejection},
@@ -27,6 +28,10 @@ pub const MCP_PATH: &str = "/mcp";
 /// the other half to what else the process opens (the data dir's databases
 /// and audit log, the compile cache, egress connections).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// The default of [`HttpConfig::max_connections_per_peer`]: a quarter of
+/// [`DEFAULT_MAX_CONNECTIONS`], so it takes four peers to hold them all.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = DEFAULT_MAX_CONNECTIONS / 4;
 
 /// A running streamable HTTP server. Dropping it stops the server.
 #[derive(Debug)]
@@ -85,6 +90,11 @@ pub struct HttpConfig {
     /// are accepted until one closes: further clients wait in the kernel's
     /// listen backlog.
     pub max_connections: usize,
+    /// How many of them one peer (an IPv4 address, an IPv6 /64) may hold
+    /// (at least 1; default [`DEFAULT_MAX_CONNECTIONS_PER_PEER`]). A
+    /// connection past its peer's share is closed at once. Behind a proxy
+    /// every client is the proxy: set it to `max_connections` there.
+    pub max_connections_per_peer: usize,
 }
 
 impl Default for HttpConfig {
@@ -95,6 +105,7 @@ impl Default for HttpConfig {
             tls: None,
             sessions: Sessions::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
         }
     }
 }
@@ -194,6 +205,13 @@ impl HttpConfig {
         self
     }
 
+    /// Let one peer hold at most `max` connections (see
+    /// [`HttpConfig::max_connections_per_peer`]).
+    pub fn with_max_connections_per_peer(mut self, max: usize) -> Self {
+        self.max_connections_per_peer = max;
+        self
+    }
+
     /// Also accept requests whose `Host` header is `host`.
     pub fn allow_host(mut self, host: impl Into<String>) -> Self {
         self.allowed_hosts.push(host.into());
@@ -269,6 +287,7 @@ pub async fn serve_http_with<B: Backend>(
     let task = tokio::spawn(accept(
         listener,
         Arc::new(slots),
+        Peers::new(config.max_connections_per_peer),
         service,
         auth,
         tls,
@@ -296,7 +315,8 @@ const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 const ACCEPT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Accept connections while `slots` has a permit for each: every
-/// connection's task holds one until the connection closes.
+/// connection's task holds one until the connection closes, and a slot of
+/// its peer's share (`peers`); one past that share is closed at once.
 ///
 /// At the cap the loop stops accepting until a connection closes, leaving
 /// further clients in the kernel's listen backlog (what tokio's example
@@ -306,6 +326,7 @@ const ACCEPT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis
 async fn accept<B: Backend>(
     listener: TcpListener,
     slots: Arc<Semaphore>,
+    peers: Arc<Peers>,
     service: Services<B>,
     auth: Option<Arc<HttpAuth>>,
     tls: Option<TlsAcceptor>,
@@ -319,10 +340,10 @@ async fn accept<B: Backend>(
                 Err(_closed) => return,
             },
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = stop.cancelled() => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "accepting an MCP HTTP connection failed");
                     tokio::select! {
@@ -332,12 +353,16 @@ async fn accept<B: Backend>(
                 }
             },
         };
+        let Some(peer_slot) = peers.enter(peer.ip()) else {
+            tracing::debug!(%peer, "closed: the peer holds its share of connections");
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let (service, auth) = (service.clone(), auth.clone());
         let (stop, tls) = (stop.clone(), tls.clone());
         tokio::spawn(async move {
-            // The slot is freed when the connection is done.
-            let _slot = slot;
+            // The slots are freed when the connection is done.
+            let _slots = (slot, peer_slot);
             let Some(tls) = tls else {
                 return serve_connection(TokioIo::new(stream), service, auth, stop).await;
             };

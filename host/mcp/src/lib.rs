@@ -45,6 +45,7 @@ mod guard;
 mod http;
 mod lines;
 mod parse;
+mod peers;
 mod result;
 mod server;
 mod stdio;
@@ -60,8 +61,8 @@ pub use backend::{
     ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,
 };
 pub use http::{
-    DEFAULT_MAX_CONNECTIONS, HttpConfig, HttpServer, MCP_PATH, Sessions, serve_http,
-    serve_http_with,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig, HttpServer, MCP_PATH,
+    Sessions, serve_http, serve_http_with,
 };
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;

@@ -3,8 +3,8 @@
 //!
 //! Every call starts on its caller's executor (no hand-off for the cheap
 //! calls that are most of them). Guest code yields to that executor at every
-//! epoch tick; once a call has run [`LONG_CALL_SLICES`] ticks it is marked
-//! long, and at its next yield [`Handoff`] moves the call's future — the
+//! epoch tick; once a call has run on a CPU across [`LONG_CALL_SLICES`]
+//! ticks it is marked long, and at its next yield [`Handoff`] moves the call's future — the
 //! wasmtime fiber, its store and its limits — to this lane's own Tokio
 //! runtime, where long calls take turns of [`LONG_CALL_TURN_TICKS`] ticks. A new call then
 //! waits for at most the tick under way on its executor, not for a round of
@@ -21,9 +21,9 @@ use tokio::task::JoinHandle;
 
 /// Epoch ticks of guest code after which a call counts as long. Two, so a
 /// call that merely straddles one tick boundary stays where it is. A tick
-/// after the first counts only with half a tick of the thread's CPU behind
-/// it (see `slices.rs`): a call whose thread was preempted, or blocked in a
-/// host call, is not long for it.
+/// after the first counts only if the guest's thread was on a CPU for half
+/// the time since the call was resumed (see `slices.rs`): a call whose
+/// thread was preempted, or blocked in a host call, is not long for it.
 pub const LONG_CALL_SLICES: u32 = 2;
 
 /// Epoch ticks a long call runs between two yields: long calls take turns

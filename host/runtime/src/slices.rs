@@ -5,36 +5,44 @@
 //! whenever the guest runs across it, but a guest whose thread the kernel
 //! preempted (a loaded machine), or whose host call blocked the thread, sees
 //! ticks without having used the CPU between them. So only the first tick
-//! counts as it comes; every later one counts only if the guest's thread ran
-//! on a CPU for at least half a tick since the call was last resumed. The
-//! thread's CPU clock is read once per resumption and once per tick, and
-//! only for calls that have seen a tick: a cheap call pays nothing.
+//! counts as it comes; every later one counts only if the guest's thread was
+//! on a CPU for at least half the time since the call was last resumed (not
+//! half a tick: a guest resumed late in a tick, behind other work on its
+//! executor, runs only the rest of it, and must still count). The thread's
+//! CPU clock and the time are read once per resumption and once per tick,
+//! and only for calls that have seen a tick: a cheap call pays nothing.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::Instant;
 
 /// A call's slice count, shared by its epoch callback and [`Metered`].
 #[derive(Debug)]
 pub(crate) struct SliceClock {
     /// Set at the first tick: from then on every resumption is timed.
     ticked: AtomicBool,
-    /// The thread's CPU clock, in ns, when the call was last resumed.
+    /// When the call was last resumed: the thread's CPU clock, and the time
+    /// since `epoch`, in ns.
+    resumed_cpu: AtomicU64,
     resumed_at: AtomicU64,
-    /// Least CPU between a resumption and a tick for the tick to count.
-    least: u64,
+    epoch: Instant,
 }
 
 impl SliceClock {
-    pub(crate) fn new(tick: Duration) -> Arc<SliceClock> {
+    pub(crate) fn new() -> Arc<SliceClock> {
         Arc::new(SliceClock {
             ticked: AtomicBool::new(false),
+            resumed_cpu: AtomicU64::new(0),
             resumed_at: AtomicU64::new(0),
-            least: u64::try_from(tick.as_nanos() / 2).unwrap_or(u64::MAX),
+            epoch: Instant::now(),
         })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// A tick, seen by the call's epoch callback: whether it counts as a
@@ -46,17 +54,19 @@ impl SliceClock {
             self.resumed();
             return true;
         }
-        let Some(now) = thread_cpu_ns() else {
+        let Some(cpu) = thread_cpu_ns() else {
             return true;
         };
-        let ran = now.saturating_sub(self.resumed_at.load(Ordering::Relaxed));
-        self.resumed_at.store(now, Ordering::Relaxed);
-        ran >= self.least
+        let now = self.now();
+        let on_cpu = cpu.saturating_sub(self.resumed_cpu.swap(cpu, Ordering::Relaxed));
+        let since = now.saturating_sub(self.resumed_at.swap(now, Ordering::Relaxed));
+        on_cpu >= since / 2
     }
 
     fn resumed(&self) {
-        if let Some(now) = thread_cpu_ns() {
-            self.resumed_at.store(now, Ordering::Relaxed);
+        if let Some(cpu) = thread_cpu_ns() {
+            self.resumed_cpu.store(cpu, Ordering::Relaxed);
+            self.resumed_at.store(self.now(), Ordering::Relaxed);
         }
     }
 }
@@ -103,6 +113,7 @@ impl<F: Future + Unpin> Future for Metered<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn spin_cpu(at_least: Duration) {
         let start = thread_cpu_ns().expect("a thread CPU clock");
@@ -111,13 +122,19 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_first_tick_counts_and_later_ones_only_with_cpu_behind_them() {
-        let clock = SliceClock::new(Duration::from_millis(2));
+        let clock = SliceClock::new();
         assert!(clock.tick_counts(), "the first tick");
         std::thread::sleep(Duration::from_millis(5));
         assert!(!clock.tick_counts(), "asleep, not on a CPU");
         spin_cpu(Duration::from_millis(1));
-        assert!(clock.tick_counts(), "half a tick of CPU");
+        assert!(clock.tick_counts(), "on a CPU all along");
+        // Resumed late, behind other work: what ran since still counts.
+        std::thread::sleep(Duration::from_millis(5));
+        clock.resumed();
+        spin_cpu(Duration::from_micros(300));
+        assert!(clock.tick_counts(), "on a CPU since it was resumed");
     }
 }

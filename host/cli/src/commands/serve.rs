@@ -165,6 +165,9 @@ fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscov
     if let Some(max) = auth.max_connections {
         config = config.with_max_connections(max);
     }
+    if let Some(max) = auth.max_connections_per_peer {
+        config = config.with_max_connections_per_peer(max);
+    }
     if let (Some(cert), Some(key)) = (&auth.tls_cert, &auth.tls_key) {
         let read = |path: &std::path::Path, flag: &str| {
             std::fs::read(path).with_context(|| format!("{flag} {}", path.display()))

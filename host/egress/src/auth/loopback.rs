@@ -2,7 +2,7 @@
 //! 127.0.0.1 with an ephemeral port receives the browser's one redirect to
 //! `http://127.0.0.1:<port>/callback?code=…&state=…`, answers with a short
 //! page, and closes. Any other path is answered 404 and the wait goes on; a
-//! callback carrying `error=` ends it with that error code.
+//! callback carrying `error=` (and the state) ends it with that error code.
 //!
 //! Only a callback carrying the `state` of the authorization under way
 //! counts, an error as much as a code: any web page the user has open can

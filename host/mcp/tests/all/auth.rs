@@ -304,3 +304,46 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 }
+
+/// One peer held every connection slot (each for the 10 s hyper gives a
+/// request head) before authenticating: past its share a peer's further
+/// connection is closed at once, while another peer is still served.
+#[tokio::test]
+async fn a_peer_past_its_share_of_connections_is_closed_and_others_are_served() {
+    use std::time::Duration;
+    let config = HttpConfig::default()
+        .with_max_connections(8)
+        .with_max_connections_per_peer(2);
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let from = |source: &'static str| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        socket.connect(addr).await.unwrap()
+    };
+    let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let _idle = [from("127.0.0.1").await, from("127.0.0.1").await];
+    let mut third = from("127.0.0.1").await;
+    let _ = third.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), third.read_to_end(&mut answer))
+        .await
+        .expect("closed, not held");
+    assert!(
+        closed.is_err() || answer.is_empty(),
+        "served past the peer's share: {}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    let mut other = from("127.0.0.2").await;
+    other.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), other.read_to_end(&mut answer))
+        .await
+        .expect("another peer is served")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+}

@@ -343,7 +343,9 @@ impl CallNetwork for StallingNetwork {
 }
 
 // Seen failing before a tick needed CPU behind it: the call, off the CPU
-// for its every tick, was moved as a CPU-bound one.
+// for its every tick, was moved as a CPU-bound one. (Where there is no
+// thread CPU clock every tick counts.)
+#[cfg(unix)]
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_that_sees_ticks_without_using_the_cpu_stays_where_it_started() {
     let host = Host::new(RuntimeConfig {
