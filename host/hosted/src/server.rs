@@ -321,8 +321,15 @@ impl HostedServer {
 
     /// List every page, check the bounds, and replace the catalog only when
     /// all of it is accepted.
+    ///
+    /// The catalog stays stale until a listing is accepted: one refused,
+    /// timed out or dropped midway (its caller cancelled) is tried again by
+    /// the next [`HostedServer::catalog`], so an announcement it was
+    /// answering is not lost.
     pub async fn refresh(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
+        // Cleared now, so an announcement during the listing marks it again.
         self.listener.stale.store(false, Ordering::SeqCst);
+        let mut stale_again = StaleUnlessListed(Some(&self.listener.stale));
         let listing = tokio::time::timeout(self.limits.call_timeout, self.list_all());
         let result = match listing.await {
             Err(_) => Err(HostedError::Timeout(self.timeout_ms())),
@@ -339,13 +346,11 @@ impl HostedServer {
                     _ => Arc::new(tools),
                 };
                 *catalog = Some((tools.clone(), Some(Instant::now())));
+                stale_again.0 = None;
                 Ok(tools)
             }
-            Err(error) => {
-                // Try again next time; the previous catalog stays.
-                self.listener.stale.store(true, Ordering::SeqCst);
-                Err(error)
-            }
+            // Tried again next time; the previous catalog stays.
+            Err(error) => Err(error),
         }
     }
 
@@ -493,4 +498,16 @@ pub(crate) fn sanitize(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(300)
         .collect()
+}
+
+/// Marks a catalog stale again when dropped, unless its listing was
+/// accepted (and this emptied): refused, timed out, or dropped midway.
+struct StaleUnlessListed<'a>(Option<&'a std::sync::atomic::AtomicBool>);
+
+impl Drop for StaleUnlessListed<'_> {
+    fn drop(&mut self) {
+        if let Some(stale) = self.0 {
+            stale.store(true, Ordering::SeqCst);
+        }
+    }
 }

@@ -266,8 +266,10 @@ impl Location {
     /// announcements the lane cannot hear is still followed). A server
     /// installed or registered later is followed from then on; one
     /// uninstalled or replaced is let go. With none installed, nothing
-    /// wakes. Runs until the Location is dropped. Every republish ticks
-    /// [`Location::changes`], which `warden serve` announces to its clients.
+    /// wakes. Runs until its future is dropped (it holds the Location: run
+    /// it in a task and abort that task to stop following). Every republish
+    /// ticks [`Location::changes`], which `warden serve` announces to its
+    /// clients.
     ///
     /// A server's announcements are heard from before its first listing, so
     /// one that arrives while it is being listed is followed too; the
@@ -300,6 +302,7 @@ impl Location {
             }
             tokio::select! {
                 changed = packages.changed() => {
+                    // Not while `self` holds the Location; but never spin.
                     if changed.is_err() {
                         return;
                     }

@@ -220,6 +220,36 @@ async fn a_catalog_older_than_the_refresh_interval_is_listed_again() {
     assert_eq!(names, ["echo", "weather", "added"]);
 }
 
+/// A refresh dropped midway (its caller cancelled: a call timed out, a
+/// follower was stopped) had already cleared the mark an announcement left,
+/// so the next use kept the old catalog until the refresh interval.
+#[tokio::test]
+async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    let mut changes = server.changes();
+    rmcp.catalog(|c| c.tools.push(tool("added")));
+    let heard = async {
+        loop {
+            rmcp.notify_list_changed().await;
+            if tokio::time::timeout(Duration::from_millis(200), changes.changed())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), heard)
+        .await
+        .expect("list_changed reaches the lane");
+    // Polled once (the listing is sent), then dropped.
+    let dropped = tokio::time::timeout(Duration::ZERO, server.refresh()).await;
+    assert!(dropped.is_err(), "the listing was under way");
+    assert!(server.is_stale());
+    assert_eq!(server.catalog().await.unwrap().len(), 3);
+}
+
 #[tokio::test]
 async fn list_changed_on_the_servers_event_stream_marks_the_catalog_stale() {
     let (rmcp, server) = start(Catalog::default(), limits()).await;
