@@ -27,7 +27,7 @@ pub const CALLBACK_PATH: &str = "/callback";
 const MAX_HEAD: usize = 8 * 1024;
 /// How long one connection may take to send its request.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections answered at once.
+/// Connections answered at once (past it the oldest is closed).
 const MAX_CONNECTIONS: usize = 16;
 
 /// A bound listener waiting for one authorization callback.
@@ -80,16 +80,27 @@ impl Loopback {
             .checked_add(timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
         let mut connections = tokio::task::JoinSet::new();
+        // The connections being answered, oldest first.
+        let mut open = std::collections::VecDeque::new();
         loop {
             tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Err(e) => return Err(AuthError::Listener(e.to_string())),
-                    // Past the bound a connection is closed unanswered.
-                    Ok((stream, _)) if connections.len() < MAX_CONNECTIONS => {
+                    Ok((stream, _)) => {
+                        open.retain(|task: &tokio::task::AbortHandle| !task.is_finished());
+                        // Past the bound the oldest goes: a browser sends its
+                        // callback as it connects, so connections held open
+                        // (by any local process) cannot crowd it out.
+                        if open.len() >= MAX_CONNECTIONS
+                            && let Some(oldest) = open.pop_front()
+                        {
+                            oldest.abort();
+                        }
                         let answer = handle(stream, state.clone());
-                        connections.spawn(tokio::time::timeout(CONNECTION_TIMEOUT, answer));
+                        open.push_back(
+                            connections.spawn(tokio::time::timeout(CONNECTION_TIMEOUT, answer)),
+                        );
                     }
-                    Ok(_) => {}
                 },
                 Some(answered) = connections.join_next() => {
                     if let Ok(Ok(Some(result))) = answered {
@@ -242,6 +253,30 @@ mod tests {
         );
         let callback = wait.await.unwrap().unwrap();
         assert_eq!(callback.code, "abc");
+    }
+
+    /// Connections held open up to the bound made the listener close the
+    /// browser's callback connection unanswered.
+    #[tokio::test]
+    async fn connections_held_open_do_not_crowd_out_the_callback() {
+        let loopback = Loopback::bind().await.unwrap();
+        let uri = loopback.redirect_uri().to_owned();
+        let addr = uri
+            .strip_prefix("http://")
+            .and_then(|r| r.split('/').next())
+            .unwrap()
+            .to_owned();
+        let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS + 4 {
+            held.push(TcpStream::connect(&addr).await.unwrap());
+        }
+        assert!(
+            get(&uri, "/callback?code=abc&state=xyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        assert_eq!(wait.await.unwrap().unwrap().code, "abc");
     }
 
     #[tokio::test]
