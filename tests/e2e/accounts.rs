@@ -105,8 +105,39 @@ fn an_oauth_client_credential_is_stored_apart_from_accounts() {
     let both = set_client(&["--extension", "github"]);
     assert_ne!(both.code, 0, "{both:?}");
     assert!(both.stderr.contains("cannot be used with"), "{both:?}");
-    let rm = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
+    // With --json, what was stored and removed is said as JSON (it was
+    // nothing at all).
+    let json = warden.run_with_stdin(
+        &[
+            "--json",
+            "secret",
+            "set",
+            "github",
+            "gh_client",
+            "--oauth-client",
+            "--token-endpoint",
+            "https://github.com/login/oauth/access_token",
+        ],
+        "client-123",
+    );
+    assert_eq!(json.code, 0, "{json:?}");
+    let stored =
+        serde_json::json!({"vendor": "github", "handle": "gh_client#client", "scopes": []});
+    assert_eq!(json.json()["stored"], stored, "{json:?}");
+    assert_eq!(
+        json.json()["token_endpoint"],
+        "https://github.com/login/oauth/access_token"
+    );
+    let rm = warden.run(&[
+        "--json",
+        "secret",
+        "rm",
+        "github",
+        "gh_client",
+        "--oauth-client",
+    ]);
     assert_eq!(rm.code, 0, "{rm:?}");
+    assert_eq!(rm.json()["removed"], stored, "{rm:?}");
     let again = warden.run(&["secret", "rm", "github", "gh_client", "--oauth-client"]);
     assert_ne!(again.code, 0, "{again:?}");
 }

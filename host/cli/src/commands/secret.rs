@@ -39,7 +39,12 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
                 .put(&key, value)
                 .await
                 .context("storing the OAuth client credential")?;
-            if !cx.json {
+            if cx.json {
+                render::json(&serde_json::json!({
+                    "stored": key,
+                    "token_endpoint": token_endpoint,
+                }));
+            } else {
                 println!("stored {key}");
             }
         }
@@ -93,7 +98,9 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
                 .delete(&warden_egress::auth::grant::grant_key(&key))
                 .await
                 .context("removing the account's refresh material")?;
-            if !cx.json {
+            if cx.json {
+                render::json(&serde_json::json!({ "removed": key }));
+            } else {
                 println!("removed {key}");
             }
         }
