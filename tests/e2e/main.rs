@@ -5,6 +5,7 @@ mod accounts;
 mod approve_again;
 mod audit;
 mod auth;
+mod cache;
 mod cli;
 mod compat;
 mod github;

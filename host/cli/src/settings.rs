@@ -54,6 +54,18 @@ pub(crate) struct Settings {
     mcp: McpSettings,
     #[serde(default)]
     store: StoreSettings,
+    #[serde(default)]
+    cache: CacheSettings,
+}
+
+/// `[cache]`: the compiled-component cache in the data directory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CacheSettings {
+    /// Bytes it may hold; past them the least recently used entries go
+    /// (default 1 GiB, `RuntimeConfig::cache_max_bytes`).
+    #[serde(default)]
+    max_bytes: Option<u64>,
 }
 
 /// `[store]`: where approvals, grants and leases live.
@@ -289,6 +301,11 @@ impl Settings {
             config = config.allow_plain_http(host, port);
         }
         Ok(config)
+    }
+
+    /// `[cache] max_bytes`, when set.
+    pub(crate) fn cache_max_bytes(&self) -> Option<u64> {
+        self.cache.max_bytes
     }
 
     /// The hosted-MCP lane's limits these settings describe.

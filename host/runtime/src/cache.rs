@@ -14,6 +14,13 @@
 //! alone. The key, which decides *which* component an artifact belongs to, is
 //! the component's sha256. CRC-32 (hardware-assisted) instead of sha256 for
 //! the artifact takes a third off loading an installed package from the cache.
+//!
+//! The cache is bounded ([`crate::RuntimeConfig::cache_max_bytes`]): after
+//! each entry is written, the least recently used entries of every engine
+//! (those of an older Warden included) go until the whole directory fits. An
+//! entry is used when written or loaded (its modification time says when).
+//! A removed entry costs only a compile; a component already loaded from it
+//! is in memory.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -38,20 +45,29 @@ pub(crate) enum Lookup {
     Invalid(String),
 }
 
+/// Temporary files older than this are left over from a writer that
+/// stopped midway, and are removed by a trim.
+const ABANDONED_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The cache directory of one engine.
 #[derive(Debug)]
 pub(crate) struct ArtifactCache {
+    root: PathBuf,
     dir: PathBuf,
+    max_bytes: u64,
 }
 
 impl ArtifactCache {
-    /// The cache for `engine` under `root`.
-    pub(crate) fn new(root: &Path, engine: &Engine) -> ArtifactCache {
+    /// The cache for `engine` under `root`, which all engines' entries keep
+    /// under `max_bytes`.
+    pub(crate) fn new(root: &Path, engine: &Engine, max_bytes: u64) -> ArtifactCache {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex::encode(&hasher.0.finalize()[..16]);
         ArtifactCache {
+            root: root.to_owned(),
             dir: root.join(engine_key),
+            max_bytes,
         }
     }
 
@@ -81,7 +97,10 @@ impl ArtifactCache {
         #[allow(unsafe_code)]
         let component = unsafe { Component::deserialize(engine, artifact) };
         match component {
-            Ok(component) => Lookup::Hit(component),
+            Ok(component) => {
+                touch(&path);
+                Lookup::Hit(component)
+            }
             Err(e) => Lookup::Invalid(format!("refused by the engine: {e}")),
         }
     }
@@ -132,7 +151,57 @@ impl ArtifactCache {
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        result
+        result?;
+        self.trim(&self.entry(component_sha));
+        Ok(())
+    }
+
+    /// Remove the least recently used entries, never `keep`, until every
+    /// engine's entries fit in `max_bytes`; and temporary files abandoned
+    /// by writers that stopped midway. Best effort: what cannot be read or
+    /// removed stays.
+    fn trim(&self, keep: &Path) {
+        let mut entries = Vec::new();
+        let Ok(engines) = std::fs::read_dir(&self.root) else {
+            return;
+        };
+        for engine in engines.flatten() {
+            let Ok(files) = std::fs::read_dir(engine.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let Ok(meta) = file.metadata() else { continue };
+                let path = file.path();
+                let modified = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+                let name = file.file_name();
+                let name = name.to_string_lossy();
+                if name.ends_with(".tmp") {
+                    if modified.elapsed().is_ok_and(|age| age > ABANDONED_TMP) {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                } else if name.ends_with(".cwasm") && meta.is_file() {
+                    entries.push((modified, meta.len(), path));
+                }
+            }
+        }
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path != keep && std::fs::remove_file(&path).is_ok() {
+                total -= len;
+                tracing::debug!(entry = %path.display(), "compile cache entry removed (least recently used)");
+            }
+        }
+    }
+}
+
+/// Mark the entry at `path` as used now (best effort).
+fn touch(path: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
     }
 }
 
@@ -199,11 +268,51 @@ mod tests {
     fn missing_and_corrupt_entries_are_not_hits() {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::default();
-        let cache = ArtifactCache::new(dir.path(), &engine);
+        let cache = ArtifactCache::new(dir.path(), &engine, u64::MAX);
         assert!(matches!(cache.load(&engine, "abc"), Lookup::Miss));
         cache.store("abc", b"not an artifact").unwrap();
         assert!(matches!(cache.load(&engine, "abc"), Lookup::Invalid(_)));
         std::fs::write(cache.entry("abc"), b"garbage").unwrap();
         assert!(matches!(cache.load(&engine, "abc"), Lookup::Invalid(_)));
+    }
+
+    /// Set the modification time of `path` to `secs` seconds ago.
+    fn age(path: &Path, secs: u64) {
+        let file = std::fs::File::options().append(true).open(path).unwrap();
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+        file.set_modified(then).unwrap();
+    }
+
+    // The cache grew with every component ever compiled, by every Warden
+    // version that shared the directory.
+    #[test]
+    fn the_least_recently_used_entries_go_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        // An empty component: loadable, so a hit marks its entry used.
+        let empty = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+        let artifact = Component::new(&engine, empty).unwrap().serialize().unwrap();
+        let entry_len = (HEADER + artifact.len()) as u64;
+        let cache = ArtifactCache::new(dir.path(), &engine, 2 * entry_len);
+        // An older Warden's entry, and a writer's leftovers.
+        let older = dir.path().join("0123456789abcdef");
+        std::fs::create_dir_all(&older).unwrap();
+        std::fs::write(older.join("old.cwasm"), vec![0; entry_len as usize]).unwrap();
+        age(&older.join("old.cwasm"), 4 * 3600);
+        std::fs::write(older.join(".old.1.2.tmp"), b"cut short").unwrap();
+        age(&older.join(".old.1.2.tmp"), 2 * 3600);
+
+        cache.store("a", &artifact).unwrap();
+        assert!(!older.join(".old.1.2.tmp").exists(), "abandoned");
+        assert!(older.join("old.cwasm").exists(), "two entries fit");
+        age(&cache.entry("a"), 3 * 3600);
+        cache.store("b", &artifact).unwrap();
+        assert!(!older.join("old.cwasm").exists(), "the oldest went first");
+        age(&cache.entry("b"), 2 * 3600);
+        // `a` is used: `b` is now the least recently used.
+        assert!(matches!(cache.load(&engine, "a"), Lookup::Hit(_)));
+        cache.store("c", &artifact).unwrap();
+        assert!(cache.contains("a") && cache.contains("c"));
+        assert!(!cache.contains("b"));
     }
 }

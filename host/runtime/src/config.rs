@@ -124,6 +124,10 @@ pub struct RuntimeConfig {
     pub maxima: Limits,
     /// Directory of compiled artifacts; `None` compiles on every install.
     pub cache_dir: Option<PathBuf>,
+    /// Bytes the compile cache may hold, every engine's entries together
+    /// (an older Warden's too); past it the least recently used go.
+    /// Default 1 GiB.
+    pub cache_max_bytes: u64,
     /// Instance allocation strategy.
     pub allocator: Allocator,
     /// Calls executing at once; later calls wait in FIFO order.
@@ -175,6 +179,7 @@ impl Default for RuntimeConfig {
             defaults: Limits::DEFAULT,
             maxima: Limits::MAXIMA,
             cache_dir: None,
+            cache_max_bytes: 1 << 30,
             allocator: Allocator::Auto,
             max_concurrent: 256,
             memory_budget: DEFAULT_MEMORY_BUDGET,

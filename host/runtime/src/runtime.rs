@@ -92,7 +92,7 @@ impl Shared {
         match built {
             Ok((engine, linker)) => {
                 self.ticker.also_tick(&engine);
-                let cache = ArtifactCache::new(dir, &engine);
+                let cache = ArtifactCache::new(dir, &engine, self.config.cache_max_bytes);
                 let tier = Arc::new(Baseline {
                     engine,
                     linker,
@@ -201,7 +201,7 @@ impl Runtime {
         let cache = config
             .cache_dir
             .as_deref()
-            .map(|dir| ArtifactCache::new(dir, &engine));
+            .map(|dir| ArtifactCache::new(dir, &engine, config.cache_max_bytes));
         let slots = Semaphore::new(config.max_concurrent as usize);
         let memory = MemoryBudget::new(config.memory_budget);
         let long_lane = Arc::new(LongLane::new(config.long_call_threads));

@@ -160,6 +160,9 @@ impl Context {
         if let Some(threads) = self.long_call_threads {
             runtime.long_call_threads = usize::from(threads);
         }
+        if let Some(max) = self.settings.cache_max_bytes() {
+            runtime.cache_max_bytes = max;
+        }
         runtime
     }
 

@@ -1,0 +1,44 @@
+//! The compile cache in the data directory keeps to its bound.
+
+use std::path::{Path, PathBuf};
+
+/// A package whose component is not the bundled echo's.
+fn near_probe() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/packages/near-probe")
+}
+
+/// The compiled components in `warden`'s cache, every engine's.
+fn cache_entries(warden: &warden_tests::Warden) -> usize {
+    let Ok(engines) = std::fs::read_dir(warden.data_dir().join("cache")) else {
+        return 0;
+    };
+    engines
+        .flatten()
+        .filter_map(|engine| std::fs::read_dir(engine.path()).ok())
+        .flat_map(|files| files.flatten())
+        .filter(|file| file.file_name().to_string_lossy().ends_with(".cwasm"))
+        .count()
+}
+
+/// `[cache] max_bytes` bounds the compile cache: with room for less than
+/// one entry, only the one last written stays (the least recently used
+/// went); without it, every component's entry stays.
+#[test]
+fn the_compile_cache_keeps_to_its_bound() {
+    let run_both = |warden: &warden_tests::Warden| {
+        let echo = warden.run(&["call", "echo.echo", "--input", r#"{"text": "a"}"#]);
+        assert_eq!(echo.code, 0, "{echo:?}");
+        let install = warden.run(&["install", near_probe().to_str().unwrap()]);
+        assert_eq!(install.code, 0, "{install:?}");
+        let probe = warden.run(&["call", "near-probe.host_calls", "--input", r#"{"x": 1}"#]);
+        assert_eq!(probe.code, 0, "{probe:?}");
+    };
+    let unbounded = crate::warden();
+    run_both(&unbounded);
+    assert!(cache_entries(&unbounded) >= 2);
+
+    let bounded = crate::warden();
+    bounded.configure("[cache]\nmax_bytes = 1\n");
+    run_both(&bounded);
+    assert_eq!(cache_entries(&bounded), 1);
+}
