@@ -22,23 +22,35 @@ fn cache_entries(warden: &warden_tests::Warden) -> usize {
 
 /// `[cache] max_bytes` bounds the compile cache: with room for less than
 /// one entry, only the one last written stays (the least recently used
-/// went); without it, every component's entry stays.
+/// went); without it, every component's entry stays. The bound holds with a
+/// `--config` file outside the data directory too: the compiler process
+/// (which writes the entries) was started without it and kept to the
+/// default.
 #[test]
 fn the_compile_cache_keeps_to_its_bound() {
-    let run_both = |warden: &warden_tests::Warden| {
-        let echo = warden.run(&["call", "echo.echo", "--input", r#"{"text": "a"}"#]);
-        assert_eq!(echo.code, 0, "{echo:?}");
-        let install = warden.run(&["install", near_probe().to_str().unwrap()]);
-        assert_eq!(install.code, 0, "{install:?}");
-        let probe = warden.run(&["call", "near-probe.host_calls", "--input", r#"{"x": 1}"#]);
-        assert_eq!(probe.code, 0, "{probe:?}");
+    let run_both = |warden: &warden_tests::Warden, global: &[&str]| {
+        let run = |args: &[&str]| {
+            let all: Vec<&str> = global.iter().chain(args).copied().collect();
+            let run = warden.run(&all);
+            assert_eq!(run.code, 0, "{run:?}");
+        };
+        run(&["call", "echo.echo", "--input", r#"{"text": "a"}"#]);
+        run(&["install", near_probe().to_str().unwrap()]);
+        run(&["call", "near-probe.host_calls", "--input", r#"{"x": 1}"#]);
     };
     let unbounded = crate::warden();
-    run_both(&unbounded);
+    run_both(&unbounded, &[]);
     assert!(cache_entries(&unbounded) >= 2);
 
     let bounded = crate::warden();
     bounded.configure("[cache]\nmax_bytes = 1\n");
-    run_both(&bounded);
+    run_both(&bounded, &[]);
     assert_eq!(cache_entries(&bounded), 1);
+
+    let elsewhere = crate::warden();
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("warden.toml");
+    std::fs::write(&file, "[cache]\nmax_bytes = 1\n").unwrap();
+    run_both(&elsewhere, &["--config", file.to_str().unwrap()]);
+    assert_eq!(cache_entries(&elsewhere), 1);
 }

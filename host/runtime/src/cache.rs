@@ -63,7 +63,7 @@ impl ArtifactCache {
     pub(crate) fn new(root: &Path, engine: &Engine, max_bytes: u64) -> ArtifactCache {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = hex::encode(&hasher.0.finalize()[..16]);
+        let engine_key = hex::encode(&hasher.0.finalize()[..ENGINE_KEY_LEN / 2]);
         ArtifactCache {
             root: root.to_owned(),
             dir: root.join(engine_key),
@@ -158,29 +158,42 @@ impl ArtifactCache {
 
     /// Remove the least recently used entries, never `keep`, until every
     /// engine's entries fit in `max_bytes`; and temporary files abandoned
-    /// by writers that stopped midway. Best effort: what cannot be read or
-    /// removed stays.
+    /// by writers that stopped midway. Only what this cache names so is
+    /// looked at (engine directories of 32 hex digits, entries of 64), so a
+    /// cache directory shared with anything else loses nothing else. Best
+    /// effort: what cannot be read or removed stays.
     fn trim(&self, keep: &Path) {
         let mut entries = Vec::new();
         let Ok(engines) = std::fs::read_dir(&self.root) else {
             return;
         };
         for engine in engines.flatten() {
+            if !is_hex(&engine.file_name().to_string_lossy(), ENGINE_KEY_LEN) {
+                continue;
+            }
             let Ok(files) = std::fs::read_dir(engine.path()) else {
                 continue;
             };
             for file in files.flatten() {
-                let Ok(meta) = file.metadata() else { continue };
-                let path = file.path();
-                let modified = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
                 let name = file.file_name();
                 let name = name.to_string_lossy();
-                if name.ends_with(".tmp") {
-                    if modified.elapsed().is_ok_and(|age| age > ABANDONED_TMP) {
-                        let _ = std::fs::remove_file(&path);
-                    }
-                } else if name.ends_with(".cwasm") && meta.is_file() {
+                let tmp = name
+                    .strip_prefix('.')
+                    .and_then(|rest| rest.split_once('.'))
+                    .is_some_and(|(sha, rest)| is_hex(sha, 64) && rest.ends_with(".tmp"));
+                let entry = name
+                    .strip_suffix(".cwasm")
+                    .is_some_and(|sha| is_hex(sha, 64));
+                let Ok(meta) = file.metadata() else { continue };
+                if !meta.is_file() || !(tmp || entry) {
+                    continue;
+                }
+                let path = file.path();
+                let modified = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+                if entry {
                     entries.push((modified, meta.len(), path));
+                } else if modified.elapsed().is_ok_and(|age| age > ABANDONED_TMP) {
+                    let _ = std::fs::remove_file(&path);
                 }
             }
         }
@@ -190,12 +203,25 @@ impl ArtifactCache {
             if total <= self.max_bytes {
                 break;
             }
-            if path != keep && std::fs::remove_file(&path).is_ok() {
+            if path == keep {
+                continue;
+            }
+            // Gone already (another process trimmed it) counts as removed.
+            let removed = std::fs::remove_file(&path);
+            if removed.is_ok() || removed.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
                 total -= len;
                 tracing::debug!(entry = %path.display(), "compile cache entry removed (least recently used)");
             }
         }
     }
+}
+
+/// Hex digits in an engine directory's name.
+const ENGINE_KEY_LEN: usize = 32;
+
+/// Whether `name` is `len` lowercase hex digits.
+fn is_hex(name: &str, len: usize) -> bool {
+    name.len() == len && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Mark the entry at `path` as used now (best effort).
@@ -294,25 +320,40 @@ mod tests {
         let artifact = Component::new(&engine, empty).unwrap().serialize().unwrap();
         let entry_len = (HEADER + artifact.len()) as u64;
         let cache = ArtifactCache::new(dir.path(), &engine, 2 * entry_len);
+        let sha = |c: char| c.to_string().repeat(64);
+        let (a, b, c) = (sha('a'), sha('b'), sha('c'));
         // An older Warden's entry, and a writer's leftovers.
-        let older = dir.path().join("0123456789abcdef");
+        let older = dir.path().join("0123456789abcdef".repeat(2));
         std::fs::create_dir_all(&older).unwrap();
-        std::fs::write(older.join("old.cwasm"), vec![0; entry_len as usize]).unwrap();
-        age(&older.join("old.cwasm"), 4 * 3600);
-        std::fs::write(older.join(".old.1.2.tmp"), b"cut short").unwrap();
-        age(&older.join(".old.1.2.tmp"), 2 * 3600);
+        let old = older.join(format!("{}.cwasm", sha('0')));
+        std::fs::write(&old, vec![0; entry_len as usize]).unwrap();
+        age(&old, 4 * 3600);
+        let leftover = older.join(format!(".{}.1.2.tmp", sha('0')));
+        std::fs::write(&leftover, b"cut short").unwrap();
+        age(&leftover, 2 * 3600);
+        // What the cache did not name is never its to remove.
+        let foreign = [
+            dir.path().join("other/old.cwasm"),
+            older.join("notes.cwasm"),
+        ];
+        for path in &foreign {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, vec![0; entry_len as usize]).unwrap();
+            age(path, 5 * 3600);
+        }
 
-        cache.store("a", &artifact).unwrap();
-        assert!(!older.join(".old.1.2.tmp").exists(), "abandoned");
-        assert!(older.join("old.cwasm").exists(), "two entries fit");
-        age(&cache.entry("a"), 3 * 3600);
-        cache.store("b", &artifact).unwrap();
-        assert!(!older.join("old.cwasm").exists(), "the oldest went first");
-        age(&cache.entry("b"), 2 * 3600);
+        cache.store(&a, &artifact).unwrap();
+        assert!(!leftover.exists(), "abandoned");
+        assert!(old.exists(), "two entries fit");
+        age(&cache.entry(&a), 3 * 3600);
+        cache.store(&b, &artifact).unwrap();
+        assert!(!old.exists(), "the oldest went first");
+        age(&cache.entry(&b), 2 * 3600);
         // `a` is used: `b` is now the least recently used.
-        assert!(matches!(cache.load(&engine, "a"), Lookup::Hit(_)));
-        cache.store("c", &artifact).unwrap();
-        assert!(cache.contains("a") && cache.contains("c"));
-        assert!(!cache.contains("b"));
+        assert!(matches!(cache.load(&engine, &a), Lookup::Hit(_)));
+        cache.store(&c, &artifact).unwrap();
+        assert!(cache.contains(&a) && cache.contains(&c));
+        assert!(!cache.contains(&b));
+        assert!(foreign.iter().all(|path| path.exists()));
     }
 }

@@ -232,7 +232,7 @@ impl InstalledComponent {
         // CPU it is a long call and moves to the long-call lane at its next
         // yield.
         let long = Arc::new(AtomicBool::new(false));
-        let clock = SliceClock::new();
+        let clock = SliceClock::new(shared.ticker.clone(), config.epoch_tick);
         let (marker, ticks, mut slices) = (long.clone(), clock.clone(), 0u32);
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {

@@ -163,7 +163,8 @@ const TICKER_GRACE: Duration = Duration::from_millis(50);
 pub(crate) struct Ticker {
     state: std::sync::Mutex<TickerState>,
     wake: std::sync::Condvar,
-    /// Epochs advanced so far (tests observe the parking through it).
+    /// Epochs advanced so far (slices of CPU are told by it, and tests
+    /// observe the parking through it).
     ticks: std::sync::atomic::AtomicU64,
     /// The baseline engine while there is one: its epoch advances with the
     /// runtime's own.
@@ -236,10 +237,17 @@ impl Ticker {
         self.wake.notify_one();
     }
 
-    /// Epochs advanced so far.
-    #[cfg(test)]
+    /// Epochs advanced so far (counted before the epoch moves, so a guest
+    /// that sees a tick finds it counted).
     pub(crate) fn ticks(&self) -> u64 {
         self.ticks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Count a tick, as the ticker thread does.
+    #[cfg(test)]
+    pub(crate) fn advance(&self) {
+        self.ticks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Block while nothing runs and the grace after the last call is over;
@@ -275,16 +283,16 @@ pub(crate) fn spawn_ticker(
         .spawn(move || {
             while ticker.wait_for_work() {
                 std::thread::sleep(tick);
-                match engine.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => break,
-                }
-                if let Some(baseline) = ticker.baseline() {
-                    baseline.increment_epoch();
-                }
+                let Some(engine) = engine.upgrade() else {
+                    break;
+                };
                 ticker
                     .ticks
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                engine.increment_epoch();
+                if let Some(baseline) = ticker.baseline() {
+                    baseline.increment_epoch();
+                }
             }
         })
 }

@@ -21,9 +21,10 @@ use tokio::task::JoinHandle;
 
 /// Epoch ticks of guest code after which a call counts as long. Two, so a
 /// call that merely straddles one tick boundary stays where it is. A tick
-/// after the first counts only if the guest's thread was on a CPU for half
-/// the time since the call was resumed (see `slices.rs`): a call whose
-/// thread was preempted, or blocked in a host call, is not long for it.
+/// after the first counts only if it came since the call was last resumed
+/// with the guest's thread on a CPU most of that time (see `slices.rs`): a
+/// call that awaited a host call, or whose thread was preempted or blocked,
+/// is not long for it.
 pub const LONG_CALL_SLICES: u32 = 2;
 
 /// Epoch ticks a long call runs between two yields: long calls take turns

@@ -1,16 +1,22 @@
 //! Which epoch ticks count as a call's slices of CPU.
 //!
 //! A call becomes long (and moves to the long-call lane) after
-//! [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) slices. A tick is seen
-//! whenever the guest runs across it, but a guest whose thread the kernel
-//! preempted (a loaded machine), or whose host call blocked the thread, sees
-//! ticks without having used the CPU between them. So only the first tick
-//! counts as it comes; every later one counts only if the guest's thread was
-//! on a CPU for at least half the time since the call was last resumed (not
-//! half a tick: a guest resumed late in a tick, behind other work on its
-//! executor, runs only the rest of it, and must still count). The thread's
-//! CPU clock and the time are read once per resumption and once per tick,
-//! and only for calls that have seen a tick: a cheap call pays nothing.
+//! [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) slices. A guest sees a tick
+//! at its first epoch check past it, but it may not have run across it:
+//! - a call resumed after awaiting a host call (an HTTP request) sees at once
+//!   the ticks that passed while it waited;
+//! - a guest whose thread the kernel preempted (a loaded machine), or whose
+//!   host call blocked the thread, sees ticks without having used the CPU.
+//!
+//! So only the first tick counts as it comes. Every later one counts only
+//! if it came after the call was last resumed, and if since then the guest's
+//! thread was on a CPU for at least half the time and at least a quarter of
+//! a tick. (Not half a tick: a guest resumed late in a tick, behind other
+//! work on its executor, runs only the rest of it and must still count. One
+//! that gets less than a quarter of every tick is not what keeps the
+//! executor busy.) The thread's CPU clock and the time are read once per
+//! resumption and once per tick, and only for calls that have seen a tick:
+//! a cheap call pays nothing.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,22 +25,31 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use crate::engine::Ticker;
+
 /// A call's slice count, shared by its epoch callback and [`Metered`].
 #[derive(Debug)]
 pub(crate) struct SliceClock {
+    ticker: Arc<Ticker>,
     /// Set at the first tick: from then on every resumption is timed.
     ticked: AtomicBool,
-    /// When the call was last resumed: the thread's CPU clock, and the time
-    /// since `epoch`, in ns.
+    /// When the call was last resumed: the ticker's count, the thread's CPU
+    /// clock, and the time since `epoch`, in ns.
+    resumed_tick: AtomicU64,
     resumed_cpu: AtomicU64,
     resumed_at: AtomicU64,
     epoch: Instant,
+    /// A quarter of a tick, in ns.
+    least: u64,
 }
 
 impl SliceClock {
-    pub(crate) fn new() -> Arc<SliceClock> {
+    pub(crate) fn new(ticker: Arc<Ticker>, tick: std::time::Duration) -> Arc<SliceClock> {
         Arc::new(SliceClock {
+            least: u64::try_from(tick.as_nanos() / 4).unwrap_or(u64::MAX),
+            ticker,
             ticked: AtomicBool::new(false),
+            resumed_tick: AtomicU64::new(0),
             resumed_cpu: AtomicU64::new(0),
             resumed_at: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -57,18 +72,41 @@ impl SliceClock {
         let Some(cpu) = thread_cpu_ns() else {
             return true;
         };
-        let now = self.now();
-        let on_cpu = cpu.saturating_sub(self.resumed_cpu.swap(cpu, Ordering::Relaxed));
-        let since = now.saturating_sub(self.resumed_at.swap(now, Ordering::Relaxed));
-        on_cpu >= since / 2
+        let (tick, now) = (self.ticker.ticks(), self.now());
+        counts(Since {
+            least: self.least,
+            ticks: tick.saturating_sub(self.resumed_tick.swap(tick, Ordering::Relaxed)),
+            on_cpu: cpu.saturating_sub(self.resumed_cpu.swap(cpu, Ordering::Relaxed)),
+            elapsed: now.saturating_sub(self.resumed_at.swap(now, Ordering::Relaxed)),
+        })
     }
 
     fn resumed(&self) {
         if let Some(cpu) = thread_cpu_ns() {
+            self.resumed_tick
+                .store(self.ticker.ticks(), Ordering::Relaxed);
             self.resumed_cpu.store(cpu, Ordering::Relaxed);
             self.resumed_at.store(self.now(), Ordering::Relaxed);
         }
     }
+}
+
+/// What happened between a call's resumption and a tick it sees.
+#[derive(Debug, Clone, Copy)]
+struct Since {
+    /// The least CPU that counts (a quarter of a tick), in ns.
+    least: u64,
+    /// Ticks since (the ticker counts a tick before the epoch moves).
+    ticks: u64,
+    /// Ns the guest's thread was on a CPU.
+    on_cpu: u64,
+    /// Ns of time.
+    elapsed: u64,
+}
+
+/// Whether a tick after a call's first counts as a slice of CPU.
+fn counts(since: Since) -> bool {
+    since.ticks > 0 && since.on_cpu >= since.least && since.on_cpu >= since.elapsed / 2
 }
 
 /// The CPU time of the calling thread, in ns (`None` where there is no
@@ -115,26 +153,37 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn spin_cpu(at_least: Duration) {
-        let start = thread_cpu_ns().expect("a thread CPU clock");
-        while thread_cpu_ns().unwrap() - start < at_least.as_nanos() as u64 {
-            std::hint::black_box(0);
-        }
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_later_tick_counts_only_if_it_came_since_the_resumption_with_the_cpu_busy() {
+        let since = |ticks, on_cpu, elapsed| {
+            counts(Since {
+                least: MS / 4,
+                ticks,
+                on_cpu,
+                elapsed,
+            })
+        };
+        assert!(since(1, MS, MS), "ran across a tick");
+        assert!(since(1, MS / 3, MS / 3), "resumed late in the tick");
+        assert!(
+            !since(1, MS / 5, MS / 5),
+            "resumed with a fifth of the tick left"
+        );
+        assert!(!since(0, 0, 4 * MS), "the tick passed while it awaited");
+        assert!(!since(0, 10_000, 10_000), "at once after an await");
+        assert!(!since(1, MS / 10, 4 * MS), "preempted, or blocked");
     }
 
     #[cfg(unix)]
     #[test]
-    fn the_first_tick_counts_and_later_ones_only_with_cpu_behind_them() {
-        let clock = SliceClock::new();
+    fn asleep_is_not_on_a_cpu() {
+        let ticker = Arc::new(Ticker::default());
+        let clock = SliceClock::new(ticker.clone(), Duration::from_millis(1));
         assert!(clock.tick_counts(), "the first tick");
         std::thread::sleep(Duration::from_millis(5));
-        assert!(!clock.tick_counts(), "asleep, not on a CPU");
-        spin_cpu(Duration::from_millis(1));
-        assert!(clock.tick_counts(), "on a CPU all along");
-        // Resumed late, behind other work: what ran since still counts.
-        std::thread::sleep(Duration::from_millis(5));
-        clock.resumed();
-        spin_cpu(Duration::from_micros(300));
-        assert!(clock.tick_counts(), "on a CPU since it was resumed");
+        ticker.advance();
+        assert!(!clock.tick_counts(), "asleep across a tick");
     }
 }

@@ -76,17 +76,25 @@ const BASELINE_READY: &str = "baseline";
 pub(crate) struct ChildCompiler {
     exe: PathBuf,
     data_dir: PathBuf,
+    /// The host's `--config`: the child's runtime is configured alike (its
+    /// cache bound, `[cache] max_bytes`, above all).
+    config_file: Option<PathBuf>,
     /// Compile baseline code first (see [`Context::baseline_code`]).
     baseline: bool,
 }
 
 impl ChildCompiler {
     /// `None` when this binary's path is unknown (then the host compiles in-process).
-    pub(crate) fn new(data_dir: PathBuf, baseline: bool) -> Option<ChildCompiler> {
+    pub(crate) fn new(
+        data_dir: PathBuf,
+        config_file: Option<PathBuf>,
+        baseline: bool,
+    ) -> Option<ChildCompiler> {
         let exe = std::env::current_exe().ok()?;
         Some(ChildCompiler {
             exe,
             data_dir,
+            config_file,
             baseline,
         })
     }
@@ -104,9 +112,11 @@ impl ChildCompiler {
         if let Some(filter) = std::env::var_os("RUST_LOG") {
             command.env("RUST_LOG", filter);
         }
+        command.arg("--data-dir").arg(&self.data_dir);
+        if let Some(config) = &self.config_file {
+            command.arg("--config").arg(config);
+        }
         command
-            .arg("--data-dir")
-            .arg(&self.data_dir)
             .arg("compile-component")
             .arg(format!("--name={name}"));
         let stdout = if baseline_ready.is_some() {

@@ -34,6 +34,8 @@ pub(crate) const EXIT_REPLAY_MISMATCH: u8 = 4;
 /// Global options every command gets.
 pub(crate) struct Context {
     pub(crate) data_dir: PathBuf,
+    /// `--config`, when given (the compiler process reads the same file).
+    pub(crate) config_file: Option<PathBuf>,
     pub(crate) settings: Settings,
     pub(crate) location: String,
     pub(crate) json: bool,
@@ -121,9 +123,12 @@ impl Context {
     ) -> Result<Host> {
         let mut runtime = self.runtime_config();
         // A cache miss compiles in a `warden compile-component` process.
-        runtime.external_compiler =
-            compile::ChildCompiler::new(self.data_dir.clone(), self.baseline_code)
-                .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
+        runtime.external_compiler = compile::ChildCompiler::new(
+            self.data_dir.clone(),
+            self.config_file.clone(),
+            self.baseline_code,
+        )
+        .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
         let config = HostConfig {
             data_dir: Some(self.data_dir.clone()),
             egress: adjust(self.settings.egress()?),
@@ -245,6 +250,9 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
     };
     let (approval_store, secret_store) = shared.unzip();
     let cx = Context {
+        config_file: cli
+            .config
+            .map(|path| std::path::absolute(&path).unwrap_or(path)),
         settings,
         approval_store,
         secret_store,

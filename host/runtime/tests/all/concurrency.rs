@@ -311,13 +311,16 @@ async fn cpu_bound_calls_move_to_the_long_call_lane_and_cheap_ones_stay() {
     );
 }
 
-/// A network that holds the calling thread off the CPU for a few ticks at
-/// each credential and request, as a loaded machine's kernel may preempt it.
-struct StallingNetwork;
+/// A network that holds the calling thread off the CPU for a few ticks
+/// ([`STALL`]) at each credential, as a loaded machine's kernel may preempt
+/// it; and at each request too (`send_blocks`), or awaits the answer as long.
+struct StallingNetwork {
+    send_blocks: bool,
+}
 
 impl CallNetwork for StallingNetwork {
     fn acquire(&self, _handle: &str) -> Result<(), CredentialError> {
-        std::thread::sleep(Duration::from_millis(4));
+        std::thread::sleep(STALL);
         Ok(())
     }
 
@@ -327,8 +330,13 @@ impl CallNetwork for StallingNetwork {
         _credential: Option<&'a str>,
         _remaining: Duration,
     ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
-        std::thread::sleep(Duration::from_millis(4));
-        Box::pin(async {
+        if self.send_blocks {
+            std::thread::sleep(STALL);
+        }
+        Box::pin(async move {
+            if !self.send_blocks {
+                tokio::time::sleep(STALL).await;
+            }
             Ok(GuestResponse {
                 status: 200,
                 headers: Vec::new(),
@@ -342,24 +350,45 @@ impl CallNetwork for StallingNetwork {
     }
 }
 
+/// The epoch tick of [`fetch_stays_where_it_started`]: long beside the
+/// CPU the call uses between stalls (a debug build's host code included),
+/// so that none of its ticks comes with the CPU busy.
+const TICK: Duration = Duration::from_millis(10);
+const STALL: Duration = Duration::from_millis(30);
+
+/// `hostile.fetch` (a credential, then a request) over `network`: ticks
+/// seen after each, none with the CPU busy.
+async fn fetch_stays_where_it_started(network: StallingNetwork) {
+    let host = Host::new(RuntimeConfig {
+        long_call_threads: 1,
+        epoch_tick: TICK,
+        ..config()
+    });
+    let outcome = host
+        .hostile
+        .call(CallRequest::new("hostile.fetch", "{}").network(Arc::new(network)))
+        .await;
+    assert_eq!(outcome.result.expect("fetched")["status"], 200);
+    assert!(outcome.usage.wall_time >= 2 * STALL);
+    assert_eq!(host.runtime.stats().long_calls, 0, "not a long call");
+}
+
 // Seen failing before a tick needed CPU behind it: the call, off the CPU
 // for its every tick, was moved as a CPU-bound one. (Where there is no
 // thread CPU clock every tick counts.)
 #[cfg(unix)]
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_that_sees_ticks_without_using_the_cpu_stays_where_it_started() {
-    let host = Host::new(RuntimeConfig {
-        long_call_threads: 1,
-        ..config()
-    });
-    // A credential, then a request: a tick seen after each.
-    let outcome = host
-        .hostile
-        .call(CallRequest::new("hostile.fetch", "{}").network(Arc::new(StallingNetwork)))
-        .await;
-    assert_eq!(outcome.result.expect("fetched")["status"], 200);
-    assert!(outcome.usage.wall_time >= Duration::from_millis(8));
-    assert_eq!(host.runtime.stats().long_calls, 0, "not a long call");
+    fetch_stays_where_it_started(StallingNetwork { send_blocks: true }).await;
+}
+
+// Seen failing when a tick counted with the CPU busy since the resumption
+// however short: the ticks that passed while the call awaited its answer
+// are seen at once when it resumes.
+#[cfg(unix)]
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_that_awaits_across_ticks_stays_where_it_started() {
+    fetch_stays_where_it_started(StallingNetwork { send_blocks: false }).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
