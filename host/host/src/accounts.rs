@@ -114,8 +114,11 @@ impl Location {
 
     /// [`Location::connect_account`] with the declaration given: bound to
     /// `declared.audiences`, usable by `declared.extension`. The probe of an
-    /// MCP server (no installed package) connects its account this way.
-    pub async fn connect_declared(
+    /// MCP server (no installed package) connects its account this way. Not
+    /// public: its callers hold the account's turn, check it is connectable
+    /// and have dealt with its OAuth grant (dropped for a value given by
+    /// hand, written first by an OAuth connect).
+    pub(crate) async fn connect_declared(
         &self,
         declared: &DeclaredCredential,
         key: &AccountKey,
