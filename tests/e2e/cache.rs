@@ -54,3 +54,43 @@ fn the_compile_cache_keeps_to_its_bound() {
     run_both(&elsewhere, &["--config", file.to_str().unwrap()]);
     assert_eq!(cache_entries(&elsewhere), 1);
 }
+
+/// The compiler process runs with `--config` and without the host's
+/// environment: a configuration whose store is PostgreSQL with its key in
+/// `$WARDEN_SECRET_KEY` (the usual deployment) made it refuse to start, so
+/// every component compiled in the server's process instead.
+#[test]
+fn the_compiler_process_does_not_check_the_store() {
+    use std::io::Write as _;
+    let warden = crate::warden();
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("warden.toml");
+    std::fs::write(
+        &file,
+        "[store]\nurl = \"postgres://warden@db.example/warden\"\n",
+    )
+    .unwrap();
+    let wasm = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages/echo/wasm/echo.wasm"),
+    )
+    .unwrap();
+    let mut child = warden
+        .command()
+        .env_clear()
+        .arg("--config")
+        .arg(&file)
+        .args(["compile-component", "--name=echo"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A child that refused at once has closed its stdin: its error says why.
+    let _ = child.stdin.take().unwrap().write_all(&wasm);
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(cache_entries(&warden), 1);
+}

@@ -237,8 +237,8 @@ impl Ticker {
         self.wake.notify_one();
     }
 
-    /// Epochs advanced so far (counted before the epoch moves, so a guest
-    /// that sees a tick finds it counted).
+    /// Epochs advanced so far (counted just before the epoch moves; a
+    /// resumption that falls between the two misses one slice at most).
     pub(crate) fn ticks(&self) -> u64 {
         self.ticks.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -240,12 +240,19 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         cli.command,
         Command::CompileComponent { .. } | Command::Check { .. }
     );
-    let shared = match settings.store(cli.store.as_deref())? {
-        StoreChoice::Postgres {
+    // Nor is the store's configuration checked there: the compiler process
+    // runs without the host's environment (a key in `$WARDEN_SECRET_KEY`).
+    let choice = if needs_store {
+        Some(settings.store(cli.store.as_deref())?)
+    } else {
+        None
+    };
+    let shared = match choice {
+        Some(StoreChoice::Postgres {
             url,
             pool_size,
             secret_key,
-        } if needs_store => Some(shared_stores(&url, pool_size, secret_key).await?),
+        }) => Some(shared_stores(&url, pool_size, secret_key).await?),
         _ => None,
     };
     let (approval_store, secret_store) = shared.unzip();
