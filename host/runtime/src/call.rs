@@ -226,7 +226,7 @@ impl InstalledComponent {
             return CallOutcome::refused(error, Usage::default());
         }
         // The epoch advances while this guard lives (an idle host's ticker sleeps).
-        let _busy = shared.ticker.busy();
+        let busy = shared.ticker.busy();
         store.set_epoch_deadline(1);
         // Each tick the guest yields to the executor; after a few slices of
         // CPU it is a long call and moves to the long-call lane at its next
@@ -258,15 +258,18 @@ impl InstalledComponent {
         };
 
         // The future owns the store (and gives it back), so it can move to
-        // the long-call lane; the backstop timeout travels with it.
+        // the long-call lane; the backstop timeout travels with it, and so
+        // does the ticker's guard: a moved call dropped by its caller ends on
+        // the lane at its next yield, and the epoch advances until then.
         let run = async move {
             let timeout = limits.timeout + BACKSTOP;
             let ran = tokio::time::timeout(timeout, execute(&ready, &mut store, &wit_request));
             let ran = ran.await;
-            (store, ran)
+            (store, ran, busy)
         };
         let run = Metered::new(Box::pin(run), clock);
-        let Some((store, ran)) = Handoff::new(run, long, shared.long_lane.clone()).await else {
+        let Some((store, ran, _busy)) = Handoff::new(run, long, shared.long_lane.clone()).await
+        else {
             let error = RuntimeError::HostUnavailable {
                 reason: Unavailable::ShuttingDown,
             };

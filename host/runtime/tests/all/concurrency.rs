@@ -423,10 +423,12 @@ async fn a_moved_call_keeps_its_deadline_and_its_usage() {
     host.assert_echo_works().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dropping_a_moved_call_stops_it_on_the_lane() {
+/// Drop a spinning call once it moved to the lane, on a host ticking every
+/// `tick`, and wait (bounded) until the lane has dropped it.
+async fn drop_a_moved_call(tick: Duration) {
     let host = Arc::new(Host::new(RuntimeConfig {
         long_call_threads: 1,
+        epoch_tick: tick,
         ..config()
     }));
     // The call's store holds the only other reference to its network.
@@ -464,4 +466,17 @@ async fn dropping_a_moved_call_stops_it_on_the_lane() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     host.assert_echo_works().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_moved_call_stops_it_on_the_lane() {
+    drop_a_moved_call(Duration::from_millis(1)).await;
+}
+
+// The lane's turn (five ticks) outlasts the ticker's grace after the last
+// call: the dropped call's guard on the ticker goes with it to the lane, so
+// the ticker runs until the call ends there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_call_dropped_on_a_slow_tick_still_stops() {
+    drop_a_moved_call(Duration::from_millis(20)).await;
 }
