@@ -1,8 +1,17 @@
 //! The newline-delimited JSON-RPC transport of [`crate::serve_io`]: rmcp's
 //! stdio framing, plus an answer for a message over the limits of
 //! [`crate::guard`] instead of silently dropping it.
+//!
+//! rmcp writes every answer on a task of its own. A client that sends
+//! requests and stops reading would have them pile up without end; once
+//! [`MAX_WAITING_ANSWERS`] wait to be written, no more requests are read
+//! until the client reads again (and its own writes then block in turn). A
+//! client that writes all its requests before reading any answer is served
+//! as far as the pipes hold (as with any program on a pipe): the answers
+//! fill the output pipe before any of them waits.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::{
     RoleServer,
@@ -12,13 +21,51 @@ use rmcp::{
 use serde_json::error::Category;
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
-    sync::Mutex,
+    sync::{Mutex, Notify},
 };
 
 use crate::guard::{self, MAX_DEPTH, MAX_MESSAGE_BYTES, Refusal};
 
 /// Bytes read from the stream at most at once.
 const READ_BUFFER: usize = 8 << 10;
+
+/// Messages waiting to be written past which no more requests are read.
+const MAX_WAITING_ANSWERS: usize = 64;
+
+/// The messages waiting to be written.
+#[derive(Debug, Default)]
+struct Backlog {
+    waiting: AtomicUsize,
+    /// Notified as each one is written (or given up).
+    written: Notify,
+}
+
+impl Backlog {
+    /// One more message waits, until the ticket is dropped.
+    fn ticket(self: &Arc<Self>) -> Ticket {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        Ticket(Arc::clone(self))
+    }
+
+    /// Wait while `MAX_WAITING_ANSWERS` messages wait to be written.
+    async fn room(&self) {
+        while self.waiting.load(Ordering::Relaxed) >= MAX_WAITING_ANSWERS {
+            // A message written after the check leaves a permit: no wake-up
+            // is lost.
+            self.written.notified().await;
+        }
+    }
+}
+
+/// A message waiting to be written, counted in its [`Backlog`].
+struct Ticket(Arc<Backlog>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.0.written.notify_one();
+    }
+}
 
 /// One connection over a `(reader, writer)` pair of byte streams.
 pub(crate) struct LineTransport<R, W> {
@@ -37,6 +84,7 @@ pub(crate) struct LineTransport<R, W> {
     #[cfg(test)]
     yields: usize,
     write: Arc<Mutex<Option<W>>>,
+    backlog: Arc<Backlog>,
 }
 
 /// How one bounded read ended.
@@ -64,6 +112,7 @@ where
             #[cfg(test)]
             yields: 0,
             write: Arc::new(Mutex::new(Some(write))),
+            backlog: Arc::default(),
         }
     }
 
@@ -151,7 +200,11 @@ where
         tracing::warn!(?refusal, "answered an unparsable MCP message with an error");
         response.push(b'\n');
         let write = Arc::clone(&self.write);
-        tokio::spawn(async move { write_line(&write, &response).await });
+        let ticket = self.backlog.ticket();
+        tokio::spawn(async move {
+            let _ticket = ticket;
+            write_line(&write, &response).await
+        });
     }
 }
 
@@ -186,7 +239,9 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = Arc::clone(&self.write);
+        let ticket = self.backlog.ticket();
         async move {
+            let _ticket = ticket;
             let mut line = serde_json::to_vec(&item)?;
             line.push(b'\n');
             write_line(&write, &line).await
@@ -195,6 +250,7 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            self.backlog.room().await;
             match self.read_line().await {
                 Read::End => return None,
                 Read::TooLarge => {
@@ -244,6 +300,7 @@ mod tests {
     use std::collections::VecDeque;
     use std::pin::Pin;
     use std::task::{Context, Poll};
+    use std::time::Duration;
 
     use tokio::io::{AsyncRead, ReadBuf};
 
@@ -367,5 +424,33 @@ mod tests {
         let message = transport.receive().await.expect("the long line");
         assert_eq!(id_of(message), 9);
         assert_eq!(transport.yields, 0, "full reads are not a writer mid-line");
+    }
+
+    // rmcp writes each answer on a task of its own: with a client that
+    // stopped reading they piled up without end while requests were read.
+    #[tokio::test]
+    async fn no_request_is_read_while_too_many_answers_wait_to_be_written() {
+        // The client's end of its input, left unread for now.
+        let (to_client, mut client) = tokio::io::duplex(1);
+        let pieces = Pieces::of(&[b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n"]);
+        let mut transport = LineTransport::new(pieces, to_client);
+        let answer: TxJsonRpcMessage<RoleServer> =
+            serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+                .expect("an empty result");
+        let writes: Vec<_> = (0..MAX_WAITING_ANSWERS)
+            .map(|_| tokio::spawn(transport.send(answer.clone())))
+            .collect();
+        let held = tokio::time::timeout(Duration::from_millis(200), transport.receive()).await;
+        assert!(held.is_err(), "a request was read with the answers stuck");
+        // The client reads again.
+        tokio::spawn(async move { tokio::io::copy(&mut client, &mut tokio::io::sink()).await });
+        for write in writes {
+            write.await.unwrap().unwrap();
+        }
+        let next = transport
+            .receive()
+            .await
+            .expect("read once they are written");
+        assert_eq!(id_of(next), 5);
     }
 }
