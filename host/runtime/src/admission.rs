@@ -10,10 +10,11 @@
 //! calls already running waits in FIFO order (the semaphore is fair, so a
 //! large reservation is not starved by smaller ones arriving after it).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 use crate::error::RuntimeError;
 use crate::outcome::Unavailable;
@@ -24,7 +25,7 @@ const PAGE_BYTES: u64 = 64 << 10;
 /// The memory budget of a runtime, in wasm pages, with its accounting.
 #[derive(Debug)]
 pub(crate) struct MemoryBudget {
-    pages: Semaphore,
+    pages: Arc<Semaphore>,
     budget_bytes: u64,
     reserved_bytes: AtomicU64,
     peak_bytes: AtomicU64,
@@ -42,22 +43,23 @@ pub struct MemoryUse {
     pub peak_reserved_bytes: u64,
 }
 
-/// What an admitted call holds until it ends: its slot and its memory.
+/// What an admitted call holds until it ends: its slot and its memory. It
+/// owns them, so it can go with the call's future (to the long-call lane).
 #[derive(Debug)]
-pub(crate) struct Admission<'a> {
-    _slot: SemaphorePermit<'a>,
-    _memory: Reservation<'a>,
+pub(crate) struct Admission {
+    _slot: OwnedSemaphorePermit,
+    _memory: Reservation,
 }
 
 /// A call's share of the memory budget; given back on drop.
 #[derive(Debug)]
-struct Reservation<'a> {
-    _pages: SemaphorePermit<'a>,
+struct Reservation {
+    _pages: OwnedSemaphorePermit,
     bytes: u64,
-    budget: &'a MemoryBudget,
+    budget: Arc<MemoryBudget>,
 }
 
-impl Drop for Reservation<'_> {
+impl Drop for Reservation {
     fn drop(&mut self) {
         self.budget
             .reserved_bytes
@@ -72,7 +74,7 @@ impl MemoryBudget {
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
         MemoryBudget {
-            pages: Semaphore::new(pages),
+            pages: Arc::new(Semaphore::new(pages)),
             budget_bytes: pages as u64 * PAGE_BYTES,
             reserved_bytes: AtomicU64::new(0),
             peak_bytes: AtomicU64::new(0),
@@ -109,14 +111,14 @@ impl MemoryBudget {
         })
     }
 
-    fn reserved<'a>(&'a self, permit: SemaphorePermit<'a>, pages: u32) -> Reservation<'a> {
+    fn reserved(self: &Arc<Self>, permit: OwnedSemaphorePermit, pages: u32) -> Reservation {
         let bytes = u64::from(pages) * PAGE_BYTES;
         let now = self.reserved_bytes.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak_bytes.fetch_max(now, Ordering::SeqCst);
         Reservation {
             _pages: permit,
             bytes,
-            budget: self,
+            budget: Arc::clone(self),
         }
     }
 }
@@ -124,21 +126,25 @@ impl MemoryBudget {
 /// Admit a call with a memory limit of `limit_bytes`: refuse it at once if
 /// the limit can never fit in `budget`, otherwise wait (in arrival order, for
 /// at most `patience` in all) for an execution slot and then for its memory.
-pub(crate) async fn admit<'a>(
-    slots: &'a Semaphore,
-    budget: &'a MemoryBudget,
+pub(crate) async fn admit(
+    slots: &Arc<Semaphore>,
+    budget: &Arc<MemoryBudget>,
     limit_bytes: u64,
     patience: Duration,
-) -> Result<Admission<'a>, RuntimeError> {
+) -> Result<Admission, RuntimeError> {
     let pages = budget.pages_for(limit_bytes)?;
     let give_up = Instant::now() + patience;
     let unavailable = |reason| RuntimeError::HostUnavailable { reason };
-    let slot = acquire(slots.try_acquire(), slots.acquire(), give_up)
-        .await
-        .map_err(|busy| unavailable(busy.unwrap_or(Unavailable::Overloaded)))?;
+    let slot = acquire(
+        Arc::clone(slots).try_acquire_owned(),
+        Arc::clone(slots).acquire_owned(),
+        give_up,
+    )
+    .await
+    .map_err(|busy| unavailable(busy.unwrap_or(Unavailable::Overloaded)))?;
     let memory = acquire(
-        budget.pages.try_acquire_many(pages),
-        budget.pages.acquire_many(pages),
+        Arc::clone(&budget.pages).try_acquire_many_owned(pages),
+        Arc::clone(&budget.pages).acquire_many_owned(pages),
         give_up,
     )
     .await
@@ -152,11 +158,11 @@ pub(crate) async fn admit<'a>(
 /// Take a permit: at once if `now` has one (no timer armed; a waiting call
 /// holds the permits back, so this never jumps the queue), else by waiting
 /// on `wait` until `give_up`. `Err(None)` means the wait timed out.
-async fn acquire<'a>(
-    now: Result<SemaphorePermit<'a>, TryAcquireError>,
-    wait: impl Future<Output = Result<SemaphorePermit<'a>, tokio::sync::AcquireError>>,
+async fn acquire(
+    now: Result<OwnedSemaphorePermit, TryAcquireError>,
+    wait: impl Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>>,
     give_up: Instant,
-) -> Result<SemaphorePermit<'a>, Option<Unavailable>> {
+) -> Result<OwnedSemaphorePermit, Option<Unavailable>> {
     match now {
         Ok(permit) => return Ok(permit),
         Err(TryAcquireError::Closed) => return Err(Some(Unavailable::ShuttingDown)),
@@ -190,8 +196,8 @@ mod tests {
 
     #[tokio::test]
     async fn reservations_are_counted_and_given_back() {
-        let slots = Semaphore::new(4);
-        let budget = MemoryBudget::new(4 << 20);
+        let slots = Arc::new(Semaphore::new(4));
+        let budget = Arc::new(MemoryBudget::new(4 << 20));
         let patience = Duration::from_millis(20);
         let first = admit(&slots, &budget, 3 << 20, patience).await.unwrap();
         assert_eq!(budget.usage().reserved_bytes, 3 << 20);

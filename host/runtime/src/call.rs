@@ -195,7 +195,7 @@ impl InstalledComponent {
         )
         .await;
         let queue_time = queued.elapsed();
-        let _admission = match admitted {
+        let admission = match admitted {
             Ok(admission) => admission,
             Err(error) => {
                 let usage = Usage {
@@ -259,16 +259,18 @@ impl InstalledComponent {
 
         // The future owns the store (and gives it back), so it can move to
         // the long-call lane; the backstop timeout travels with it, and so
-        // does the ticker's guard: a moved call dropped by its caller ends on
-        // the lane at its next yield, and the epoch advances until then.
+        // do the call's admission and the ticker's guard: a moved call
+        // dropped by its caller ends on the lane at its next yield, and
+        // holds its slot and memory, and the epoch advances, until then.
+        let held = (admission, busy);
         let run = async move {
             let timeout = limits.timeout + BACKSTOP;
             let ran = tokio::time::timeout(timeout, execute(&ready, &mut store, &wit_request));
             let ran = ran.await;
-            (store, ran, busy)
+            (store, ran, held)
         };
         let run = Metered::new(Box::pin(run), clock);
-        let Some((store, ran, _busy)) = Handoff::new(run, long, shared.long_lane.clone()).await
+        let Some((store, ran, _held)) = Handoff::new(run, long, shared.long_lane.clone()).await
         else {
             let error = RuntimeError::HostUnavailable {
                 reason: Unavailable::ShuttingDown,

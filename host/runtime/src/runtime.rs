@@ -38,8 +38,8 @@ pub(crate) struct Shared {
     pub(crate) config: RuntimeConfig,
     pub(crate) allocator: ActiveAllocator,
     pub(crate) cache: Option<ArtifactCache>,
-    pub(crate) slots: Semaphore,
-    pub(crate) memory: MemoryBudget,
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) memory: Arc<MemoryBudget>,
     /// Runs the epoch ticker while a guest may run.
     pub(crate) ticker: Arc<engine::Ticker>,
     /// Where long calls finish.
@@ -202,8 +202,8 @@ impl Runtime {
             .cache_dir
             .as_deref()
             .map(|dir| ArtifactCache::new(dir, &engine, config.cache_max_bytes));
-        let slots = Semaphore::new(config.max_concurrent as usize);
-        let memory = MemoryBudget::new(config.memory_budget);
+        let slots = Arc::new(Semaphore::new(config.max_concurrent as usize));
+        let memory = Arc::new(MemoryBudget::new(config.memory_budget));
         let long_lane = Arc::new(LongLane::new(config.long_call_threads));
         Ok(Runtime {
             shared: Arc::new(Shared {

@@ -455,6 +455,12 @@ async fn drop_a_moved_call(tick: Duration) {
     );
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
+    // Still running on the lane until its next yield (a turn of five
+    // ticks): it still holds its memory.
+    assert!(
+        host.runtime.memory().reserved_bytes > 0,
+        "given back running"
+    );
     // The lane drops the guest's future (and its store) once it is aborted,
     // long before its 30 s deadline.
     let waited = std::time::Instant::now();
@@ -464,6 +470,15 @@ async fn drop_a_moved_call(tick: Duration) {
             "the spin kept running"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Given back as the lane drops it (at once, or by the next check).
+    let waited = std::time::Instant::now();
+    while host.runtime.memory().reserved_bytes > 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "never given back"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     host.assert_echo_works().await;
 }
@@ -475,7 +490,8 @@ async fn dropping_a_moved_call_stops_it_on_the_lane() {
 
 // The lane's turn (five ticks) outlasts the ticker's grace after the last
 // call: the dropped call's guard on the ticker goes with it to the lane, so
-// the ticker runs until the call ends there.
+// the ticker runs until the call ends there; and so does its admission, so
+// its memory is not given back while it runs (seen given back at once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_call_dropped_on_a_slow_tick_still_stops() {
     drop_a_moved_call(Duration::from_millis(20)).await;
