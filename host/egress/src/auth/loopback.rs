@@ -218,12 +218,22 @@ fn plain(error: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `host:port` of a redirect URI.
+    fn addr_of(uri: &str) -> String {
+        let rest = uri.strip_prefix("http://").unwrap();
+        rest.split('/').next().unwrap().to_owned()
+    }
+
+    /// Send the callback `code=abc&state=xyz` to `uri`: it is answered 200
+    /// and ends `wait` with its code.
+    async fn callback_ends(uri: &str, wait: tokio::task::JoinHandle<Result<Callback, AuthError>>) {
+        let answer = get(uri, "/callback?code=abc&state=xyz").await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert_eq!(wait.await.unwrap().unwrap().code, "abc");
+    }
+
     async fn get(uri: &str, path: &str) -> String {
-        let addr = uri
-            .strip_prefix("http://")
-            .and_then(|r| r.split('/').next())
-            .unwrap()
-            .to_owned();
+        let addr = addr_of(uri);
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let request = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
         stream.write_all(request.as_bytes()).await.unwrap();
@@ -239,20 +249,10 @@ mod tests {
     async fn an_idle_connection_does_not_hold_back_the_callback() {
         let loopback = Loopback::bind().await.unwrap();
         let uri = loopback.redirect_uri().to_owned();
-        let addr = uri
-            .strip_prefix("http://")
-            .and_then(|r| r.split('/').next())
-            .unwrap()
-            .to_owned();
+        let addr = addr_of(&uri);
         let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
         let _idle = TcpStream::connect(&addr).await.unwrap();
-        assert!(
-            get(&uri, "/callback?code=abc&state=xyz")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
-        let callback = wait.await.unwrap().unwrap();
-        assert_eq!(callback.code, "abc");
+        callback_ends(&uri, wait).await;
     }
 
     /// Connections held open up to the bound made the listener close the
@@ -261,22 +261,13 @@ mod tests {
     async fn connections_held_open_do_not_crowd_out_the_callback() {
         let loopback = Loopback::bind().await.unwrap();
         let uri = loopback.redirect_uri().to_owned();
-        let addr = uri
-            .strip_prefix("http://")
-            .and_then(|r| r.split('/').next())
-            .unwrap()
-            .to_owned();
+        let addr = addr_of(&uri);
         let wait = tokio::spawn(loopback.wait("xyz".into(), Duration::from_secs(5)));
         let mut held = Vec::new();
         for _ in 0..MAX_CONNECTIONS + 4 {
             held.push(TcpStream::connect(&addr).await.unwrap());
         }
-        assert!(
-            get(&uri, "/callback?code=abc&state=xyz")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
-        assert_eq!(wait.await.unwrap().unwrap().code, "abc");
+        callback_ends(&uri, wait).await;
     }
 
     #[tokio::test]
@@ -297,13 +288,7 @@ mod tests {
             ("abc", "xyz")
         );
         // The listener is closed once the callback came.
-        let addr = uri
-            .strip_prefix("http://")
-            .unwrap()
-            .split('/')
-            .next()
-            .unwrap();
-        assert!(TcpStream::connect(addr).await.is_err());
+        assert!(TcpStream::connect(addr_of(&uri)).await.is_err());
     }
 
     /// Any page the user has open could end the connect with
@@ -327,13 +312,7 @@ mod tests {
             );
         }
         assert!(!wait.is_finished(), "still waiting");
-        assert!(
-            get(&uri, "/callback?code=abc&state=xyz")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
-        let callback = wait.await.unwrap().unwrap();
-        assert_eq!(callback.code, "abc");
+        callback_ends(&uri, wait).await;
     }
 
     #[tokio::test]

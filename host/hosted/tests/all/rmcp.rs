@@ -220,15 +220,10 @@ async fn a_catalog_older_than_the_refresh_interval_is_listed_again() {
     assert_eq!(names, ["echo", "weather", "added"]);
 }
 
-/// A refresh dropped midway (its caller cancelled: a call timed out, a
-/// follower was stopped) had already cleared the mark an announcement left,
-/// so the next use kept the old catalog until the refresh interval.
-#[tokio::test]
-async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
-    let (rmcp, server) = start(Catalog::default(), limits()).await;
-    assert_eq!(server.catalog().await.unwrap().len(), 2);
+/// Announce `tools/list_changed` until `server` hears it (bounded): the
+/// client opens its event stream after initializing.
+async fn announce_until_heard(rmcp: &RmcpServer, server: &HostedServer) {
     let mut changes = server.changes();
-    rmcp.catalog(|c| c.tools.push(tool("added")));
     let heard = async {
         loop {
             rmcp.notify_list_changed().await;
@@ -243,6 +238,17 @@ async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
     tokio::time::timeout(Duration::from_secs(20), heard)
         .await
         .expect("list_changed reaches the lane");
+}
+
+/// A refresh dropped midway (its caller cancelled: a call timed out, a
+/// follower was stopped) had already cleared the mark an announcement left,
+/// so the next use kept the old catalog until the refresh interval.
+#[tokio::test]
+async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    rmcp.catalog(|c| c.tools.push(tool("added")));
+    announce_until_heard(&rmcp, &server).await;
     // Polled once (the listing is sent), then dropped.
     let dropped = tokio::time::timeout(Duration::ZERO, server.refresh()).await;
     assert!(dropped.is_err(), "the listing was under way");
@@ -254,24 +260,8 @@ async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
 async fn list_changed_on_the_servers_event_stream_marks_the_catalog_stale() {
     let (rmcp, server) = start(Catalog::default(), limits()).await;
     assert_eq!(server.catalog().await.unwrap().len(), 2);
-    let mut changes = server.changes();
     rmcp.catalog(|c| c.tools.push(tool("added")));
-    // The client opens its event stream after initializing; announce until
-    // the lane hears it (bounded).
-    let heard = async {
-        loop {
-            rmcp.notify_list_changed().await;
-            if tokio::time::timeout(Duration::from_millis(200), changes.changed())
-                .await
-                .is_ok()
-            {
-                return;
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), heard)
-        .await
-        .expect("list_changed reaches the lane");
+    announce_until_heard(&rmcp, &server).await;
     assert!(server.is_stale());
     let names: Vec<String> = server
         .catalog()

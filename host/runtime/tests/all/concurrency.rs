@@ -337,11 +337,7 @@ impl CallNetwork for StallingNetwork {
             if !self.send_blocks {
                 tokio::time::sleep(STALL).await;
             }
-            Ok(GuestResponse {
-                status: 200,
-                headers: Vec::new(),
-                body: b"{}".to_vec(),
-            })
+            Ok(crate::support::empty_json_answer())
         })
     }
 

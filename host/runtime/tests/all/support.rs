@@ -180,6 +180,15 @@ pub(crate) async fn assert_echoed_secret_is_redacted(hostile: &InstalledComponen
     assert!(!output.to_string().contains("s3cr3t"), "{output}");
 }
 
+/// A `200` answer with an empty JSON object, as a fake network's request gets.
+pub(crate) fn empty_json_answer() -> GuestResponse {
+    GuestResponse {
+        status: 200,
+        headers: Vec::new(),
+        body: b"{}".to_vec(),
+    }
+}
+
 /// A network that knows one credential (`hostile_token`) and one secret.
 pub(crate) struct FakeNetwork {
     pub(crate) secret: &'static str,

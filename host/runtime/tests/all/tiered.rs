@@ -401,11 +401,7 @@ impl CallNetwork for HeldNetwork {
         }
         Box::pin(async move {
             let _permit = self.release.acquire().await.expect("open");
-            Ok(GuestResponse {
-                status: 200,
-                headers: Vec::new(),
-                body: b"{}".to_vec(),
-            })
+            Ok(crate::support::empty_json_answer())
         })
     }
 
