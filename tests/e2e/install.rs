@@ -247,3 +247,65 @@ fn install_and_describe_show_a_wildcard_target_as_any_host() {
         serde_json::json!(["https://any host", "https://any host under example.com"])
     );
 }
+
+/// A copy of the echo package as package `id` in `dir`.
+fn echo_as(dir: &Path, id: &str) -> PathBuf {
+    echo_variant(
+        &dir.join(id),
+        &[
+            ("id = \"echo\"", &format!("id = \"{id}\"")),
+            ("id = \"echo.echo\"", &format!("id = \"{id}.echo\"")),
+            (
+                "loop_run = \"ungated\"",
+                "loop_run = \"gated_unless_granted\"",
+            ),
+        ],
+    )
+}
+
+/// Two installs of one id at once (a script run twice) removed each
+/// other's staging and the installed copy: an install waits for the one
+/// under way (here, a lock the test holds) before it reads anything.
+#[test]
+fn an_install_waits_for_the_one_under_way() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let other = echo_as(scratch.path(), "other");
+    std::fs::create_dir_all(warden.data_dir()).unwrap();
+    let lock = std::fs::File::create(warden.data_dir().join("install.lock")).unwrap();
+    lock.lock().unwrap();
+    let mut install = warden
+        .command()
+        .args(["install", other.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(install.try_wait().unwrap().is_none(), "it waits its turn");
+    drop(lock);
+    assert!(install.wait().unwrap().success());
+    let call = warden.run(&["call", "other.echo", "--input", r#"{"text": "ok"}"#]);
+    assert_eq!(call.code, 0, "{call:?}");
+}
+
+/// An install cut short between setting the installed copy aside and
+/// moving the new one in leaves the old copy aside: the next install puts
+/// it back.
+#[test]
+fn a_copy_set_aside_by_an_install_cut_short_is_put_back() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let run = warden.run(&[
+        "install",
+        echo_as(scratch.path(), "other").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let packages = warden.data_dir().join("packages");
+    std::fs::rename(packages.join("other"), packages.join(".other.replaced")).unwrap();
+    let run = warden.run(&["install", echo_as(scratch.path(), "more").to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let call = warden.run(&["call", "other.echo", "--input", r#"{"text": "ok"}"#]);
+    assert_eq!(call.code, 0, "{call:?}");
+    assert!(!packages.join(".other.replaced").exists());
+}

@@ -12,6 +12,10 @@ use crate::render;
 
 /// Run `warden install`.
 pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> {
+    // One install or uninstall at a time in a data directory, from before
+    // the installed packages are read (what an install is checked against)
+    // until its copy is in place.
+    let _turn = InstallTurn::take(cx)?;
     // Installs are checked against what is effective here: the built-ins
     // plus every installed package (tool names, the id being taken).
     let (_host, location) = cx.open()?;
@@ -42,9 +46,7 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
     }
-    remove_dir(&target)?;
-    std::fs::rename(&staging, &target)
-        .with_context(|| format!("installing into {}", target.display()))?;
+    swap_in(&staging, &target)?;
     if cx.json {
         render::json(&serde_json::json!({
             "installed": id, "dir": target, "summary": summary,
@@ -67,6 +69,7 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
 
 /// Run `warden uninstall`.
 pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
+    let _turn = InstallTurn::take(cx)?;
     let target = cx.packages_dir().join(id);
     let valid = !id.is_empty() && !id.contains(['/', '\\']) && !id.starts_with('.');
     if !valid || !target.join("manifest.toml").is_file() {
@@ -75,7 +78,12 @@ pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
             render::escape(id)
         );
     }
-    remove_dir(&target)?;
+    // Out of the packages' names at once (a rename), then removed.
+    let removing = target.with_file_name(format!(".{id}.removing"));
+    remove_dir(&removing)?;
+    std::fs::rename(&target, &removing)
+        .with_context(|| format!("uninstalling {}", target.display()))?;
+    remove_dir(&removing)?;
     let (_host, location) = cx.open()?;
     let revealed = location
         .package(id)
@@ -94,6 +102,87 @@ pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The data directory's install lock (`install.lock`), held while
+/// a package is installed or uninstalled: two installs of one id (a script
+/// run twice) removed each other's staging and the installed copy.
+struct InstallTurn {
+    _lock: std::fs::File,
+}
+
+impl InstallTurn {
+    /// Wait for the lock, then put back any copy a swap cut short left aside.
+    fn take(cx: &Context) -> Result<InstallTurn> {
+        let packages = cx.packages_dir();
+        std::fs::create_dir_all(&packages)
+            .with_context(|| format!("creating {}", packages.display()))?;
+        let path = cx.data_dir.join("install.lock");
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        file.lock()
+            .with_context(|| format!("locking {}", path.display()))?;
+        restore_set_aside(&packages)?;
+        Ok(InstallTurn { _lock: file })
+    }
+}
+
+/// The name a replaced copy has between the two renames of [`swap_in`].
+fn set_aside_name(id: &str) -> String {
+    format!(".{id}.replaced")
+}
+
+/// Put `staging` in `target`'s place with two renames: the installed copy
+/// is set aside, the new one moved in, the old one removed. An install cut
+/// short between the renames leaves the old copy set aside, and the next
+/// install or uninstall puts it back ([`restore_set_aside`]): there is never
+/// a moment with a half-written package under its id.
+fn swap_in(staging: &Path, target: &Path) -> Result<()> {
+    let id = target.file_name().unwrap_or_default().to_string_lossy();
+    let aside = target.with_file_name(set_aside_name(&id));
+    remove_dir(&aside)?;
+    let replacing = target.exists();
+    if replacing {
+        std::fs::rename(target, &aside)
+            .with_context(|| format!("setting {} aside", target.display()))?;
+    }
+    if let Err(error) = std::fs::rename(staging, target) {
+        if replacing {
+            let _ = std::fs::rename(&aside, target);
+        }
+        return Err(error).with_context(|| format!("installing into {}", target.display()));
+    }
+    remove_dir(&aside)
+}
+
+/// Put back each copy an install cut short set aside (its id has no copy),
+/// and remove those whose replacement is in place.
+fn restore_set_aside(packages: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(packages) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(id) = name
+            .strip_prefix('.')
+            .and_then(|rest| rest.strip_suffix(".replaced"))
+        else {
+            continue;
+        };
+        let target = packages.join(id);
+        if target.exists() {
+            remove_dir(&entry.path())?;
+        } else {
+            std::fs::rename(entry.path(), &target)
+                .with_context(|| format!("putting back {}", target.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Remove `dir` if it exists.
