@@ -67,8 +67,8 @@ pub use model::{
     ToolLimits, Trust,
 };
 pub use options::{
-    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES, RESERVED_ID_PREFIXES, Source,
-    USER_ID_PREFIX, ValidationOptions,
+    DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_REFERENCED_BYTES, MAX_SCHEMA_BYTES,
+    RESERVED_ID_PREFIXES, Source, USER_ID_PREFIX, ValidationOptions,
 };
 pub use rules::{SCHEMA_VERSION, STANDARD_OPS, https_endpoint};
 pub use summary::summary;

@@ -8,6 +8,11 @@ pub const DEFAULT_MAX_MANIFEST_BYTES: usize = 256 * 1024;
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Largest accepted prompt doc (16 KiB).
 pub const MAX_PROMPT_BYTES: usize = 16 * 1024;
+/// Most bytes of schemas and prompt docs one package may reference, each
+/// reference counted (4 MiB): a file is stored once however many tools
+/// name it, but each reference is parsed and compiled on its own, so a
+/// small package naming one schema thousands of times held gigabytes.
+pub const MAX_REFERENCED_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where a package comes from; the loader says it, a manifest never does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

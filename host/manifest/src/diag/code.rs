@@ -95,6 +95,9 @@ codes! {
     MissingAsset = "missing_asset", "add input_schema_ref (every tool needs one unless it binds a standard_op)";
     /// A schema file over 64 KiB.
     SchemaTooLarge = "schema_too_large", "keep schema files under 64 KiB";
+    /// Schemas and prompt docs referenced past the package's budget (each
+    /// reference counted).
+    ReferencesTooLarge = "references_too_large", "a package may reference at most 4 MiB of schemas and prompt docs, each reference counted: name fewer or smaller files";
     /// A schema that is not JSON or not a valid JSON Schema.
     SchemaInvalid = "schema_invalid", "fix the schema file so it parses as JSON and compiles as JSON Schema";
     /// A prompt doc over 16 KiB.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::Ctx;
 use crate::diag::Code;
 use crate::model::AssetRefs;
-use crate::options::{MAX_PROMPT_BYTES, MAX_SCHEMA_BYTES};
+use crate::options::{MAX_PROMPT_BYTES, MAX_REFERENCED_BYTES, MAX_SCHEMA_BYTES};
 use crate::reader::Table;
 use crate::span::L;
 
@@ -106,7 +106,25 @@ fn read(cx: &mut Ctx<'_, '_>, r: &L<String>, limit: usize) -> Option<Vec<u8>> {
         return None;
     }
     match cx.files.read(&r.v, limit) {
-        Ok(bytes) => Some(bytes),
+        Ok(bytes) => {
+            let before = cx.referenced_bytes;
+            cx.referenced_bytes = before.saturating_add(bytes.len().min(limit + 1));
+            if cx.referenced_bytes <= MAX_REFERENCED_BYTES {
+                return Some(bytes);
+            }
+            if before <= MAX_REFERENCED_BYTES {
+                cx.sink.error(
+                    Code::ReferencesTooLarge,
+                    &r.at,
+                    format!(
+                        "with `{}` the package references more than 4 MiB of schemas and \
+                         prompt docs (each reference counted: every one is parsed on its own)",
+                        r.v
+                    ),
+                );
+            }
+            None
+        }
         Err(e) => {
             let d = cx.sink.error(
                 Code::RefMissing,

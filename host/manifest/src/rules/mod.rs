@@ -71,6 +71,9 @@ pub(crate) struct Ctx<'s, 'f> {
     pub(crate) memory: bool,
     /// `standard_op`s bound so far, with where.
     pub(crate) standard_ops: BTreeMap<String, At>,
+    /// Bytes of schemas and prompt docs referenced so far, each reference
+    /// counted (see [`crate::options::MAX_REFERENCED_BYTES`]).
+    pub(crate) referenced_bytes: usize,
 }
 
 impl std::fmt::Debug for Ctx<'_, '_> {
@@ -97,6 +100,7 @@ impl<'s, 'f> Ctx<'s, 'f> {
             mcp: false,
             memory: false,
             standard_ops: BTreeMap::new(),
+            referenced_bytes: 0,
         }
     }
 
