@@ -177,15 +177,18 @@ impl Reader {
                 .get(rel)
                 .map(|b| b[..b.len().min(limit as usize + 1)].to_vec())),
             Files::Dir(root) => {
-                let Some(path) =
+                let Some((path, checked)) =
                     checked_path(root, rel).map_err(|reason| self.unsafe_entry(rel, reason))?
                 else {
                     return Ok(None);
                 };
-                let file = std::fs::File::open(&path).map_err(|e| HostError::io(&path, e))?;
+                // The path is walked again by the open: what is read must
+                // be the file checked (a directory swapped for a link to
+                // elsewhere, or a FIFO, since the check is refused).
+                let file = open_no_follow(&path).map_err(|e| HostError::io(&path, e))?;
                 let meta = file.metadata().map_err(|e| HostError::io(&path, e))?;
-                if !meta.is_file() {
-                    return Err(self.unsafe_entry(rel, "is not a regular file".into()));
+                if !meta.is_file() || !same_file(&meta, &checked) || link_count(&meta) > 1 {
+                    return Err(self.unsafe_entry(rel, "changed while it was read".into()));
                 }
                 let mut bytes = Vec::new();
                 file.take(limit + 1)
@@ -260,7 +263,7 @@ pub(crate) fn normalise(name: &str) -> Result<String, String> {
 /// The path of `rel` under `root` when every component is a real directory
 /// and the last a regular file with one link; `None` when it does not
 /// exist; a reason when a component is a symlink, a device, or a hard link.
-fn checked_path(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
+fn checked_path(root: &Path, rel: &str) -> Result<Option<(PathBuf, std::fs::Metadata)>, String> {
     let mut path = root.to_path_buf();
     let mut parts = rel.split('/').peekable();
     while let Some(part) = parts.next() {
@@ -282,9 +285,37 @@ fn checked_path(root: &Path, rel: &str) -> Result<Option<PathBuf>, String> {
             return Err("is not a regular file".into());
         } else if link_count(&meta) > 1 {
             return Err("is a hard link".into());
+        } else {
+            return Ok(Some((path, meta)));
         }
     }
-    Ok(Some(path))
+    Ok(None)
+}
+
+/// Open `path` for reading without following a final symbolic link, and
+/// without blocking on a FIFO (Linux).
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(flags.bits() as i32);
+    }
+    options.open(path)
+}
+
+/// Whether `opened` is the file `checked` was (same device and inode).
+#[cfg(unix)]
+fn same_file(opened: &std::fs::Metadata, checked: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    opened.dev() == checked.dev() && opened.ino() == checked.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    true
 }
 
 #[cfg(unix)]
@@ -324,6 +355,27 @@ fn parse_sums(package: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, H
     Ok(sums)
 }
 
+/// Longest entry name accepted in an archive (a package's paths are short;
+/// a GNU long name or PAX path is otherwise bounded only by the archive).
+const MAX_ENTRY_NAME_BYTES: usize = 4096;
+/// How much of a refused entry's name an error shows.
+const MAX_SHOWN_NAME_BYTES: usize = 200;
+
+/// `name` as an error shows it: escaped, and cut after
+/// [`MAX_SHOWN_NAME_BYTES`] characters.
+fn shown_name(name: &str) -> String {
+    let mut shown: String = name
+        .chars()
+        .take(MAX_SHOWN_NAME_BYTES)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    if name.chars().nth(MAX_SHOWN_NAME_BYTES).is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
 /// Unpack a `.tar.gz` into memory: regular files only (directory entries
 /// are skipped; links, devices and FIFOs refused), names normalised, no
 /// name twice, each file and the whole bounded.
@@ -332,9 +384,11 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
         package: package.to_owned(),
         reason,
     };
+    // Shown shortened: a GNU long name or PAX path can be as long as the
+    // archive, and each byte may escape to several.
     let unsafe_entry = |entry: &str, reason: String| HostError::UnsafeEntry {
         package: package.to_owned(),
-        entry: entry.escape_debug().to_string(),
+        entry: shown_name(entry),
         reason,
     };
     let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
@@ -347,7 +401,19 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
         .map_err(|e| bad(format!("not a .tar.gz archive: {e}")))?
     {
         let mut entry = entry.map_err(|e| bad(format!("corrupt archive: {e}")))?;
-        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let path_bytes = entry.path_bytes();
+        if path_bytes.len() > MAX_ENTRY_NAME_BYTES {
+            let shown = String::from_utf8_lossy(&path_bytes[..MAX_SHOWN_NAME_BYTES]);
+            return Err(unsafe_entry(
+                &shown,
+                format!(
+                    "has a name of {} bytes; at most {MAX_ENTRY_NAME_BYTES} are accepted",
+                    path_bytes.len()
+                ),
+            ));
+        }
+        let raw = String::from_utf8_lossy(&path_bytes).into_owned();
+        drop(path_bytes);
         let kind = entry.header().entry_type();
         if kind.is_dir() || kind.is_pax_global_extensions() {
             continue;
@@ -395,7 +461,7 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
 
 #[cfg(test)]
 mod tests {
-    use super::normalise;
+    use super::{checked_path, normalise, open_no_follow, same_file};
 
     #[test]
     fn names_keep_only_normal_components() {
@@ -419,5 +485,39 @@ mod tests {
         ] {
             assert!(normalise(hostile).is_err(), "{hostile:?} is refused");
         }
+    }
+
+    /// What is opened after the check must be the file checked: one
+    /// swapped in meanwhile is told apart, and a FIFO does not block the
+    /// open (a swap made the host read another file, or hang).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_swapped_after_its_check_is_told_apart_and_a_fifo_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), b"{}").unwrap();
+        let (path, checked) = checked_path(dir.path(), "a.json").unwrap().unwrap();
+        let same = open_no_follow(&path).unwrap().metadata().unwrap();
+        assert!(same_file(&same, &checked));
+
+        std::fs::write(dir.path().join("b.json"), b"{\"other\": 1}").unwrap();
+        std::fs::rename(dir.path().join("b.json"), &path).unwrap();
+        let swapped = open_no_follow(&path).unwrap().metadata().unwrap();
+        assert!(!same_file(&swapped, &checked));
+
+        std::fs::remove_file(&path).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let fifo = open_no_follow(&path).unwrap().metadata().unwrap();
+        assert!(!fifo.is_file());
+
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &path).unwrap();
+        assert!(open_no_follow(&path).is_err(), "a link is not followed");
     }
 }

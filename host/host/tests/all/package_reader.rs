@@ -278,3 +278,30 @@ fn directory_links_are_refused() {
     let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
     assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
 }
+
+/// A GNU long name is bounded only by the archive: one of 128 MiB took a
+/// gigabyte to refuse (a lossy copy, then each byte escaped into the
+/// error). A name past 4 KiB is refused as it is read, and shown cut short.
+#[test]
+fn an_entry_name_past_4_kib_is_refused_and_shown_short() {
+    let host = host();
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("long.tar.gz");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut out = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::fast(),
+    ));
+    let name = format!("{}/manifest.toml", "a".repeat(8000));
+    let mut header = tar::Header::new_gnu();
+    header.set_size(1);
+    header.set_mode(0o644);
+    out.append_data(&mut header, &name, &b"x"[..]).unwrap();
+    out.into_inner().unwrap().finish().unwrap();
+
+    let error = load_package(&PackageSource::Archive(path), host.validation()).unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, HostError::UnsafeEntry { .. }), "{text}");
+    assert!(text.contains("name of 8014 bytes"), "{text}");
+    assert!(text.len() < 600, "shown cut short: {} bytes", text.len());
+}
