@@ -4,7 +4,7 @@
 //! Every wait is bounded (connect, each read, and the caller's deadline) and
 //! the response body is read up to a limit, never past it.
 
-mod pool;
+pub(crate) mod pool;
 mod tls;
 
 use std::net::SocketAddr;
@@ -107,6 +107,11 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
+    /// Idle connections pooled now.
+    pub(crate) fn idle_connections(&self) -> usize {
+        self.pool.idle_count()
+    }
+
     pub(crate) fn new(config: &EgressConfig) -> Result<Self, ClientError> {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|_| ClientError::Config("user agent is not a valid header".into()))?;

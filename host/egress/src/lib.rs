@@ -41,6 +41,7 @@ pub mod tape;
 pub mod testing;
 
 pub use client::ClientError;
+pub use client::pool::MAX_IDLE_TOTAL as MAX_IDLE_CONNECTIONS;
 pub use config::{EgressConfig, HostPort};
 pub use session::{
     AuthRequired, CallSession, Egress, EgressError, StreamBody, StreamingResponse, Usage,

@@ -109,6 +109,12 @@ impl Egress {
         &self.inner.config
     }
 
+    /// Connections kept idle for reuse now (at most
+    /// [`MAX_IDLE_CONNECTIONS`](crate::MAX_IDLE_CONNECTIONS)).
+    pub fn idle_connections(&self) -> usize {
+        self.inner.client.idle_connections()
+    }
+
     /// The secret store.
     pub fn store(&self) -> &Arc<dyn SecretStore> {
         &self.inner.store

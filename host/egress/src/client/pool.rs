@@ -31,7 +31,16 @@ struct Idle {
     since: Instant,
 }
 
-/// Idle connections. HTTP/2 senders are shared; HTTP/1 senders are lent out one at a time.
+/// Idle connections kept in all (every key together): past it the one idle
+/// longest is closed. A key a connection is never asked for again (each of
+/// a wildcard target's hosts, or an address a server's DNS hands out once)
+/// kept its connection, held open by a server that stays silent, until the
+/// host ran out of file descriptors.
+pub const MAX_IDLE_TOTAL: usize = 64;
+
+/// Idle connections. HTTP/2 senders are shared; HTTP/1 senders are lent out
+/// one at a time. Every checkin drops what has expired or closed under any
+/// key, and keeps the total under [`MAX_IDLE_TOTAL`].
 #[derive(Debug)]
 pub(crate) struct Pool {
     idle: Mutex<HashMap<PoolKey, Vec<Idle>>>,
@@ -48,18 +57,27 @@ impl Pool {
         }
     }
 
+    /// Whether `idle` may still be used at `now`.
+    fn usable(&self, idle: &Idle, now: Instant) -> bool {
+        now.duration_since(idle.since) < self.idle_timeout
+            && match &idle.sender {
+                Sender::Http1(s) => !s.is_closed(),
+                Sender::Http2(s) => !s.is_closed(),
+            }
+    }
+
+    /// Idle connections held now, every key together.
+    pub(crate) fn idle_count(&self) -> usize {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.values().map(Vec::len).sum()
+    }
+
     /// A live sender for `key`, if one is idle.
     pub(crate) fn checkout(&self, key: &PoolKey) -> Option<Sender> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let list = idle.get_mut(key)?;
         let now = Instant::now();
-        list.retain(|i| {
-            now.duration_since(i.since) < self.idle_timeout
-                && match &i.sender {
-                    Sender::Http1(s) => !s.is_closed(),
-                    Sender::Http2(s) => !s.is_closed(),
-                }
-        });
+        list.retain(|i| self.usable(i, now));
         if let Some(pos) = list
             .iter()
             .position(|i| matches!(&i.sender, Sender::Http2(s) if s.is_ready()))
@@ -69,14 +87,45 @@ impl Pool {
             };
             return Some(Sender::Http2(s.clone()));
         }
-        list.pop().map(|i| i.sender)
+        let taken = list.pop().map(|i| i.sender);
+        if list.is_empty() {
+            idle.remove(key);
+        }
+        taken
     }
 
     /// Return `sender` for reuse.
     pub(crate) fn checkin(&self, key: PoolKey, sender: Sender) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let list = idle.entry(key).or_default();
         let now = Instant::now();
+        // Dropping a sender closes its connection.
+        idle.retain(|_, list| {
+            list.retain(|i| self.usable(i, now));
+            !list.is_empty()
+        });
+        let mut total: usize = idle.values().map(Vec::len).sum();
+        while total >= MAX_IDLE_TOTAL {
+            let oldest = idle
+                .iter()
+                .flat_map(|(key, list)| {
+                    list.iter()
+                        .enumerate()
+                        .map(move |(at, i)| (i.since, key, at))
+                })
+                .min_by_key(|(since, _, _)| *since)
+                .map(|(_, key, at)| (key.clone(), at));
+            let Some((oldest_key, at)) = oldest else {
+                break;
+            };
+            if let Some(list) = idle.get_mut(&oldest_key) {
+                list.remove(at);
+                if list.is_empty() {
+                    idle.remove(&oldest_key);
+                }
+            }
+            total -= 1;
+        }
+        let list = idle.entry(key).or_default();
         match &sender {
             Sender::Http2(s) => {
                 if s.is_closed() || list.iter().any(|i| matches!(i.sender, Sender::Http2(_))) {

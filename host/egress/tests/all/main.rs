@@ -5,5 +5,6 @@ mod by_url;
 mod codings;
 mod egress;
 mod leaks;
+mod pool;
 mod redirects;
 mod support;

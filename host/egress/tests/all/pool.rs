@@ -1,0 +1,47 @@
+//! Idle connections stay bounded whatever hosts a call reaches.
+
+use std::sync::Arc;
+
+use warden_core::net::CallNetwork as _;
+
+use warden_egress::secrets::MemoryStore;
+use warden_egress::testing::{self, TestCa, TestResponse, TestServer};
+use warden_egress::{Egress, MAX_IDLE_CONNECTIONS};
+
+use crate::support::{CALL, get, target};
+
+/// Each host of a wildcard target is a pool key of its own: one connection
+/// kept idle per host a call reached, never dropped while the server kept
+/// it open, until the host ran out of file descriptors.
+#[tokio::test]
+async fn idle_connections_stay_bounded_across_hosts() {
+    let hosts: Vec<String> = (0..MAX_IDLE_CONNECTIONS + 16)
+        .map(|i| format!("h{i}.pool.test"))
+        .collect();
+    let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let ca = TestCa::new();
+    let server = TestServer::start(&ca, &names, |_| TestResponse::ok("{}"))
+        .await
+        .unwrap();
+    let origins: Vec<(&str, u16)> = names.iter().map(|h| (*h, 443)).collect();
+    let egress = Egress::new(
+        testing::config(&ca, &origins),
+        Arc::new(MemoryStore::new()),
+        Arc::new(server.resolver(&names)),
+    )
+    .unwrap();
+    for host in &hosts {
+        // A call of its own for each (a call's requests are bounded).
+        let session = egress
+            .session("pool.fetch", "pool", &[], &[target("*.pool.test")], 4 << 20)
+            .await
+            .unwrap();
+        let answer = session
+            .send(get(&format!("https://{host}/")), None, CALL)
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 200);
+        assert!(egress.idle_connections() <= MAX_IDLE_CONNECTIONS);
+    }
+    assert_eq!(egress.idle_connections(), MAX_IDLE_CONNECTIONS);
+}
