@@ -178,13 +178,17 @@ async fn prepare(
         return Err(EgressError::LimitExceeded("egress bytes"));
     }
     let endpoint = &plan.endpoint;
-    let addrs = checked_addresses(
+    // Resolving counts toward the connect timeout, as the configuration
+    // says: a name server that never answers holds the call no longer.
+    let resolving = checked_addresses(
         inner.resolver.as_ref(),
         &endpoint.host,
         endpoint.port,
         &inner.config,
-    )
-    .await?;
+    );
+    let addrs = tokio::time::timeout(inner.config.connect_timeout, resolving)
+        .await
+        .map_err(|_| ClientError::Timeout)??;
     let secret = plan
         .injection
         .as_ref()

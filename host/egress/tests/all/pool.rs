@@ -1,4 +1,4 @@
-//! Idle connections stay bounded whatever hosts a call reaches.
+//! Connections and name lookups stay bounded whatever hosts a call reaches.
 
 use std::sync::Arc;
 
@@ -44,4 +44,48 @@ async fn idle_connections_stay_bounded_across_hosts() {
         assert!(egress.idle_connections() <= MAX_IDLE_CONNECTIONS);
     }
     assert_eq!(egress.idle_connections(), MAX_IDLE_CONNECTIONS);
+}
+
+/// A name server that never answers.
+#[derive(Debug)]
+struct Silent;
+
+impl warden_egress::resolve::Resolver for Silent {
+    fn resolve<'a>(
+        &'a self,
+        _host: &'a str,
+        _port: u16,
+    ) -> warden_core::net::BoxFuture<
+        'a,
+        Result<Vec<std::net::SocketAddr>, warden_egress::resolve::AddressError>,
+    > {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Resolving counts toward the connect timeout, as the configuration says:
+/// a name server that never answered held the call to its whole deadline.
+#[tokio::test]
+async fn a_name_server_that_never_answers_times_out_with_the_connect_timeout() {
+    let ca = TestCa::new();
+    let mut config = testing::config(&ca, &[]);
+    config.connect_timeout = std::time::Duration::from_millis(200);
+    let egress = Egress::new(config, Arc::new(MemoryStore::new()), Arc::new(Silent)).unwrap();
+    let session = egress
+        .session(
+            "pool.fetch",
+            "pool",
+            &[],
+            &[target("api.example.com")],
+            4 << 20,
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let error = session
+        .send(get("https://api.example.com/"), None, CALL)
+        .await
+        .unwrap_err();
+    assert_eq!(error, warden_core::net::HttpError::Timeout);
+    assert!(started.elapsed() < CALL / 2, "{:?}", started.elapsed());
 }
