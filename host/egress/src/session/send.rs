@@ -33,7 +33,10 @@ pub(super) async fn run(
     {
         return Err(EgressError::RequestTooLarge);
     }
+    // The leak check reads the body in every canonical form.
+    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len)).await;
     let mut plan = first_plan(session, request, credential)?;
+    drop(gate);
     let mut hops = 0;
     loop {
         let incoming = match tokio::time::timeout_at(deadline, hop(session, &plan, deadline)).await
@@ -51,6 +54,7 @@ pub(super) async fn run(
             false => None,
         };
         let Some(next) = next else {
+            let _gate = large_redaction(incoming.body.len()).await;
             return Ok(to_guest(session, incoming));
         };
         hops += 1;
@@ -288,6 +292,26 @@ fn visible_headers(session: &CallSession, all: &http::HeaderMap) -> Vec<(String,
         .collect()
 }
 
+/// Bodies past this size are checked or redacted a few at a time.
+const LARGE_BODY: usize = 1 << 20;
+
+/// Large bodies checked or redacted at once, host-wide: looking at a body
+/// in its canonical forms (percent-decoded, unescaped, …) takes up to about
+/// twenty times its size while it lasts (two decoded views, each with its
+/// map back to the raw bytes), outside any call's memory budget; 128 calls
+/// each redacting a 16 MiB answer would have held over 40 GiB.
+static LARGE_REDACTIONS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// A turn to check or redact a body of `len` bytes: none needed for a small
+/// one.
+async fn large_redaction(len: usize) -> Option<tokio::sync::SemaphorePermit<'static>> {
+    if len <= LARGE_BODY {
+        return None;
+    }
+    // Never closed.
+    LARGE_REDACTIONS.acquire().await.ok()
+}
+
 /// Strip sensitive headers and redact every staged secret.
 fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
     let redactor = &session.redactor;
@@ -297,5 +321,23 @@ fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
         status: incoming.status.as_u16(),
         headers,
         body,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn large_bodies_take_turns_and_small_ones_never_wait() {
+        let first = large_redaction(LARGE_BODY + 1).await;
+        let second = large_redaction(16 << 20).await;
+        assert!(first.is_some() && second.is_some());
+        let third = tokio::time::timeout(Duration::from_millis(50), large_redaction(2 << 20));
+        assert!(third.await.is_err(), "a third waits its turn");
+        assert!(large_redaction(LARGE_BODY).await.is_none(), "a small body");
+        drop(first);
+        let third = tokio::time::timeout(Duration::from_secs(5), large_redaction(2 << 20));
+        assert!(third.await.expect("its turn").is_some());
     }
 }
