@@ -56,6 +56,9 @@ pub enum ClientError {
 /// A request ready for the wire (it may carry an injected secret: never log it).
 #[derive(Debug)]
 pub(crate) struct Outgoing {
+    /// When connecting must be done by: the connect timeout counts from
+    /// before the name was resolved.
+    pub(crate) connect_by: Option<Instant>,
     pub(crate) method: Method,
     pub(crate) url: Url,
     pub(crate) endpoint: Endpoint,
@@ -334,7 +337,10 @@ impl HttpClient {
         server_name: &str,
         deadline: Instant,
     ) -> Result<(PoolKey, Sender), ClientError> {
-        let connect_deadline = deadline.min(Instant::now() + self.connect_timeout);
+        let connect_by = out
+            .connect_by
+            .unwrap_or_else(|| Instant::now() + self.connect_timeout);
+        let connect_deadline = deadline.min(connect_by);
         let tls = out.endpoint.scheme == Scheme::Https;
         let attempt = async {
             let mut failure = ClientError::Connect("no address");

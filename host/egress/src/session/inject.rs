@@ -81,6 +81,7 @@ pub(crate) fn outgoing(
         }
     }
     Ok(Outgoing {
+        connect_by: None,
         method: plan.request.method.clone(),
         url,
         endpoint: plan.endpoint.clone(),

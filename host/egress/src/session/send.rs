@@ -34,7 +34,7 @@ pub(super) async fn run(
         return Err(EgressError::RequestTooLarge);
     }
     // The leak check reads the body in every canonical form.
-    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len)).await;
+    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len), deadline).await?;
     let mut plan = first_plan(session, request, credential)?;
     drop(gate);
     let mut hops = 0;
@@ -54,13 +54,15 @@ pub(super) async fn run(
             false => None,
         };
         let Some(next) = next else {
-            let _gate = large_redaction(incoming.body.len()).await;
+            let _gate = large_redaction(incoming.body.len(), deadline).await?;
             return Ok(to_guest(session, incoming));
         };
         hops += 1;
         if hops > config.max_redirects {
             return Err(Denial::TooManyRedirects.into());
         }
+        // A 307 or 308 sends the body again, checked again.
+        let _gate = large_redaction(next.body.as_ref().map_or(0, Vec::len), deadline).await?;
         plan = next_plan(session, &plan, next)?;
     }
 }
@@ -122,7 +124,9 @@ pub(super) async fn open(
     credential: Option<&str>,
 ) -> Result<super::StreamingResponse, EgressError> {
     let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len), deadline).await?;
     let plan = first_plan(session, request, credential)?;
+    drop(gate);
     let (outgoing, _) = prepare(session, &plan).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
     if streaming.status == StatusCode::UNAUTHORIZED
@@ -190,7 +194,8 @@ async fn prepare(
         endpoint.port,
         &inner.config,
     );
-    let addrs = tokio::time::timeout(inner.config.connect_timeout, resolving)
+    let connect_by = Instant::now() + inner.config.connect_timeout;
+    let addrs = tokio::time::timeout_at(connect_by, resolving)
         .await
         .map_err(|_| ClientError::Timeout)??;
     let secret = plan
@@ -198,7 +203,8 @@ async fn prepare(
         .as_ref()
         .and_then(|i| session.staged.get(&i.handle))
         .and_then(|s| s.secret.as_ref());
-    let outgoing = inject::outgoing(plan, secret, addrs)?;
+    let mut outgoing = inject::outgoing(plan, secret, addrs)?;
+    outgoing.connect_by = Some(connect_by);
     usage.requests.fetch_add(1, Ordering::Relaxed);
     usage.bytes_sent.fetch_add(body_len, Ordering::Relaxed);
     let budget_left = session.max_egress_bytes.saturating_sub(used + body_len);
@@ -302,14 +308,20 @@ const LARGE_BODY: usize = 1 << 20;
 /// each redacting a 16 MiB answer would have held over 40 GiB.
 static LARGE_REDACTIONS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
-/// A turn to check or redact a body of `len` bytes: none needed for a small
-/// one.
-async fn large_redaction(len: usize) -> Option<tokio::sync::SemaphorePermit<'static>> {
+/// A turn to check or redact a body of `len` bytes, waited for until
+/// `deadline`: none needed for a small one.
+async fn large_redaction(
+    len: usize,
+    deadline: Instant,
+) -> Result<Option<tokio::sync::SemaphorePermit<'static>>, ClientError> {
     if len <= LARGE_BODY {
-        return None;
+        return Ok(None);
     }
-    // Never closed.
-    LARGE_REDACTIONS.acquire().await.ok()
+    match tokio::time::timeout_at(deadline, LARGE_REDACTIONS.acquire()).await {
+        // Never closed.
+        Ok(permit) => Ok(permit.ok()),
+        Err(_) => Err(ClientError::Timeout),
+    }
 }
 
 /// Strip sensitive headers and redact every staged secret.
@@ -330,14 +342,21 @@ mod tests {
 
     #[tokio::test]
     async fn large_bodies_take_turns_and_small_ones_never_wait() {
-        let first = large_redaction(LARGE_BODY + 1).await;
-        let second = large_redaction(16 << 20).await;
+        let later = || Instant::now() + Duration::from_secs(5);
+        let first = large_redaction(LARGE_BODY + 1, later()).await.unwrap();
+        let second = large_redaction(16 << 20, later()).await.unwrap();
         assert!(first.is_some() && second.is_some());
-        let third = tokio::time::timeout(Duration::from_millis(50), large_redaction(2 << 20));
-        assert!(third.await.is_err(), "a third waits its turn");
-        assert!(large_redaction(LARGE_BODY).await.is_none(), "a small body");
+        let soon = Instant::now() + Duration::from_millis(50);
+        assert!(
+            matches!(
+                large_redaction(2 << 20, soon).await,
+                Err(ClientError::Timeout)
+            ),
+            "a third waits its turn, until its deadline"
+        );
+        let small = large_redaction(LARGE_BODY, Instant::now()).await.unwrap();
+        assert!(small.is_none(), "a small body never waits");
         drop(first);
-        let third = tokio::time::timeout(Duration::from_secs(5), large_redaction(2 << 20));
-        assert!(third.await.expect("its turn").is_some());
+        assert!(large_redaction(2 << 20, later()).await.unwrap().is_some());
     }
 }
