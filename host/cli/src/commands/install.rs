@@ -1,7 +1,7 @@
 //! `warden install <dir|archive>` and `warden uninstall <id>`: validate,
 //! compile, and keep (or remove) a copy in the data dir.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
@@ -112,22 +112,49 @@ struct InstallTurn {
 }
 
 impl InstallTurn {
-    /// Wait for the lock, then put back any copy a swap cut short left aside.
+    /// Wait for the lock (saying so when another install holds it), then
+    /// put back any copy a swap cut short left aside.
     fn take(cx: &Context) -> Result<InstallTurn> {
-        let packages = cx.packages_dir();
-        std::fs::create_dir_all(&packages)
-            .with_context(|| format!("creating {}", packages.display()))?;
-        let path = cx.data_dir.join("install.lock");
-        let file = std::fs::File::options()
+        let (file, path) = lock_file(cx)?;
+        if file.try_lock().is_err() {
+            eprintln!("waiting for another install or uninstall in this data directory");
+            file.lock()
+                .with_context(|| format!("locking {}", path.display()))?;
+        }
+        restore_set_aside(&cx.packages_dir())?;
+        Ok(InstallTurn { _lock: file })
+    }
+}
+
+/// The install lock's file, opened for reading (all a lock needs: one
+/// created by another user can still be locked), created when missing.
+fn lock_file(cx: &Context) -> Result<(std::fs::File, PathBuf)> {
+    std::fs::create_dir_all(cx.packages_dir())
+        .with_context(|| format!("creating {}", cx.packages_dir().display()))?;
+    let path = cx.data_dir.join("install.lock");
+    let file = match std::fs::File::open(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::File::options()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        file.lock()
-            .with_context(|| format!("locking {}", path.display()))?;
-        restore_set_aside(&packages)?;
-        Ok(InstallTurn { _lock: file })
+            .open(&path),
+        opened => opened,
+    }
+    .with_context(|| format!("opening {}", path.display()))?;
+    Ok((file, path))
+}
+
+/// Put back what an install cut short left aside, when no install is under
+/// way (one is: it does so itself when done). Every command that reads the
+/// installed packages asks first, so a package is never missing for it.
+pub(crate) fn restore_if_idle(cx: &Context) {
+    let Ok((file, _)) = lock_file(cx) else {
+        return;
+    };
+    if file.try_lock().is_ok()
+        && let Err(error) = restore_set_aside(&cx.packages_dir())
+    {
+        eprintln!("warning: {error:#}");
     }
 }
 

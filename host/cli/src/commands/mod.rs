@@ -74,6 +74,7 @@ impl Context {
         location
             .install_embedded()
             .context("installing the built-in packages")?;
+        install::restore_if_idle(self);
         for dir in installed_dirs(&self.packages_dir())? {
             if let Err(error) = load_installed(&location, &dir) {
                 eprintln!(

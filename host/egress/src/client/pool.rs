@@ -103,6 +103,18 @@ impl Pool {
             list.retain(|i| self.usable(i, now));
             !list.is_empty()
         });
+        // Kept at all? (A closed one, an HTTP/1 one past its key's bound, a
+        // second HTTP/2 one for a key, are dropped.)
+        let list = idle.get(&key).map_or(&[][..], Vec::as_slice);
+        let keep = match &sender {
+            Sender::Http2(s) => {
+                !s.is_closed() && !list.iter().any(|i| matches!(i.sender, Sender::Http2(_)))
+            }
+            Sender::Http1(s) => !s.is_closed() && list.len() < self.max_idle,
+        };
+        if !keep {
+            return;
+        }
         let mut total: usize = idle.values().map(Vec::len).sum();
         while total >= MAX_IDLE_TOTAL {
             let oldest = idle
@@ -126,18 +138,6 @@ impl Pool {
             total -= 1;
         }
         let list = idle.entry(key).or_default();
-        match &sender {
-            Sender::Http2(s) => {
-                if s.is_closed() || list.iter().any(|i| matches!(i.sender, Sender::Http2(_))) {
-                    return;
-                }
-            }
-            Sender::Http1(s) => {
-                if s.is_closed() || list.len() >= self.max_idle {
-                    return;
-                }
-            }
-        }
         list.push(Idle { sender, since: now });
     }
 }

@@ -355,8 +355,10 @@ fn parse_sums(package: &str, bytes: &[u8]) -> Result<BTreeMap<String, String>, H
     Ok(sums)
 }
 
-/// Longest entry name accepted in an archive (a package's paths are short;
-/// a GNU long name or PAX path is otherwise bounded only by the archive).
+/// Longest entry name accepted in an archive (a package's paths are short).
+/// The tar reader has read a GNU long name or PAX path whole by then (it is
+/// bounded only by the archive's 128 MiB decompression cap); past this it is
+/// refused before it is copied, escaped or shown.
 const MAX_ENTRY_NAME_BYTES: usize = 4096;
 /// How much of a refused entry's name an error shows.
 const MAX_SHOWN_NAME_BYTES: usize = 200;
