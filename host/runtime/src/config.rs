@@ -145,7 +145,7 @@ pub struct RuntimeConfig {
     pub queue_timeout: Duration,
     /// Epoch tick: the granularity of deadlines, of yielding to the
     /// executor, and of moving a CPU-bound call to the long-call lane (after
-    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) ticks). The ticker runs
+    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) ticks run on a CPU). The ticker runs
     /// only while calls run (and briefly after), so a short tick costs an idle
     /// host nothing.
     pub epoch_tick: Duration,
@@ -156,7 +156,7 @@ pub struct RuntimeConfig {
     /// Guest wasm stack, in bytes (recursion past it traps as a stack overflow).
     pub max_wasm_stack: usize,
     /// Threads of the long-call lane. A call still running guest code after
-    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) epoch ticks moves there
+    /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) epoch ticks on a CPU moves there
     /// and finishes on those threads, so the executor that started it stays
     /// free for new calls (a cheap call never waits behind CPU-bound ones).
     /// `0` keeps every call where it started. Default: the machine's cores
