@@ -1,6 +1,7 @@
 //! The leak pre-scan uses the redactor's forms: a staged secret a guest
 //! re-encodes never leaves, to any declared host.
 
+use warden_core::net::CallNetwork as _;
 use warden_egress::EgressError;
 use warden_egress::policy::{Denial, Location};
 use warden_egress::testing::TestResponse;
@@ -83,4 +84,59 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
         "{error:?}"
     );
     assert!(fx.server.requests().is_empty(), "a leak reached the server");
+}
+
+/// Filler of `len` bytes with `middle` in its middle: a body large enough
+/// to be checked and redacted in turns (over 1 MiB).
+fn padded(middle: &str, len: usize) -> Vec<u8> {
+    let half = "a".repeat(len / 2);
+    format!("{half} {middle} {half}").into_bytes()
+}
+
+/// A body over 1 MiB takes the large-body turn: a secret encoded twice
+/// over, deep inside it, is still refused before anything is sent.
+#[tokio::test]
+async fn a_secret_encoded_deep_in_a_large_body_is_refused() {
+    let fx = fixture(|_| TestResponse::ok("{}")).await;
+    let session = fx.session().await;
+    let twice: String = TOKEN.bytes().map(|b| format!("%25{b:02x}")).collect();
+    let body = padded(&twice, 3 << 20);
+    let error = session
+        .send_checked(
+            request("POST", "https://uploads.github.com/drop", Some(&body)),
+            None,
+            CALL,
+        )
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            error,
+            EgressError::Denied(Denial::StagedSecret(Location::Body))
+        ),
+        "{error:?}"
+    );
+    assert!(fx.server.requests().is_empty(), "a leak reached the server");
+}
+
+/// A server echoing the token inside a large answer, base64- and
+/// JSON-escaped: the guest gets it redacted however large the answer.
+#[tokio::test]
+async fn a_secret_echoed_encoded_in_a_large_answer_reaches_the_guest_redacted() {
+    use base64::Engine as _;
+    let escaped: String = TOKEN
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(TOKEN);
+    let answer = padded(&format!("{escaped} {b64}"), 3 << 20);
+    let fx = fixture(move |_| TestResponse::ok(answer.clone())).await;
+    let session = fx.session().await;
+    let response = session
+        .send(get("https://api.github.com/big"), Some("gh"), CALL)
+        .await
+        .unwrap();
+    let body = String::from_utf8(response.body).unwrap();
+    assert_eq!(body.matches("[REDACTED]").count(), 2);
+    assert!(!body.contains(&b64) && !body.contains(&escaped));
 }
