@@ -1,7 +1,6 @@
 //! One call: validate, queue, fresh store and instance, run under limits, classify.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use warden_core::Origin;
@@ -15,9 +14,9 @@ use crate::compat;
 use crate::component::{InstalledComponent, Prepared, Ready};
 use crate::config::ToolLimits;
 use crate::error::RuntimeError;
-use crate::long_lane::{Handoff, LONG_CALL_SLICES, LONG_CALL_TURN_TICKS};
+use crate::long_lane::{Handoff, LONG_CALL_TURN_TICKS};
 use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
-use crate::slices::{Metered, SliceClock};
+use crate::slices::SliceClock;
 use crate::state::CallState;
 
 /// Extra time past the deadline before the host-side backstop fires (the
@@ -231,22 +230,17 @@ impl InstalledComponent {
         // Each tick the guest yields to the executor; after a few slices of
         // CPU it is a long call and moves to the long-call lane at its next
         // yield.
-        let long = Arc::new(AtomicBool::new(false));
         let clock = SliceClock::new(shared.ticker.clone(), config.epoch_tick);
-        let (marker, ticks, mut slices) = (long.clone(), clock.clone(), 0u32);
+        let ticks = clock.clone();
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {
                 return Ok(UpdateDeadline::Interrupt);
             }
-            if slices < LONG_CALL_SLICES && ticks.tick_counts() {
-                slices += 1;
+            if ticks.tick() {
+                // Long calls take longer turns: fewer switches among them.
+                return Ok(UpdateDeadline::Yield(LONG_CALL_TURN_TICKS));
             }
-            if slices < LONG_CALL_SLICES {
-                return Ok(UpdateDeadline::Yield(1));
-            }
-            // Long calls take longer turns: fewer switches among them.
-            marker.store(true, Ordering::Relaxed);
-            Ok(UpdateDeadline::Yield(LONG_CALL_TURN_TICKS))
+            Ok(UpdateDeadline::Yield(1))
         });
         let wit_request = wit::Request {
             capability_id: request.capability_id,
@@ -269,8 +263,7 @@ impl InstalledComponent {
             let ran = ran.await;
             (store, ran, held)
         };
-        let run = Metered::new(Box::pin(run), clock);
-        let Some((store, ran, _held)) = Handoff::new(run, long, shared.long_lane.clone()).await
+        let Some((store, ran, _held)) = Handoff::new(run, clock, shared.long_lane.clone()).await
         else {
             let error = RuntimeError::HostUnavailable {
                 reason: Unavailable::ShuttingDown,

@@ -13,7 +13,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::slices::SliceClock;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
@@ -94,31 +96,32 @@ impl Drop for LongLane {
     }
 }
 
-/// Runs a call's future where it started until `long` is set, then on the
-/// long-call lane. Dropping it drops the call wherever it runs. `None` only
-/// if the lane's runtime stopped under a moved call (the host is going away).
+/// Runs a call's future where it started until its `clock` says it is
+/// long, then on the long-call lane; each resumption where it started is
+/// timed ([`SliceClock::resumed`]). Dropping it drops the call wherever it
+/// runs. `None` only if the lane's runtime stopped under a moved call (the
+/// host is going away).
 pub(crate) struct Handoff<F: Future> {
     state: State<F>,
-    long: Arc<AtomicBool>,
+    clock: Arc<SliceClock>,
     lane: Arc<LongLane>,
 }
 
 enum State<F: Future> {
-    Here(F),
+    Here(Pin<Box<F>>),
     Moved(JoinHandle<F::Output>),
     Done,
 }
 
 impl<F> Handoff<F>
 where
-    F: Future + Unpin + Send + 'static,
+    F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    /// `future` is pinned by its owner (boxed, so moving it is cheap).
-    pub(crate) fn new(future: F, long: Arc<AtomicBool>, lane: Arc<LongLane>) -> Self {
+    pub(crate) fn new(future: F, clock: Arc<SliceClock>, lane: Arc<LongLane>) -> Self {
         Handoff {
-            state: State::Here(future),
-            long,
+            state: State::Here(Box::pin(future)),
+            clock,
             lane,
         }
     }
@@ -126,7 +129,7 @@ where
 
 impl<F> Future for Handoff<F>
 where
-    F: Future + Unpin + Send + 'static,
+    F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     type Output = Option<F::Output>;
@@ -136,11 +139,12 @@ where
         loop {
             match &mut this.state {
                 State::Here(future) => {
-                    if let Poll::Ready(output) = Pin::new(future).poll(cx) {
+                    this.clock.resumed();
+                    if let Poll::Ready(output) = future.as_mut().poll(cx) {
                         this.state = State::Done;
                         return Poll::Ready(Some(output));
                     }
-                    if !this.long.load(Ordering::Relaxed) {
+                    if !this.clock.is_long() {
                         return Poll::Pending;
                     }
                     let Some(handle) = this.lane.handle() else {

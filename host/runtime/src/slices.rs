@@ -18,21 +18,22 @@
 //! resumption and once per tick, and only for calls that have seen a tick:
 //! a cheap call pays nothing.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::engine::Ticker;
+use crate::long_lane::LONG_CALL_SLICES;
 
-/// A call's slice count, shared by its epoch callback and [`Metered`].
+/// A call's slices of CPU, counted by its epoch callback and timed from
+/// each resumption by [`crate::long_lane::Handoff`], which moves the call
+/// once it [`is_long`](SliceClock::is_long).
 #[derive(Debug)]
 pub(crate) struct SliceClock {
     ticker: Arc<Ticker>,
-    /// Set at the first tick: from then on every resumption is timed.
-    ticked: AtomicBool,
+    /// Slices counted so far (up to [`LONG_CALL_SLICES`]): resumptions are
+    /// timed from the first until the call is long.
+    slices: AtomicU32,
     /// When the call was last resumed: the ticker's count, the thread's CPU
     /// clock, and the time since `epoch`, in ns.
     resumed_tick: AtomicU64,
@@ -48,7 +49,7 @@ impl SliceClock {
         Arc::new(SliceClock {
             least: u64::try_from(tick.as_nanos() / 4).unwrap_or(u64::MAX),
             ticker,
-            ticked: AtomicBool::new(false),
+            slices: AtomicU32::new(0),
             resumed_tick: AtomicU64::new(0),
             resumed_cpu: AtomicU64::new(0),
             resumed_at: AtomicU64::new(0),
@@ -60,13 +61,27 @@ impl SliceClock {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// A tick, seen by the call's epoch callback: whether it counts as a
-    /// slice of CPU.
-    pub(crate) fn tick_counts(&self) -> bool {
-        if !self.ticked.swap(true, Ordering::Relaxed) {
+    /// Whether the call has run its [`LONG_CALL_SLICES`].
+    pub(crate) fn is_long(&self) -> bool {
+        self.slices.load(Ordering::Relaxed) >= LONG_CALL_SLICES
+    }
+
+    /// A tick, seen by the call's epoch callback; whether the call is now
+    /// long.
+    pub(crate) fn tick(&self) -> bool {
+        let slices = self.slices.load(Ordering::Relaxed);
+        if slices < LONG_CALL_SLICES && self.tick_counts(slices) {
+            self.slices.store(slices + 1, Ordering::Relaxed);
+        }
+        self.is_long()
+    }
+
+    /// Whether a tick, `slices` counted before it, counts as a slice of CPU.
+    fn tick_counts(&self, slices: u32) -> bool {
+        if slices == 0 {
             // The call was not timed before: count it, and time it from now
             // (the callback returns to the guest, or yields and is resumed).
-            self.resumed();
+            self.time_from_now();
             return true;
         }
         let Some(cpu) = thread_cpu_ns() else {
@@ -81,7 +96,16 @@ impl SliceClock {
         })
     }
 
-    fn resumed(&self) {
+    /// The call resumes: time it from now while its slices are counted
+    /// (not before its first tick, nor once it is long).
+    pub(crate) fn resumed(&self) {
+        let slices = self.slices.load(Ordering::Relaxed);
+        if slices > 0 && slices < LONG_CALL_SLICES {
+            self.time_from_now();
+        }
+    }
+
+    fn time_from_now(&self) {
         if let Some(cpu) = thread_cpu_ns() {
             self.resumed_tick
                 .store(self.ticker.ticks(), Ordering::Relaxed);
@@ -124,30 +148,6 @@ fn thread_cpu_ns() -> Option<u64> {
     }
 }
 
-/// A call's future (pinned by its owner), timed from each resumption once it
-/// has seen a tick.
-pub(crate) struct Metered<F> {
-    future: F,
-    clock: Arc<SliceClock>,
-}
-
-impl<F: Future + Unpin> Metered<F> {
-    pub(crate) fn new(future: F, clock: Arc<SliceClock>) -> Self {
-        Metered { future, clock }
-    }
-}
-
-impl<F: Future + Unpin> Future for Metered<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if self.clock.ticked.load(Ordering::Relaxed) {
-            self.clock.resumed();
-        }
-        Pin::new(&mut self.future).poll(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,9 +181,10 @@ mod tests {
     fn asleep_is_not_on_a_cpu() {
         let ticker = Arc::new(Ticker::default());
         let clock = SliceClock::new(ticker.clone(), Duration::from_millis(1));
-        assert!(clock.tick_counts(), "the first tick");
+        assert!(!clock.tick(), "the first tick counts, one slice");
         std::thread::sleep(Duration::from_millis(5));
         ticker.advance();
-        assert!(!clock.tick_counts(), "asleep across a tick");
+        assert!(!clock.tick(), "asleep across a tick: still one slice");
+        assert_eq!(clock.slices.load(Ordering::Relaxed), 1);
     }
 }
