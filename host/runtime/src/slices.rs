@@ -15,8 +15,8 @@
 //! work on its executor, runs only the rest of it and must still count. One
 //! that gets less than a quarter of every tick is not what keeps the
 //! executor busy.) The thread's CPU clock and the time are read once per
-//! resumption and once per tick, and only for calls that have seen a tick:
-//! a cheap call pays nothing.
+//! resumption and once per tick, and only for calls that have seen a tick
+//! and are not yet long: a cheap call reads no clock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -63,7 +63,7 @@ impl FakeAuthServer {
     /// The same server with its metadata naming `path` as its token
     /// endpoint (under the issuer; it answers at `/token` and GitHub's
     /// `/login/oauth/access_token` either way), as a recipe of a real
-    /// provider names it.
+    /// provider names it. An empty `path`: the metadata names none.
     pub fn with_token_path(mut self, path: &str) -> Self {
         self.token_path = path.to_owned();
         self
@@ -180,7 +180,9 @@ impl FakeAuthServer {
             return TestResponse::json(&serde_json::json!({
                 "issuer": issuer,
                 "authorization_endpoint": format!("{issuer}/authorize"),
-                "token_endpoint": format!("{issuer}{}", self.token_path),
+                // An empty path: metadata naming no token endpoint.
+                "token_endpoint": (!self.token_path.is_empty())
+                    .then(|| format!("{issuer}{}", self.token_path)),
                 "registration_endpoint": format!("{issuer}/register"),
                 "code_challenge_methods_supported": ["S256"],
                 "client_id_metadata_document_supported": self.lock().client_metadata_documents,

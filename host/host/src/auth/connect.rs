@@ -202,14 +202,16 @@ impl Location {
         // registration with this authorization server go only with the
         // token endpoint the server names: a recipe naming the server's
         // authorize endpoint with a token endpoint of its own would receive
-        // the codes issued to them.
-        if let Some(named) = &metadata.token_endpoint
-            && *named != recipe.token_endpoint
-        {
+        // the codes issued to them. Metadata naming none (RFC 8414 requires
+        // it for the code grant) vouches for no token endpoint.
+        if metadata.token_endpoint.as_deref() != Some(recipe.token_endpoint.as_str()) {
+            let named = metadata.token_endpoint.clone().unwrap_or_else(|| {
+                "no token endpoint: the authorization server's metadata names none".to_owned()
+            });
             return Err(client_elsewhere(
                 target,
                 &recipe.token_endpoint,
-                Some(named.clone()),
+                Some(named),
             ));
         }
         if let Some(document) = &target.client_metadata_document

@@ -59,10 +59,15 @@ fn api(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
 }
 
 async fn world(lifetime: u64) -> World {
-    let ca = TestCa::new();
     // Its metadata names GitHub's token endpoint, as github.com's does.
-    let auth =
-        FakeAuthServer::new("github.com", lifetime).with_token_path("/login/oauth/access_token");
+    world_naming(lifetime, "/login/oauth/access_token").await
+}
+
+/// [`world`] with the authorization server's metadata naming `token_path`
+/// (none when empty) as its token endpoint.
+async fn world_naming(lifetime: u64, token_path: &str) -> World {
+    let ca = TestCa::new();
+    let auth = FakeAuthServer::new("github.com", lifetime).with_token_path(token_path);
     let fake = auth.clone();
     let server = TestServer::start(&ca, &HOSTS, move |req| api(&fake, req))
         .await
@@ -421,6 +426,21 @@ async fn bad_callbacks_store_nothing_and_the_previous_account_stays_usable() {
 
     assert_eq!(world.host.secrets().list().await.unwrap(), before);
     completed(&get_repo(&world).await);
+}
+
+/// Metadata that names no token endpoint vouches for none: a registration
+/// (and the codes issued to it) went to whatever token endpoint the recipe
+/// named.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_client_is_registered_where_the_metadata_names_no_token_endpoint() {
+    let world = world_naming(3600, "").await;
+    let target = world.location.auth_target("github", None).unwrap();
+    let error = world.location.begin_oauth(&target, None).await.unwrap_err();
+    assert!(
+        matches!(error, ConnectError::ClientElsewhere { .. }),
+        "{error}"
+    );
+    assert!(world.auth.registered().is_empty(), "registered");
 }
 
 #[tokio::test(flavor = "multi_thread")]
