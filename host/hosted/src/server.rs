@@ -331,27 +331,21 @@ impl HostedServer {
         self.listener.stale.store(false, Ordering::SeqCst);
         let mut stale_again = StaleUnlessListed(Some(&self.listener.stale));
         let listing = tokio::time::timeout(self.limits.call_timeout, self.list_all());
-        let result = match listing.await {
-            Err(_) => Err(HostedError::Timeout(self.timeout_ms())),
-            Ok(result) => result,
+        // On an error the guard marks the catalog stale again, and the
+        // previous catalog stays.
+        let tools = listing
+            .await
+            .map_err(|_| HostedError::Timeout(self.timeout_ms()))??;
+        let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        // The same tools keep the same catalog: nothing is republished (nor
+        // announced to clients) for a listing that changed nothing.
+        let tools = match catalog.as_ref() {
+            Some((current, _)) if **current == tools => current.clone(),
+            _ => Arc::new(tools),
         };
-        match result {
-            Ok(tools) => {
-                let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
-                // The same tools keep the same catalog: nothing is
-                // republished (nor announced to clients) for a listing that
-                // changed nothing.
-                let tools = match catalog.as_ref() {
-                    Some((current, _)) if **current == tools => current.clone(),
-                    _ => Arc::new(tools),
-                };
-                *catalog = Some((tools.clone(), Some(Instant::now())));
-                stale_again.0 = None;
-                Ok(tools)
-            }
-            // Tried again next time; the previous catalog stays.
-            Err(error) => Err(error),
-        }
+        *catalog = Some((tools.clone(), Some(Instant::now())));
+        stale_again.0 = None;
+        Ok(tools)
     }
 
     async fn list_all(&self) -> Result<Vec<RemoteTool>, HostedError> {

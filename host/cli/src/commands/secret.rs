@@ -22,7 +22,12 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
     match command {
         SecretCommand::Set(args) if args.key.oauth_client => {
             let key = key(&args.key, &[]);
-            let token_endpoint = args.token_endpoint.as_deref().unwrap_or_default();
+            // clap requires it with --oauth-client; an empty pin would
+            // match no recipe, but say so rather than store one.
+            let token_endpoint = args
+                .token_endpoint
+                .as_deref()
+                .context("--token-endpoint is required with --oauth-client")?;
             eprintln!(
                 "{key}: an OAuth client credential of `{}`, for the token endpoint {token_endpoint} only",
                 args.key.vendor

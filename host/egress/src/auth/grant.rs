@@ -279,10 +279,8 @@ pub async fn refresh_account(
         Some(grant) if grant.due(now) && grant.refresh_token.is_some() => {}
         _ => return Ok(false),
     }
-    let lock = egress.flights().lock_for(key);
-    let _flight = lock.lock().await;
-    // Then the hosts sharing the store, when it can lock across them.
-    let _turn = store.lock_refresh(key).await?;
+    // This host's calls, then the hosts sharing the store.
+    let _turn = hold_account(egress, key).await?;
     // Another call may have refreshed while this one waited.
     let Some(grant) = load(store, key).await? else {
         return Ok(false);

@@ -267,6 +267,13 @@ mod tests {
         for _ in 0..MAX_CONNECTIONS + 4 {
             held.push(TcpStream::connect(&addr).await.unwrap());
         }
+        // Past the bound the oldest went (before the callback came).
+        let mut byte = [0u8; 1];
+        let oldest = tokio::time::timeout(Duration::from_secs(3), held[0].read(&mut byte));
+        assert!(
+            matches!(oldest.await, Ok(Ok(0) | Err(_))),
+            "the oldest is closed"
+        );
         callback_ends(&uri, wait).await;
     }
 

@@ -164,19 +164,10 @@ impl Location {
     /// Lists the servers at the same time: one that stalls (until the
     /// lane's deadline) delays no other's catalog.
     async fn refresh_hosted_where(&self, wanted: impl Fn(&str) -> bool) -> Vec<HostError> {
-        let servers: Vec<(String, Arc<HostedServer>)> = {
-            let installed = self.installed.lock().expect("installed lock");
-            installed
-                .iter()
-                .filter(|(id, _)| wanted(id))
-                .filter_map(|(id, stack)| {
-                    let hosted = stack.last()?.hosted.as_ref()?;
-                    Some((id.clone(), hosted.server.clone()))
-                })
-                .collect()
-        };
-        let refreshes = servers
+        let refreshes = self
+            .hosted_servers()
             .into_iter()
+            .filter(|(id, _)| wanted(id))
             .map(|(id, server)| self.refresh_server(id, server));
         futures::future::join_all(refreshes)
             .await

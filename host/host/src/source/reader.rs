@@ -405,7 +405,8 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
         let mut entry = entry.map_err(|e| bad(format!("corrupt archive: {e}")))?;
         let path_bytes = entry.path_bytes();
         if path_bytes.len() > MAX_ENTRY_NAME_BYTES {
-            let shown = String::from_utf8_lossy(&path_bytes[..MAX_SHOWN_NAME_BYTES]);
+            // One more than is shown, so the name is shown cut short.
+            let shown = String::from_utf8_lossy(&path_bytes[..=MAX_SHOWN_NAME_BYTES]);
             return Err(unsafe_entry(
                 &shown,
                 format!(

@@ -304,4 +304,5 @@ fn an_entry_name_past_4_kib_is_refused_and_shown_short() {
     assert!(matches!(error, HostError::UnsafeEntry { .. }), "{text}");
     assert!(text.contains("name of 8014 bytes"), "{text}");
     assert!(text.len() < 600, "shown cut short: {} bytes", text.len());
+    assert!(text.contains('…'), "said to be cut short: {text}");
 }
