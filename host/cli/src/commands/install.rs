@@ -115,23 +115,26 @@ impl InstallTurn {
     /// Wait for the lock (saying so when another install holds it), then
     /// put back any copy a swap cut short left aside.
     fn take(cx: &Context) -> Result<InstallTurn> {
-        let (file, path) = lock_file(cx)?;
+        let packages = cx.packages_dir();
+        std::fs::create_dir_all(&packages)
+            .with_context(|| format!("creating {}", packages.display()))?;
+        let (file, path) = lock_file(&packages)?;
         if file.try_lock().is_err() {
             eprintln!("waiting for another install or uninstall in this data directory");
             file.lock()
                 .with_context(|| format!("locking {}", path.display()))?;
         }
-        restore_set_aside(&cx.packages_dir())?;
+        restore_set_aside(&packages)?;
         Ok(InstallTurn { _lock: file })
     }
 }
 
 /// The install lock's file, opened for reading (all a lock needs: one
 /// created by another user can still be locked), created when missing.
-fn lock_file(cx: &Context) -> Result<(std::fs::File, PathBuf)> {
-    std::fs::create_dir_all(cx.packages_dir())
-        .with_context(|| format!("creating {}", cx.packages_dir().display()))?;
-    let path = cx.data_dir.join("install.lock");
+/// It is the data directory's, beside `packages`.
+fn lock_file(packages: &Path) -> Result<(std::fs::File, PathBuf)> {
+    let data_dir = packages.parent().unwrap_or(packages);
+    let path = data_dir.join("install.lock");
     let file = match std::fs::File::open(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::File::options()
             .create(true)
@@ -144,15 +147,19 @@ fn lock_file(cx: &Context) -> Result<(std::fs::File, PathBuf)> {
     Ok((file, path))
 }
 
-/// Put back what an install cut short left aside, when no install is under
-/// way (one is: it does so itself when done). Every command that reads the
-/// installed packages asks first, so a package is never missing for it.
-pub(crate) fn restore_if_idle(cx: &Context) {
-    let Ok((file, _)) = lock_file(cx) else {
+/// Put back what an install cut short left aside in `packages`, when no
+/// install is under way (one is: it does so itself when done). Whatever
+/// reads the installed packages (every command, and `serve` when the
+/// directory changes) asks first, so a package is never missing for it.
+pub(crate) fn restore_if_idle(packages: &Path) {
+    if !packages.is_dir() {
+        return;
+    }
+    let Ok((file, _)) = lock_file(packages) else {
         return;
     };
     if file.try_lock().is_ok()
-        && let Err(error) = restore_set_aside(&cx.packages_dir())
+        && let Err(error) = restore_set_aside(packages)
     {
         eprintln!("warning: {error:#}");
     }

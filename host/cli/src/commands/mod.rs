@@ -74,7 +74,6 @@ impl Context {
         location
             .install_embedded()
             .context("installing the built-in packages")?;
-        install::restore_if_idle(self);
         for dir in installed_dirs(&self.packages_dir())? {
             if let Err(error) = load_installed(&location, &dir) {
                 eprintln!(
@@ -195,6 +194,7 @@ fn load_installed(location: &Location, dir: &Path) -> Result<()> {
 /// The installed package directories (a `.<id>.installing` staging
 /// directory left by an interrupted install is not one).
 pub(crate) fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    install::restore_if_idle(dir);
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new());
     };
