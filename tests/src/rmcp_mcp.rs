@@ -97,6 +97,34 @@ struct State {
     calls: u32,
     /// The initialized clients (to announce a changed catalog to).
     peers: Vec<rmcp::service::Peer<RoleServer>>,
+    /// The next listing waits here once it has read the catalog.
+    hold: Option<Hold>,
+}
+
+/// A listing held back: `entered` is notified once it has read the catalog,
+/// and it answers when `release` is sent (or dropped).
+struct Hold {
+    entered: Arc<tokio::sync::Notify>,
+    release: tokio::sync::oneshot::Receiver<()>,
+}
+
+/// The handle of [`RmcpServer::hold_next_listing`].
+#[derive(Debug)]
+pub struct HeldListing {
+    entered: Arc<tokio::sync::Notify>,
+    release: tokio::sync::oneshot::Sender<()>,
+}
+
+impl HeldListing {
+    /// Wait until the held listing has read the catalog.
+    pub async fn entered(&self) {
+        self.entered.notified().await;
+    }
+
+    /// Let it answer (what it read when it entered).
+    pub fn release(self) {
+        let _ = self.release.send(());
+    }
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -126,7 +154,14 @@ impl ServerHandler for Handler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let catalog = lock(&self.state).catalog.clone();
+        let (catalog, hold) = {
+            let mut state = lock(&self.state);
+            (state.catalog.clone(), state.hold.take())
+        };
+        if let Some(hold) = hold {
+            hold.entered.notify_one();
+            let _ = hold.release.await;
+        }
         let start: usize = request
             .and_then(|r| r.cursor)
             .map(|c| c.parse().unwrap_or(usize::MAX))
@@ -324,6 +359,18 @@ impl RmcpServer {
             }
         }
         sent
+    }
+
+    /// Hold the next `tools/list` once it has read the catalog, until the
+    /// handle releases it.
+    pub fn hold_next_listing(&self) -> HeldListing {
+        let entered = Arc::new(tokio::sync::Notify::new());
+        let (release, wait) = tokio::sync::oneshot::channel();
+        lock(&self.state).hold = Some(Hold {
+            entered: entered.clone(),
+            release: wait,
+        });
+        HeldListing { entered, release }
     }
 
     /// Answer every POST from now on with a 307 to `location`.

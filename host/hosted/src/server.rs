@@ -146,6 +146,9 @@ pub struct HostedServer {
     running: tokio::sync::Mutex<Option<Running>>,
     /// The accepted catalog and when it was listed.
     catalog: Mutex<Option<Accepted>>,
+    /// One listing at a time: two running together could store the older
+    /// listing after the newer one (see [`HostedServer::refresh`]).
+    listing: tokio::sync::Mutex<()>,
     /// The current catalog's output checks, compiled once per tool.
     outputs: Mutex<OutputChecks>,
 }
@@ -172,6 +175,7 @@ impl HostedServer {
             },
             running: tokio::sync::Mutex::new(None),
             catalog: Mutex::new(None),
+            listing: tokio::sync::Mutex::new(()),
             outputs: Mutex::default(),
         })
     }
@@ -242,12 +246,24 @@ impl HostedServer {
     /// after `tools/list_changed`). A refused listing keeps the previous one
     /// and returns the error.
     pub async fn catalog(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        if !self.is_stale()
-            && let Some(catalog) = self.current()
-        {
+        if let Some(catalog) = self.fresh() {
             return Ok(catalog);
         }
-        self.refresh().await
+        let _turn = self.listing.lock().await;
+        // Listed by another caller while this one waited its turn.
+        if let Some(catalog) = self.fresh() {
+            return Ok(catalog);
+        }
+        self.list_again().await
+    }
+
+    /// The accepted catalog unless it is stale.
+    fn fresh(&self) -> Option<Arc<Vec<RemoteTool>>> {
+        if self.is_stale() {
+            None
+        } else {
+            self.current()
+        }
     }
 
     /// Whether the next [`HostedServer::catalog`] lists again: never listed,
@@ -326,7 +342,18 @@ impl HostedServer {
     /// timed out or dropped midway (its caller cancelled) is tried again by
     /// the next [`HostedServer::catalog`], so an announcement it was
     /// answering is not lost.
+    ///
+    /// Listings take turns: a refresh that starts while another lists waits
+    /// for it, then lists anew. Run together, an answer to the earlier
+    /// listing arriving last replaced the newer catalog with the older one
+    /// (and cleared the mark of the announcement between them).
     pub async fn refresh(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
+        let _turn = self.listing.lock().await;
+        self.list_again().await
+    }
+
+    /// [`HostedServer::refresh`], its turn taken.
+    async fn list_again(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
         // Cleared now, so an announcement during the listing marks it again.
         self.listener.stale.store(false, Ordering::SeqCst);
         let mut stale_again = StaleUnlessListed(Some(&self.listener.stale));

@@ -256,6 +256,36 @@ async fn a_refresh_dropped_midway_leaves_the_catalog_stale() {
     assert_eq!(server.catalog().await.unwrap().len(), 3);
 }
 
+/// Two listings at once: the answer to the one begun earlier, arriving
+/// last, replaced the newer catalog with the older one.
+#[tokio::test]
+async fn a_listing_begun_earlier_never_replaces_a_newer_one() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    assert_eq!(server.catalog().await.unwrap().len(), 2);
+    let (rmcp, server) = (&rmcp, &server);
+    let held = rmcp.hold_next_listing();
+    let earlier = server.refresh();
+    let later = async move {
+        held.entered().await;
+        rmcp.catalog(|c| c.tools.push(tool("added")));
+        // The earlier listing is released while the later one runs (or
+        // waits for its turn).
+        let release = async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            held.release();
+        };
+        tokio::join!(server.refresh(), release).0
+    };
+    let (earlier, later) = tokio::join!(earlier, later);
+    assert_eq!(earlier.unwrap().len(), 2);
+    assert_eq!(later.unwrap().len(), 3);
+    assert_eq!(
+        server.current().unwrap().len(),
+        3,
+        "the newer listing stays"
+    );
+}
+
 #[tokio::test]
 async fn list_changed_on_the_servers_event_stream_marks_the_catalog_stale() {
     let (rmcp, server) = start(Catalog::default(), limits()).await;
