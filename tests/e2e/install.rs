@@ -308,3 +308,101 @@ fn a_copy_set_aside_by_an_install_cut_short_is_put_back() {
     assert!(!packages.join(".other.replaced").exists());
     assert!(packages.join("other/manifest.toml").is_file());
 }
+
+/// `check` goes through install's own steps, not only the manifest's: a
+/// module that is no component, a module not built, two tools of one
+/// package with one model name, and two packages checked together whose
+/// tools collide are refused by `check` as by `install`; an archive is
+/// checked as `install` reads it. Each of these said "ok" before.
+#[test]
+fn check_says_ok_only_for_what_install_accepts() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let renamed = |name: &str| {
+        echo_variant(
+            &scratch.path().join(name),
+            &[
+                ("id = \"echo\"", &format!("id = \"{name}\"")),
+                ("id = \"echo.echo\"", &format!("id = \"{name}.echo\"")),
+            ],
+        )
+    };
+    let both = |path: &Path, needle: &str| {
+        let path = path.to_str().unwrap();
+        let check = warden.run(&["check", path]);
+        assert_eq!(check.code, 1, "{check:?}");
+        assert!(!check.stdout.contains("ok "), "{check:?}");
+        assert!(check.stderr.contains(needle), "{needle}: {check:?}");
+        let install = warden.run(&["install", path]);
+        assert_eq!(install.code, 1, "{install:?}");
+        assert!(install.stderr.contains(needle), "{needle}: {install:?}");
+    };
+
+    let core = renamed("core");
+    std::fs::write(core.join("wasm/echo.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    both(&core, "component");
+
+    let unbuilt = renamed("unbuilt");
+    std::fs::remove_file(unbuilt.join("wasm/echo.wasm")).unwrap();
+    both(&unbuilt, "module `wasm/echo.wasm` does not exist");
+
+    let twins = echo_variant(
+        &scratch.path().join("twins"),
+        &[
+            ("id = \"echo\"", "id = \"twins\""),
+            ("id = \"echo.echo\"", "id = \"twins.a.b\""),
+            (
+                "prompt_doc_ref = \"prompts/echo/echo.md\"\n",
+                "prompt_doc_ref = \"prompts/echo/echo.md\"\n\n[[tools]]\n\
+                 origin_gate_matrix = { loop_run = \"ungated\" }\n\
+                 id = \"twins.a_b\"\ndescription = \"The same name.\"\neffects = []\n\
+                 default_permission = \"allow\"\n\
+                 input_schema_ref = \"schemas/echo/echo.input.v1.json\"\n",
+            ),
+        ],
+    );
+    both(&twins, "twins_a_b");
+
+    // Each alone is fine; together the second's tool takes the first's name.
+    let first = echo_variant(
+        &scratch.path().join("pair"),
+        &[
+            ("id = \"echo\"", "id = \"pair\""),
+            ("id = \"echo.echo\"", "id = \"pair.one_two\""),
+        ],
+    );
+    let second = echo_variant(
+        &scratch.path().join("pair_one"),
+        &[
+            ("id = \"echo\"", "id = \"pair_one\""),
+            ("id = \"echo.echo\"", "id = \"pair_one.two\""),
+        ],
+    );
+    let (first, second) = (first.to_str().unwrap(), second.to_str().unwrap());
+    let alone = warden.run(&["check", second]);
+    assert_eq!(alone.code, 0, "{alone:?}");
+    let together = warden.run(&["check", first, second]);
+    assert_eq!(together.code, 1, "{together:?}");
+    assert!(together.stdout.contains("ok    pair 0.1.0"), "{together:?}");
+    assert!(
+        together.stderr.contains("pair_one_two") && together.stderr.contains("pair.one_two"),
+        "{together:?}"
+    );
+
+    // An archive: read as install reads it.
+    let bundled = root().join("target/packages/echo.tar.gz");
+    let check = warden.run(&["check", bundled.to_str().unwrap()]);
+    assert_eq!(check.code, 0, "{check:?}");
+    assert!(check.stdout.contains("ok    echo 0.1.0"), "{check:?}");
+    let mut entries = archive::read_entries(&bundled);
+    entries.push(Entry::file("../outside", b"x".to_vec()));
+    let hostile = scratch.path().join("hostile.tar.gz");
+    archive::write_raw(&hostile, &entries);
+    let check = warden.run(&["check", hostile.to_str().unwrap()]);
+    assert_eq!(check.code, 1, "{check:?}");
+    let install = warden.run(&["install", hostile.to_str().unwrap()]);
+    assert_eq!(install.code, 1, "{install:?}");
+    let reason = install.stderr.lines().last().unwrap_or_default();
+    assert!(check.stderr.contains("outside"), "{check:?} / {install:?}");
+    assert!(!reason.is_empty());
+}

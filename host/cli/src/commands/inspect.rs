@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use serde_json::json;
 use warden_core::Origin;
-use warden_host::{HostError, InstalledPackage, Location, PackageSource};
+use warden_host::{HostError, InstalledPackage, Location, PackageSource, Replace};
 use warden_registry::RegisteredTool;
 
 use super::Context;
@@ -139,24 +139,45 @@ fn model_name(extension: &str, capability: &warden_manifest::Capability) -> Stri
         .unwrap_or_default()
 }
 
-/// `warden check [--as bundled|installed|user] <dir>...`: every diagnostic
+/// `warden check [--as bundled|installed|user] <path>...`: every diagnostic
 /// of every package, the review lints as warnings, and what `install` would
 /// refuse here: a lane this host does not run (or a `first_party` service it
-/// has not registered), a tool
-/// name another package's tool already uses (the built-ins plus what the
-/// data dir has installed). An id that is taken is only noted: `install
-/// --replace` accepts it.
+/// has not registered), a tool name another package's tool already uses (the
+/// built-ins plus what the data dir has installed). An id that is taken is
+/// only noted: `install --replace` accepts it.
+///
+/// Checked as installed (the default), a package (a directory or an
+/// archive) then goes through `install` itself on this process's copy of
+/// the host, short of the copy into the data directory: read with the
+/// installer's options (the module must exist), its component compiled and
+/// checked against its world and imports, reviewed and registered. So check
+/// says "ok" only for what `install --replace` accepts, and packages checked
+/// together are checked against each other as if installed in turn.
 pub(crate) fn check(
     cx: &Context,
-    dirs: &[PathBuf],
+    paths: &[PathBuf],
     source: warden_manifest::Source,
 ) -> Result<ExitCode> {
     let host_options = warden_manifest::ValidationOptions::reviewed().source(source);
+    let as_installed = source == warden_manifest::Source::Installed;
     let mut effective: Option<Location> = None;
     let mut report = Vec::new();
     let mut invalid = 0;
-    for dir in dirs {
-        match warden_manifest::load_package(dir, &host_options) {
+    for path in paths {
+        let from = PackageSource::from_path(path);
+        let manifest = match read_manifest(path, &from, &host_options) {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                // An archive the installer's reader refuses before its manifest.
+                invalid += 1;
+                if !cx.json {
+                    eprintln!("error: {}: {}", path.display(), render::escape(&error));
+                }
+                report.push(json!({ "dir": path, "valid": false, "conflicts": [error] }));
+                continue;
+            }
+        };
+        match manifest {
             Ok(package) => {
                 let location = match &effective {
                     Some(location) => location.clone(),
@@ -164,13 +185,6 @@ pub(crate) fn check(
                 };
                 let summary = warden_manifest::summary(&package);
                 let mut conflicts = install_conflicts(&location, &package);
-                // What the installer's reader refuses (links, sizes, an
-                // incomplete SHA256SUMS); a module not built yet is for `bundle`.
-                let source = PackageSource::Dir(dir.clone());
-                match warden_host::load_package(&source, &host_options) {
-                    Ok(_) | Err(HostError::MissingModule { .. } | HostError::Manifest { .. }) => {}
-                    Err(error) => conflicts.push(error.to_string()),
-                }
                 let taken = location.package(&package.id).map(|p| p.provenance);
                 let lints = warden_manifest::lints(&package, &host_options);
                 // Install refuses a lane this host does not run (or a
@@ -179,13 +193,50 @@ pub(crate) fn check(
                 if let Some(note) = &note {
                     conflicts.push(format!("{note}; `warden install` refuses it"));
                 }
-                if !cx.json {
+                // Diagnostics only the installer's options find (the module
+                // must exist, the host's own allowlist).
+                let mut found = None;
+                if as_installed {
                     if conflicts.is_empty() {
+                        // `install --replace` on this process's copy of the
+                        // host: nothing is written to the data directory
+                        // (the compiled component is cached, as an install's).
+                        let installed =
+                            match warden_host::load_package(&from, location.validation()) {
+                                Ok(loaded) => {
+                                    location.install_loaded(loaded, Replace::Yes).map(drop)
+                                }
+                                Err(error) => Err(error),
+                            };
+                        match installed {
+                            Ok(_) => {}
+                            Err(HostError::Manifest { diagnostics, .. }) => {
+                                found = Some(diagnostics);
+                            }
+                            Err(error) => conflicts.push(error.to_string()),
+                        }
+                    }
+                } else {
+                    // What the installer's reader refuses (links, sizes, an
+                    // incomplete SHA256SUMS); a module not built yet is for
+                    // `bundle`.
+                    match warden_host::load_package(&from, &host_options) {
+                        Ok(_)
+                        | Err(HostError::MissingModule { .. } | HostError::Manifest { .. }) => {}
+                        Err(error) => conflicts.push(error.to_string()),
+                    }
+                }
+                let valid = conflicts.is_empty() && found.is_none();
+                if !cx.json {
+                    if valid {
                         println!("ok    {}", render::escape(&summary));
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
-                            eprintln!("error: {}: {}", dir.display(), render::escape(conflict));
+                            eprintln!("error: {}: {}", path.display(), render::escape(conflict));
+                        }
+                        if let Some(diagnostics) = &found {
+                            eprintln!("{diagnostics}");
                         }
                     }
                     for lint in &lints {
@@ -199,13 +250,15 @@ pub(crate) fn check(
                         );
                     }
                 }
-                if cx.json && !conflicts.is_empty() {
+                if cx.json && !valid {
                     invalid += 1;
                 }
+                let found: Option<serde_json::Value> =
+                    found.and_then(|d| serde_json::from_str(&d.to_json()).ok());
                 report.push(json!({
-                    "dir": dir, "valid": conflicts.is_empty(), "summary": summary,
+                    "dir": path, "valid": valid, "summary": summary,
                     "conflicts": conflicts, "replaces": taken,
-                    "warnings": lints, "unsupported": note,
+                    "warnings": lints, "unsupported": note, "diagnostics": found,
                 }));
             }
             Err(diagnostics) => {
@@ -215,7 +268,7 @@ pub(crate) fn check(
                 }
                 let parsed: serde_json::Value =
                     serde_json::from_str(&diagnostics.to_json()).unwrap_or_default();
-                report.push(json!({ "dir": dir, "valid": false, "diagnostics": parsed }));
+                report.push(json!({ "dir": path, "valid": false, "diagnostics": parsed }));
             }
         }
     }
@@ -227,6 +280,33 @@ pub(crate) fn check(
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The manifest of a package, or its diagnostics. A directory is read by
+/// the manifest layer (which reports every problem with its line); an
+/// archive by the installer's reader, whose own refusals (an entry outside
+/// the package, no complete `SHA256SUMS`) come back as the outer error.
+fn read_manifest(
+    path: &std::path::Path,
+    from: &PackageSource,
+    options: &warden_manifest::ValidationOptions,
+) -> Result<Result<warden_manifest::Package, warden_manifest::Diagnostics>, String> {
+    match from {
+        PackageSource::Archive(_) => match warden_host::load_package(from, options) {
+            Ok(loaded) => Ok(Ok(loaded.package)),
+            Err(HostError::Manifest { diagnostics, .. }) => Ok(Err(*diagnostics)),
+            // Read again by the install below, which requires it.
+            Err(HostError::MissingModule { .. }) => {
+                let options = options.clone().require_module(false);
+                match warden_host::load_package(from, &options) {
+                    Ok(loaded) => Ok(Ok(loaded.package)),
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+            Err(error) => Err(error.to_string()),
+        },
+        _ => Ok(warden_manifest::load_package(path, options)),
+    }
 }
 
 /// The tools of `package` whose model names another package's active tool
