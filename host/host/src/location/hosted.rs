@@ -555,14 +555,18 @@ fn pinned_capability(pinned: &Capability, effects: Vec<Effect>) -> Capability {
     }
 }
 
-/// A remote tool as a capability with the `[mcp]` table's policy.
+/// A remote tool as a capability with the `[mcp]` table's policy. Its
+/// permission is always `ask` (the format's rule for discovered tools):
+/// `[mcp] default_permission` is the hidden template's, and what a server
+/// lists was never in the manifest a person read, so it cannot be allowed
+/// by it. A pinned tool of the same name keeps its own.
 fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -> Capability {
     let effects = server_effects(mcp);
     Capability {
         id: format!("{extension_id}.{}", remote.name),
         description: remote.description.clone(),
         effects,
-        default_permission: mcp.default_permission,
+        default_permission: Permission::Ask,
         visibility: Visibility::Model,
         origin_gate_matrix: mcp.origin_gate_matrix,
         standard_op: None,

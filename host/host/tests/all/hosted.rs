@@ -146,7 +146,7 @@ async fn a_call_runs_with_the_credential_injected_only_at_the_endpoint() {
 }
 
 #[tokio::test]
-async fn a_destructive_hint_adds_external_write_and_forces_ask() {
+async fn a_destructive_hint_adds_external_write_and_every_discovered_tool_asks() {
     let (fake, location, _dir) = setup(Script::default()).await;
     fake.script(|s| {
         s.tools
@@ -162,8 +162,13 @@ async fn a_destructive_hint_adds_external_write_and_forces_ask() {
     let wipe = by_id(&snapshot, "fake-mcp.wipe");
     assert!(wipe.def().effects.contains(&Effect::ExternalWrite));
     assert_eq!(wipe.def().default_permission, Permission::Ask);
+    // A discovered tool asks whatever `[mcp] default_permission` says
+    // (`allow` here): the server, not the manifest, listed it.
     let peek = by_id(&snapshot, "fake-mcp.peek");
-    assert_eq!(peek.def().default_permission, Permission::Allow);
+    assert_eq!(peek.def().default_permission, Permission::Ask);
+    // The pinned tool keeps the manifest's `allow`.
+    let echo = by_id(&snapshot, "fake-mcp.echo");
+    assert_eq!(echo.def().default_permission, Permission::Allow);
     assert!(peek.def().effects.contains(&Effect::UseSecret));
 }
 
