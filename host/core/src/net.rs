@@ -51,9 +51,12 @@ pub enum HttpError {
     /// The request did not complete in time.
     #[error("request timed out")]
     Timeout,
-    /// A body exceeded the host's limit.
+    /// The response body exceeded the host's limit.
     #[error("body too large")]
     TooLarge,
+    /// The request body exceeded the host's limit: nothing was sent.
+    #[error("request body too large")]
+    RequestTooLarge,
     /// DNS, TCP or TLS failed.
     #[error("connection failed: {0}")]
     ConnectionFailed(String),

@@ -2,6 +2,7 @@
 //! [`CallNetwork`] the runtime calls.
 
 mod by_url;
+pub(crate) use by_url::{declared_for_url, matched};
 mod inject;
 mod send;
 
@@ -59,9 +60,8 @@ impl EgressError {
             }
             EgressError::Address(_) => HttpError::ConnectionFailed(text()),
             EgressError::Client(ClientError::Timeout) => HttpError::Timeout,
-            EgressError::Client(ClientError::TooLarge) | EgressError::RequestTooLarge => {
-                HttpError::TooLarge
-            }
+            EgressError::Client(ClientError::TooLarge) => HttpError::TooLarge,
+            EgressError::RequestTooLarge => HttpError::RequestTooLarge,
             EgressError::Client(_) => HttpError::ConnectionFailed(text()),
             EgressError::LimitExceeded(_) => HttpError::LimitExceeded(text()),
             EgressError::Secret(_) => HttpError::Denied("credential store unavailable".into()),

@@ -20,9 +20,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use warden_core::net::{
-    BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+    BoxFuture, CallNetwork, CredentialError, CredentialMatch, GuestRequest, GuestResponse,
+    HttpError,
 };
 use warden_core::spec::CredentialSpec;
+
+use crate::session::{declared_for_url, matched};
 
 pub use format::{Exchange, FORMAT, MAX_TAPE_BYTES, Tape, TapeError, TapeResponse, TapedRequest};
 
@@ -85,6 +88,10 @@ impl std::fmt::Debug for Recording {
 impl CallNetwork for Recording {
     fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
         self.inner.acquire(handle)
+    }
+
+    fn credential_for_url(&self, url: &str) -> Result<Option<CredentialMatch>, CredentialError> {
+        self.inner.credential_for_url(url)
     }
 
     fn send<'a>(
@@ -206,7 +213,7 @@ pub struct ReplayMismatch {
 #[derive(Debug)]
 pub struct Replaying {
     replay: Arc<Replay>,
-    handles: Vec<String>,
+    credentials: Vec<CredentialSpec>,
 }
 
 impl Replaying {
@@ -214,18 +221,24 @@ impl Replaying {
     pub fn new(replay: Arc<Replay>, credentials: &[CredentialSpec]) -> Self {
         Self {
             replay,
-            handles: credentials.iter().map(|c| c.handle.clone()).collect(),
+            credentials: credentials.to_vec(),
         }
     }
 }
 
 impl CallNetwork for Replaying {
     fn acquire(&self, handle: &str) -> Result<(), CredentialError> {
-        if self.handles.iter().any(|h| h == handle) {
+        if self.credentials.iter().any(|c| c.handle == handle) {
             Ok(())
         } else {
             Err(CredentialError::NotDeclared(handle.to_owned()))
         }
+    }
+
+    /// The declared credential whose audience the URL is, as a live call
+    /// selects it, connected or not (a replay needs no secret).
+    fn credential_for_url(&self, url: &str) -> Result<Option<CredentialMatch>, CredentialError> {
+        Ok(declared_for_url(self.credentials.iter(), url)?.map(matched))
     }
 
     fn send<'a>(

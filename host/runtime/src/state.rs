@@ -161,9 +161,13 @@ pub(crate) fn truncate(text: &mut String, max: usize) -> bool {
 /// the cost of redaction.
 pub(crate) fn redact_bounded(network: &dyn CallNetwork, text: &str, max: usize) -> (String, bool) {
     let pre = max.saturating_mul(64).max(4096);
-    let mut head = text.to_owned();
-    let cut_early = truncate(&mut head, pre);
-    let mut redacted = network.redact(&head);
+    // Cut before copying: a guest's log line may be tens of megabytes.
+    let mut end = pre.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let (head, cut_early) = (&text[..end], end < text.len());
+    let mut redacted = network.redact(head);
     let cut = truncate(&mut redacted, max);
     (redacted, cut || cut_early)
 }

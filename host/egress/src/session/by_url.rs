@@ -3,6 +3,7 @@
 //! whose audience is the request's scheme, host and port.
 
 use warden_core::net::{AuthNeeded, CredentialError, CredentialMatch};
+use warden_core::spec::CredentialSpec;
 
 use super::CallSession;
 use crate::policy::{audience_matches, endpoint_of};
@@ -12,38 +13,50 @@ pub(super) fn credential_for_url(
     session: &CallSession,
     url: &str,
 ) -> Result<Option<CredentialMatch>, CredentialError> {
-    // An unparseable URL selects nothing; the policy refuses it when sent.
+    let Some(spec) = declared_for_url(session.staged.iter().map(|s| &s.spec), url)? else {
+        return Ok(None);
+    };
+    let staged = session.staged.iter().find(|s| s.spec.handle == spec.handle);
+    let matched = matched(spec);
+    if staged.is_none_or(|s| s.secret.is_none()) {
+        return Err(CredentialError::NotConfigured(matched.needed));
+    }
+    Ok(Some(matched))
+}
+
+/// The one credential of `declared` whose audience is the scheme, host and
+/// port of `url`; none for an unparseable URL (the policy refuses it when
+/// sent) and for plain `http` (`audience_matches` requires https on both
+/// sides); an error when several are.
+pub(crate) fn declared_for_url<'a>(
+    declared: impl Iterator<Item = &'a CredentialSpec>,
+    url: &str,
+) -> Result<Option<&'a CredentialSpec>, CredentialError> {
     let Some(endpoint) = url::Url::parse(url)
         .ok()
         .and_then(|url| endpoint_of(&url).ok())
     else {
         return Ok(None);
     };
-    // `audience_matches` requires https on both sides: nothing is ever
-    // selected for plain http.
-    let matching: Vec<_> = session
-        .staged
-        .iter()
-        .filter(|s| audience_matches(&s.spec, &endpoint))
+    let matching: Vec<&CredentialSpec> = declared
+        .filter(|spec| audience_matches(spec, &endpoint))
         .collect();
-    let staged = match matching.as_slice() {
-        [] => return Ok(None),
-        [one] => *one,
-        several => {
-            return Err(CredentialError::Ambiguous(
-                several.iter().map(|s| s.spec.handle.clone()).collect(),
-            ));
-        }
-    };
-    let needed = AuthNeeded {
-        vendor: staged.spec.vendor.clone(),
-        scopes: staged.spec.scopes.clone(),
-    };
-    if staged.secret.is_none() {
-        return Err(CredentialError::NotConfigured(needed));
+    match matching.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        several => Err(CredentialError::Ambiguous(
+            several.iter().map(|s| s.handle.clone()).collect(),
+        )),
     }
-    Ok(Some(CredentialMatch {
-        handle: staged.spec.handle.clone(),
-        needed,
-    }))
+}
+
+/// The match of `spec`: its handle, and what connecting it needs.
+pub(crate) fn matched(spec: &CredentialSpec) -> CredentialMatch {
+    CredentialMatch {
+        handle: spec.handle.clone(),
+        needed: AuthNeeded {
+            vendor: spec.vendor.clone(),
+            scopes: spec.scopes.clone(),
+        },
+    }
 }

@@ -2,7 +2,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use warden_core::net::{
-    BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
+    BoxFuture, CallNetwork, CredentialError, CredentialMatch, GuestRequest, GuestResponse,
+    HttpError,
 };
 use warden_core::spec::CredentialSpec;
 
@@ -16,6 +17,12 @@ struct Echoing;
 impl CallNetwork for Echoing {
     fn acquire(&self, _handle: &str) -> Result<(), CredentialError> {
         Ok(())
+    }
+
+    fn credential_for_url(&self, url: &str) -> Result<Option<CredentialMatch>, CredentialError> {
+        Ok(url
+            .starts_with("https://api.example.com/")
+            .then(|| matched(&credential())))
     }
 
     fn send<'a>(
@@ -188,4 +195,24 @@ fn a_bad_tape_is_refused_by_what_is_wrong() {
         Tape::from_json(value.to_string().as_bytes()),
         Err(TapeError::Malformed(_))
     ));
+}
+
+/// A `near:agent` guest names no credential: its URL selects one. Recording
+/// asks the call's real network; replaying selects among the declared
+/// credentials as a live call does. Both selected none before, so such a
+/// tool was recorded without its credential, and its tape did not replay.
+#[test]
+fn the_credential_is_selected_by_url_when_recording_and_replaying() {
+    let recording = Recording::new(Arc::new(Echoing), &[credential()], Recorder::new());
+    let replaying = Replaying::new(Replay::new(record(&[])), &[credential()]);
+    for network in [&recording as &dyn CallNetwork, &replaying] {
+        let selected = network
+            .credential_for_url("https://api.example.com/v1/items")
+            .unwrap()
+            .map(|m| m.handle);
+        assert_eq!(selected.as_deref(), Some("api_token"));
+        for elsewhere in ["https://other.example.com/v1", "http://api.example.com/v1"] {
+            assert!(network.credential_for_url(elsewhere).unwrap().is_none());
+        }
+    }
 }

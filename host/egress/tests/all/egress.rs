@@ -205,10 +205,11 @@ async fn body_over_the_limit_fails_as_too_large() {
         .await
         .unwrap_err();
     assert_eq!(guest, HttpError::TooLarge);
+    // A request body over its bound is told apart: nothing was sent.
     let upload = request("POST", "https://api.github.com/small", Some(&[0u8; 2048]));
     assert_eq!(
         session.send(upload, None, CALL).await.unwrap_err(),
-        HttpError::TooLarge
+        HttpError::RequestTooLarge
     );
     // The next request on the same session still works.
     assert_eq!(

@@ -29,6 +29,17 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes kept of a refusal reason passed to the guest.
 const MAX_REASON_BYTES: usize = 512;
 
+/// A URL longer than egress accepts (`MAX_URL_BYTES`, 8 KiB) is refused
+/// before it is parsed.
+const MAX_URL_BYTES: usize = 8 << 10;
+
+/// `headers-json` longer than this is refused before it is parsed: four
+/// times what egress accepts in header names and values together
+/// (`MAX_HEADER_BYTES`, 64 KiB), room for JSON's quotes and escapes. Parsed
+/// first, a guest's tens of megabytes of `{"a0":"",…}` took ten times that
+/// in host memory before egress refused the request.
+const MAX_HEADERS_JSON_BYTES: usize = 256 << 10;
+
 /// Query parameter names that carry credentials; the host injects
 /// credentials itself, so a guest may not send them. Exact names only: the
 /// reference host's substring rule (any name containing `token`) also
@@ -101,6 +112,14 @@ pub(crate) async fn request(
     if tokio::runtime::Handle::try_current().is_err() {
         let why = "the network is not available while the component is being installed";
         return Err(failure(Kind::Executor, "network_unavailable", why, false));
+    }
+    if url.len() > MAX_URL_BYTES {
+        let why = format!("the URL is longer than {MAX_URL_BYTES} bytes");
+        return Err(failure(Kind::NetworkDenied, "request_denied", why, false));
+    }
+    if headers_json.len() > MAX_HEADERS_JSON_BYTES {
+        let why = format!("headers-json is longer than {MAX_HEADERS_JSON_BYTES} bytes");
+        return Err(failure(Kind::NetworkDenied, "request_denied", why, false));
     }
     let headers = parse_headers(&headers_json)
         .map_err(|why| failure(Kind::NetworkDenied, "request_denied", why, false))?;
@@ -203,6 +222,13 @@ fn to_failure(state: &mut CallState, error: HttpError) -> HttpFailure {
             failure(Kind::NetworkDenied, "request_denied", reason(&why), false)
         }
         HttpError::Timeout => failure(Kind::Client, "network_error", "timeout", true),
+        // The reference host has no request bound; nothing was sent.
+        HttpError::RequestTooLarge => failure(
+            Kind::OperationFailed,
+            "request_body_limit_exceeded",
+            "request_body_limit_exceeded",
+            false,
+        ),
         HttpError::TooLarge => failure(
             Kind::OperationFailed,
             "response_body_limit_exceeded",

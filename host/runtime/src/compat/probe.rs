@@ -55,12 +55,30 @@ pub(crate) fn check_schema(
             UpdateDeadline::Continue(1)
         })
     });
-    let called = block_on(async {
+    let probe = async {
         let tool = pre.instantiate_async(&mut store).await?;
         let tool = tool.near_agent_tool();
         tool.call_description(&mut store).await?;
         tool.call_schema(&mut store).await
-    });
+    };
+    // Epoch interrupts stop guest code, not a guest waiting in a host call
+    // (a WASI clock): the deadline bounds the whole probe.
+    let called = match tokio::runtime::Handle::try_current() {
+        Ok(_) => block_on(probe, deadline),
+        // WASI clocks wait on Tokio timers: outside a runtime, a private one
+        // drives them (a `sleep` in `schema()` panicked there).
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| refuse(format!("starting a timer for it: {e}")))?
+            .block_on(async { tokio::time::timeout_at(deadline.into(), probe).await.ok() }),
+    };
+    let Some(called) = called else {
+        return Err(refuse(format!(
+            "took longer than its time limit ({} ms)",
+            limits.timeout.as_millis()
+        )));
+    };
     let schema = called.map_err(|e| {
         let error = crate::classify::trap(&e, store.data(), &limits);
         refuse(format!("failed: {error}"))
@@ -77,11 +95,13 @@ fn object_schema(schema: &str) -> Result<(), String> {
     }
 }
 
-/// Run `future` to completion on this thread. The probe's future only
-/// waits on the guest (no timers, no sockets: its network is [`DenyAll`]
-/// and `http-request` refuses outside the async runtime), so parking the
-/// thread between polls is enough, inside or outside a Tokio runtime.
-fn block_on<F: Future>(future: F) -> F::Output {
+/// Run `future` on this thread until it completes or `deadline` passes
+/// (`None`: it is dropped unfinished). Called within a Tokio runtime's
+/// context (a blocking-pool thread, or a runtime's own): the future waits
+/// only on the guest and on WASI clocks, whose timers that runtime drives;
+/// its network is [`DenyAll`]. Where this thread is the one that would
+/// drive them, a guest's sleep ends at the deadline.
+fn block_on<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
     struct Unpark(Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {
@@ -92,10 +112,14 @@ fn block_on<F: Future>(future: F) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return Some(output);
         }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        std::thread::park_timeout(left);
     }
 }
 

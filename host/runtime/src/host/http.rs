@@ -88,7 +88,8 @@ impl CallState {
             }
             HttpError::InvalidRequest(why) => wit::HttpError::InvalidRequest(why),
             HttpError::Timeout => wit::HttpError::Timeout,
-            HttpError::TooLarge => wit::HttpError::TooLarge,
+            // The WIT's `too-large` is either body's.
+            HttpError::TooLarge | HttpError::RequestTooLarge => wit::HttpError::TooLarge,
             HttpError::ConnectionFailed(why) => wit::HttpError::ConnectionFailed(why),
             HttpError::LimitExceeded(why) => wit::HttpError::LimitExceeded(why),
             other => wit::HttpError::ConnectionFailed(other.to_string()),

@@ -81,6 +81,10 @@ impl CallNetwork for AudienceNetwork {
         _remaining: Duration,
     ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
         let path = request.url.clone();
+        // Egress's request bound, smaller: nothing is sent past it.
+        if request.body.as_ref().is_some_and(|b| b.len() > 64 << 10) {
+            return Box::pin(async { Err(HttpError::RequestTooLarge) });
+        }
         self.sent
             .lock()
             .unwrap()
@@ -248,6 +252,12 @@ async fn auth_required_carries_vendor_scopes_and_extension() {
 async fn malformed_headers_json_and_credential_queries_are_refused_before_sending() {
     let (_runtime, tool) = install();
     let network = AudienceNetwork::new(true);
+    let huge_headers: String = format!(
+        "{{{}\"z\":\"\"}}",
+        (0..30_000)
+            .map(|i| format!("\"a{i}\":\"\","))
+            .collect::<String>()
+    );
     for (input, code) in [
         (
             json!({"url": "https://api.github.com/x", "headers": "[1]"}),
@@ -261,11 +271,21 @@ async fn malformed_headers_json_and_credential_queries_are_refused_before_sendin
             json!({"url": "https://api.github.com/x?access_token=abc"}),
             "request_denied",
         ),
+        // Past the bounds, refused before being parsed.
+        (
+            json!({"url": "https://api.github.com/x", "headers": huge_headers}),
+            "request_denied",
+        ),
+        (
+            json!({"url": format!("https://api.github.com/{}", "x".repeat(9 << 10))}),
+            "request_denied",
+        ),
     ] {
         let output = call(&tool, "fetch", input.clone(), network.clone())
             .await
             .result
             .unwrap();
+        let input: String = input.to_string().chars().take(200).collect();
         if code.is_empty() {
             assert_eq!(output["response"]["status"], 200, "{input}: {output}");
         } else {
@@ -282,6 +302,24 @@ async fn malformed_headers_json_and_credential_queries_are_refused_before_sendin
         1,
         "only the valid request"
     );
+}
+
+/// A request body over egress's bound is said to be one, and not sent: it
+/// was reported as a response over its bound, with `request-sent`.
+#[tokio::test]
+async fn a_request_body_over_the_bound_is_reported_as_not_sent() {
+    let (_runtime, tool) = install();
+    let network = AudienceNetwork::new(true);
+    let input = json!({"url": "https://api.github.com/x", "body": "b".repeat((64 << 10) + 1)});
+    let output = call(&tool, "fetch", input, network.clone())
+        .await
+        .result
+        .unwrap();
+    let failure = &output["failure"];
+    assert_eq!(failure["kind"], "operation-failed", "{failure}");
+    assert_eq!(failure["code"], "request_body_limit_exceeded", "{failure}");
+    assert_eq!(failure["request_sent"], false, "{failure}");
+    assert!(network.sent.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -442,4 +480,106 @@ fn compat_package() -> String {
     // Top-level worlds may not be nested: keep the interfaces only.
     let interfaces = body.split("/// A sandboxed tool").next().unwrap();
     format!("package near:agent@0.4.1 {{ {interfaces} }}")
+}
+
+/// A `near:agent` component whose `schema()` waits on a WASI clock for an
+/// hour (a host call: no epoch interrupt reaches it there). Its core module
+/// is written by hand; `description()` answers `sleeper`.
+fn sleeping_schema_component() -> Vec<u8> {
+    let wit = format!(
+        "package test:sleeper;
+        world w {{
+            import wasi:clocks/monotonic-clock@0.2.0;
+            export near:agent/tool@0.4.1;
+        }}
+        package wasi:io@0.2.0 {{ interface poll {{ resource pollable {{ block: func(); }} }} }}
+        package wasi:clocks@0.2.0 {{
+            interface monotonic-clock {{
+                use wasi:io/poll@0.2.0.{{pollable}};
+                subscribe-duration: func(when: u64) -> pollable;
+            }}
+        }}
+        {}",
+        compat_package()
+    );
+    let mut resolve = wit_parser::Resolve::default();
+    let package = resolve.push_str("sleeper.wit", &wit).expect("wit parses");
+    let world = resolve.select_world(&[package], Some("w")).expect("world");
+    let mut module = wat::parse_str(
+        r#"(module
+            (import "wasi:clocks/monotonic-clock@0.2.0" "subscribe-duration"
+                (func $subscribe (param i64) (result i32)))
+            (import "wasi:io/poll@0.2.0" "[method]pollable.block" (func $block (param i32)))
+            (memory (export "memory") 1)
+            (data (i32.const 16) "{}")
+            (data (i32.const 32) "sleeper")
+            (func (export "near:agent/tool@0.4.1#description") (result i32)
+                (i32.store (i32.const 0) (i32.const 32))
+                (i32.store (i32.const 4) (i32.const 7))
+                (i32.const 0))
+            (func (export "near:agent/tool@0.4.1#schema") (result i32)
+                (call $block (call $subscribe (i64.const 3600000000000)))
+                (i32.store (i32.const 0) (i32.const 16))
+                (i32.store (i32.const 4) (i32.const 2))
+                (i32.const 0))
+            (func (export "near:agent/tool@0.4.1#execute")
+                (param i32 i32 i32 i32 i32) (result i32)
+                unreachable)
+            (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+                (i32.const 1024)))"#,
+    )
+    .expect("core module");
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .expect("embed");
+    wit_component::ComponentEncoder::default()
+        .module(&module)
+        .expect("module")
+        .validate(true)
+        .encode()
+        .expect("encode")
+}
+
+/// Install calls `schema()` under the runtime's default time limit, also
+/// while the guest waits in a host call (a clock, here): it waited for the
+/// whole hour, and an install, or every call of a lazily installed tool,
+/// hung with it. Outside any Tokio runtime as inside one.
+#[test]
+fn a_schema_that_waits_is_refused_when_the_time_limit_passes() {
+    let install = |runtime: Arc<Runtime>| {
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done
+                .send(runtime.install(ComponentSpec::new("sleeper", sleeping_schema_component())));
+        });
+        wait.recv_timeout(Duration::from_secs(60))
+            .expect("install returns")
+    };
+    let mut short = config();
+    short.defaults.timeout = Duration::from_millis(300);
+    let runtime = Arc::new(Runtime::new(short).unwrap());
+    for inside_tokio in [false, true] {
+        let error = if inside_tokio {
+            let tokio = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let runtime = runtime.clone();
+            tokio.block_on(async move {
+                tokio::task::spawn_blocking(move || install(runtime))
+                    .await
+                    .unwrap()
+            })
+        } else {
+            install(runtime.clone())
+        }
+        .unwrap_err();
+        assert_eq!(error.code(), "invalid_tool_schema", "{error}");
+        assert!(error.to_string().contains("time"), "{error}");
+    }
 }
