@@ -6,7 +6,11 @@
 //! request, and a client that cannot be asked repeats the identical call once
 //! a person approved it out of band, which claims that approval. An
 //! authenticated HTTP caller's calls run in the session `caller:<subject>`,
-//! so one caller's approval is never claimed by another.
+//! so one caller's approval is never claimed by another, and the grant an
+//! "approve always" answer makes covers that caller's calls only: the
+//! answer comes from the caller's own client, which speaks for no one else.
+//! (A grant for every caller is the operator's: `warden approvals approve
+//! --grant`.)
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -136,9 +140,11 @@ impl Backend for HostBackend {
             };
             let resolution = match answer {
                 ApprovalAnswer::ApproveOnce => Resolution::ApproveOnce,
-                ApprovalAnswer::ApproveAndGrant => {
-                    Resolution::ApproveAndGrant(GrantTerms::default())
-                }
+                ApprovalAnswer::ApproveAndGrant => Resolution::ApproveAndGrant(GrantTerms {
+                    // An authenticated caller's call runs in its session.
+                    session_only: request.scope.session.is_some(),
+                    ..GrantTerms::default()
+                }),
                 ApprovalAnswer::Deny => Resolution::Deny,
                 ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
             };
@@ -284,5 +290,56 @@ fn result(outcome: InvokeOutcome) -> CallResult {
                 request.capability_id, request.id
             ),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use warden_host::{HostConfig, PackageSource};
+
+    use super::*;
+
+    /// An HTTP caller answering "approve always" in its own client granted
+    /// the tool to every caller (and to stdio clients): its grant covered
+    /// the whole Location.
+    #[tokio::test]
+    async fn an_http_callers_approve_always_covers_that_caller_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = HostConfig {
+            data_dir: Some(dir.path().to_owned()),
+            ..HostConfig::default()
+        };
+        let host = Host::builder(config).build().unwrap();
+        let location = host.open_location("serve");
+        // Installed, echo is third-party: its `ungated` loop_run asks.
+        let echo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages/echo");
+        location.install(&PackageSource::from_path(echo)).unwrap();
+        let clients = crate::settings::Settings::default()
+            .oauth_clients()
+            .unwrap();
+        let backend = HostBackend::new(host, location, clients);
+        let call = |subject: Option<&str>| {
+            let caller = subject.map(|s| Caller {
+                subject: s.to_owned(),
+            });
+            backend.call("echo_echo".into(), json!({ "text": "hi" }), caller)
+        };
+        let CallResult::NeedsApproval { approval_id, .. } = call(Some("bob")).await else {
+            panic!("a third-party tool asks at loop_run");
+        };
+        let resumed = backend
+            .resolve(approval_id, ApprovalAnswer::ApproveAndGrant)
+            .await;
+        assert!(matches!(resumed, CallResult::Output { .. }), "{resumed:?}");
+        let again = call(Some("bob")).await;
+        assert!(matches!(again, CallResult::Output { .. }), "{again:?}");
+        for other in [Some("alice"), None] {
+            let asked = call(other).await;
+            assert!(
+                matches!(asked, CallResult::NeedsApproval { .. }),
+                "{other:?}: {asked:?}"
+            );
+        }
     }
 }
