@@ -22,17 +22,42 @@ pub(crate) fn serve_on(warden: &warden_tests::Warden, addr: &str, args: &[&str])
 
 /// The status of an MCP `initialize` sent with `authorization`.
 fn initialize(port: u16, authorization: Option<&str>) -> u16 {
+    initialize_as(port, &format!("127.0.0.1:{port}"), authorization)
+}
+
+/// [`initialize`] with `host` as the `Host` header.
+fn initialize_as(port: u16, host: &str, authorization: Option<&str>) -> u16 {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-    send(port, "POST", "/mcp", authorization, body)
+    let answer = send_as(port, host, "POST", "/mcp", authorization, body);
+    answer
         .split(' ')
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .expect("status code")
+        .unwrap_or_else(|| panic!("no status code from {host}: {answer:?}"))
 }
 
 /// What the server answered to one request, until it closed or sent its head.
 pub(crate) fn send(
     port: u16,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    body: &str,
+) -> String {
+    send_as(
+        port,
+        &format!("127.0.0.1:{port}"),
+        method,
+        path,
+        authorization,
+        body,
+    )
+}
+
+/// [`send`] with `host` as the `Host` header.
+fn send_as(
+    port: u16,
+    host: &str,
     method: &str,
     path: &str,
     authorization: Option<&str>,
@@ -45,7 +70,7 @@ pub(crate) fn send(
     let mut stream = TcpStream::connect(addr).expect("connect");
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
@@ -90,14 +115,46 @@ fn serve_off_loopback_needs_a_token_and_serves_only_its_holder() {
     assert!(weak.stderr.contains("too short"), "{weak:?}");
 
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
-    let (serving, port) = serve(&warden, &["--auth-token-file", token_arg]);
+    // On every address, only the Host names given are served: without one,
+    // every remote client would get 403 (it did, after starting).
+    let nameless = warden.run(&[
+        "serve",
+        "--http",
+        "0.0.0.0:0",
+        "--auth-token-file",
+        token_arg,
+    ]);
+    assert_ne!(nameless.code, 0, "{nameless:?}");
+    assert!(nameless.stderr.contains("--allowed-host"), "{nameless:?}");
+    let named = [
+        "--auth-token-file",
+        token_arg,
+        "--allowed-host",
+        "mcp.example.com",
+    ];
+    let (serving, port) = serve(&warden, &named);
+    let bearer = format!("Bearer {TOKEN}");
     let statuses = (
         initialize(port, None),
         initialize(port, Some("Bearer not-the-token")),
-        initialize(port, Some(&format!("Bearer {TOKEN}"))),
+        initialize(port, Some(&bearer)),
+        initialize_as(port, "mcp.example.com", Some(&bearer)),
+    );
+    // A GET: refused before any body is read (a refused POST's unread body
+    // may reset the connection before its answer is read). The server's
+    // stderr is closed by now (the harness stops reading it after the first
+    // line): the refusal's log line ended the connection unanswered.
+    let elsewhere = send_as(
+        port,
+        "elsewhere.example.com",
+        "GET",
+        "/mcp",
+        Some(&bearer),
+        "",
     );
     drop(serving);
-    assert_eq!(statuses, (401, 401, 200));
+    assert_eq!(statuses, (401, 401, 200, 200));
+    assert!(elsewhere.starts_with("HTTP/1.1 403"), "{elsewhere}");
 }
 
 #[test]
@@ -171,6 +228,8 @@ async fn serve_https_with_an_operator_certificate() {
     let args = [
         "--auth-token-file".to_owned(),
         path(&token_file),
+        "--allowed-host".to_owned(),
+        "localhost".to_owned(),
         "--tls-cert".to_owned(),
         path(&cert_file),
         "--tls-key".to_owned(),
@@ -285,8 +344,14 @@ async fn serve_fetches_the_issuers_signing_keys_from_its_metadata() {
             Some(&issuer.bearer("https://other.test/mcp", "mcp", 300)),
         ),
         initialize(port, Some(&issuer.bearer(AUDIENCE, "mcp", 300))),
+        // The audience's host is the name clients use: it is served.
+        initialize_as(
+            port,
+            "warden.test",
+            Some(&issuer.bearer(AUDIENCE, "mcp", 300)),
+        ),
     );
-    assert_eq!(statuses, (401, 401, 200));
+    assert_eq!(statuses, (401, 401, 200, 200));
 
     // The issuer rotates its key: a token signed with the new one is
     // accepted without a restart, and the withdrawn key stops verifying.

@@ -8,6 +8,15 @@
 //! warden serve            # MCP over stdio
 //! ```
 
+/// `eprintln!` that never panics: a server whose stderr was closed (a
+/// parent that stopped reading it) keeps serving, and says nothing.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod backend;
 mod cli;
 mod commands;
@@ -75,5 +84,9 @@ fn init_tracing(serving: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        // An event that cannot be written is dropped: reporting it went
+        // through `eprintln!`, whose panic, once stderr was closed, ended
+        // the task that logged (an HTTP connection, unanswered).
+        .log_internal_errors(false)
         .init();
 }

@@ -224,7 +224,9 @@ impl HttpConfig {
 /// [`serve_http_with`]).
 ///
 /// Only loopback `Host` headers (and the bound address itself) are accepted,
-/// against DNS rebinding; bind to `127.0.0.1:0` to pick a free port.
+/// against DNS rebinding; bind to `127.0.0.1:0` to pick a free port. Bound to
+/// every address (`0.0.0.0`), it needs the names clients use
+/// ([`HttpConfig::allowed_hosts`]; [`Error::NoAllowedHost`] otherwise).
 pub async fn serve_http<B: Backend>(
     backend: Arc<B>,
     addr: SocketAddr,
@@ -247,6 +249,9 @@ pub async fn serve_http_with<B: Backend>(
     if config.auth.is_none() && !addr.ip().is_loopback() {
         return Err(Error::Unauthenticated { addr });
     }
+    if addr.ip().is_unspecified() && config.allowed_hosts.is_empty() {
+        return Err(Error::NoAllowedHost { addr });
+    }
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Bind { addr, source })?;
@@ -257,7 +262,8 @@ pub async fn serve_http_with<B: Backend>(
     let mut sdk = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
-    if !addr.ip().is_loopback() {
+    // A client may name the bound address itself; no client names `0.0.0.0`.
+    if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         sdk.allowed_hosts.push(addr.ip().to_string());
     }
     sdk.allowed_hosts.extend(config.allowed_hosts);

@@ -93,6 +93,16 @@ pub enum Error {
         /// The address asked for.
         addr: SocketAddr,
     },
+    /// HTTP on every address (`0.0.0.0`, `::`) was asked for without naming
+    /// a `Host` its clients use: only loopback names would be accepted, so
+    /// every remote client would get `403`.
+    #[error(
+        "serving MCP on {addr} (every address) accepts only the Host names given to it, and none is: name the one clients reach it by (`--allowed-host`, or the host of `--oauth-audience`)"
+    )]
+    NoAllowedHost {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// The client's `initialize` handshake failed or the connection closed
     /// before it completed.
     #[error("MCP handshake failed")]

@@ -161,7 +161,7 @@ pub(crate) fn restore_if_idle(packages: &Path) {
     if file.try_lock().is_ok()
         && let Err(error) = restore_set_aside(packages)
     {
-        eprintln!("warning: {error:#}");
+        say!("warning: {error:#}");
     }
 }
 

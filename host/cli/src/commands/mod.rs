@@ -76,7 +76,7 @@ impl Context {
             .context("installing the built-in packages")?;
         for dir in installed_dirs(&self.packages_dir())? {
             if let Err(error) = load_installed(&location, &dir) {
-                eprintln!(
+                say!(
                     "warning: skipping the installed package {}: {error:#}",
                     dir.display()
                 );
@@ -84,7 +84,7 @@ impl Context {
         }
         for dir in mcp::registered(self) {
             if let Err(error) = mcp::load_user(&location, &dir) {
-                eprintln!(
+                say!(
                     "warning: skipping the MCP server {}: {error:#}",
                     dir.display()
                 );

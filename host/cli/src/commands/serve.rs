@@ -77,7 +77,7 @@ pub(crate) async fn run(
         None => warden_mcp::serve_stdio(backend).await?,
         Some(addr) => {
             let server = warden_mcp::serve_http_with(backend, addr, config).await?;
-            eprintln!(
+            say!(
                 "warden: MCP over streamable HTTP at {} (Ctrl-C stops)",
                 server.url()
             );
@@ -140,6 +140,11 @@ fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscov
         config = config.with_auth(HttpAuth::Bearer(token));
     }
     if let (Some(issuer), Some(audience)) = (auth.oauth_issuer, auth.oauth_audience) {
+        // The audience is this server's own URL (RFC 8707): the Host its
+        // clients send.
+        if let Some(host) = audience_host(&audience) {
+            config = config.allow_host(host);
+        }
         match &auth.oauth_jwks_file {
             Some(jwks) => {
                 let keys = std::fs::read_to_string(jwks)
@@ -186,6 +191,12 @@ fn http_config(auth: ServeAuthArgs) -> Result<(HttpConfig, Option<IssuerToDiscov
     Ok((config, discover))
 }
 
+/// The host of `--oauth-audience`, when it is a URL with one.
+fn audience_host(audience: &str) -> Option<String> {
+    let url = url::Url::parse(audience).ok()?;
+    Some(url.host_str()?.trim_matches(['[', ']']).to_owned())
+}
+
 /// Parse `--memory-budget`: bytes, or a number with `KiB`, `MiB` or `GiB`;
 /// at least the default per-call memory limit (one call must fit).
 pub(crate) fn parse_memory_budget(text: &str) -> Result<u64, String> {
@@ -213,4 +224,22 @@ pub(crate) fn parse_memory_budget(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::audience_host;
+
+    #[test]
+    fn the_audience_names_the_host_clients_send() {
+        assert_eq!(
+            audience_host("https://mcp.example.com/mcp").as_deref(),
+            Some("mcp.example.com")
+        );
+        assert_eq!(
+            audience_host("https://[2001:db8::1]:8443/mcp").as_deref(),
+            Some("2001:db8::1")
+        );
+        assert_eq!(audience_host("urn:warden:mcp"), None);
+    }
 }

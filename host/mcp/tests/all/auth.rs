@@ -21,7 +21,16 @@ fn with_token() -> HttpConfig {
 /// An MCP `initialize` POSTed by hand with `authorization` (if any): the
 /// status and the `WWW-Authenticate` header of the answer.
 async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Option<String>) {
-    let (status, challenge, _) = exchange(addr, "POST", MCP_PATH, authorization).await;
+    initialize_as(addr, &addr.to_string(), authorization).await
+}
+
+/// [`initialize`] with `host` as the `Host` header.
+async fn initialize_as(
+    addr: SocketAddr,
+    host: &str,
+    authorization: Option<&str>,
+) -> (u16, Option<String>) {
+    let (status, challenge, _) = exchange_as(addr, host, "POST", MCP_PATH, authorization).await;
     (status, challenge)
 }
 
@@ -29,6 +38,17 @@ async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> (u16, Opti
 /// what was read of the body.
 async fn exchange(
     addr: SocketAddr,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> (u16, Option<String>, String) {
+    exchange_as(addr, &addr.to_string(), method, path, authorization).await
+}
+
+/// [`exchange`] with `host` as the `Host` header.
+async fn exchange_as(
+    addr: SocketAddr,
+    host: &str,
     method: &str,
     path: &str,
     authorization: Option<&str>,
@@ -48,7 +68,7 @@ async fn exchange(
         String::new()
     };
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
@@ -91,16 +111,59 @@ async fn serving_off_loopback_without_authentication_is_refused() {
         "{refused:?}"
     );
     // With a token it serves, and still only to callers that present it.
-    let server =
-        warden_mcp::serve_http_with(Fake::new(), "0.0.0.0:0".parse().unwrap(), with_token())
-            .await
-            .expect("serves with a token");
+    let server = warden_mcp::serve_http_with(
+        Fake::new(),
+        "0.0.0.0:0".parse().unwrap(),
+        with_token().allow_host("mcp.example.com"),
+    )
+    .await
+    .expect("serves with a token");
     let addr = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
     assert_eq!(initialize(addr, None).await.0, 401);
     assert_eq!(
         initialize(addr, Some(&format!("Bearer {TOKEN}"))).await.0,
         200
     );
+}
+
+/// Bound to every address, the endpoint accepted only loopback `Host`
+/// names (and `0.0.0.0`, which no client sends): it started, and answered
+/// every remote client `403`. It now refuses to start without the name
+/// clients use, and serves that name.
+#[tokio::test]
+async fn bound_to_every_address_it_serves_the_host_named_for_it() {
+    let refused =
+        warden_mcp::serve_http_with(Fake::new(), "0.0.0.0:0".parse().unwrap(), with_token()).await;
+    assert!(
+        matches!(refused, Err(Error::NoAllowedHost { .. })),
+        "{refused:?}"
+    );
+    let server = warden_mcp::serve_http_with(
+        Fake::new(),
+        "0.0.0.0:0".parse().unwrap(),
+        with_token().allow_host("mcp.example.com"),
+    )
+    .await
+    .expect("serves");
+    let addr = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
+    let bearer = format!("Bearer {TOKEN}");
+    let port = addr.port();
+    for host in [
+        "mcp.example.com".to_owned(),
+        format!("mcp.example.com:{port}"),
+    ] {
+        assert_eq!(
+            initialize_as(addr, &host, Some(&bearer)).await.0,
+            200,
+            "{host}"
+        );
+    }
+    // GETs: refused before any body is read (a refused POST's unread body
+    // may reset the connection before its answer is read).
+    for host in ["0.0.0.0".to_owned(), format!("elsewhere.example:{port}")] {
+        let (status, _, _) = exchange_as(addr, &host, "GET", MCP_PATH, Some(&bearer)).await;
+        assert_eq!(status, 403, "{host}");
+    }
 }
 
 #[tokio::test]

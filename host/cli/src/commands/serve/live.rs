@@ -117,7 +117,7 @@ pub(crate) fn spawn_for(
             .await;
             match applied {
                 Ok(now) => seen = now,
-                Err(error) => eprintln!("warden: checking installed packages failed: {error}"),
+                Err(error) => say!("warden: checking installed packages failed: {error}"),
             }
             changes.next().await;
         }
@@ -136,7 +136,7 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
     let dirs = match super::super::installed_dirs(packages_dir) {
         Ok(dirs) => dirs,
         Err(error) => {
-            eprintln!("warning: reading installed packages: {error:#}");
+            say!("warning: reading installed packages: {error:#}");
             return;
         }
     };
@@ -151,7 +151,7 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
         let loaded = match warden_host::load_package(&PackageSource::Dir(dir.clone()), &options) {
             Ok(loaded) => loaded,
             Err(error) => {
-                eprintln!(
+                say!(
                     "warning: keeping what is active for {}: {error}",
                     dir.display()
                 );
@@ -159,7 +159,7 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
             }
         };
         if loaded.package.id != name {
-            eprintln!(
+            say!(
                 "warning: skipping {}: its manifest id is `{}`",
                 dir.display(),
                 loaded.package.id
@@ -176,11 +176,12 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
         // blocking pool): a directory copied in by hand that does not
         // compile or link is refused here, as `warden install` would.
         match location.install_loaded(loaded, Replace::Yes) {
-            Ok(package) => eprintln!(
+            Ok(package) => say!(
                 "warden: installed {} {} (another process)",
-                package.id, package.version
+                package.id,
+                package.version
             ),
-            Err(error) => eprintln!("warning: could not install {}: {error}", dir.display()),
+            Err(error) => say!("warning: could not install {}: {error}", dir.display()),
         }
     }
     for gone in location.installed().into_iter().filter(|p| {
@@ -189,6 +190,6 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
             && !present.contains(&p.package.id)
     }) {
         location.uninstall(&gone.package.id);
-        eprintln!("warden: uninstalled {} (another process)", gone.package.id);
+        say!("warden: uninstalled {} (another process)", gone.package.id);
     }
 }
