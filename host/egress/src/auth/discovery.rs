@@ -164,8 +164,20 @@ pub async fn server_metadata(egress: &Egress, issuer: &str) -> Result<ServerMeta
 /// The signing keys (a JWKS document) of `issuer`: its metadata's
 /// `jwks_uri` (which must be https), fetched through egress. A resource
 /// server verifies the issuer's access tokens with them.
+///
+/// The metadata must name `issuer` exactly, trailing `/` included: it is
+/// what the issuer's tokens carry as `iss`, which a resource server compares
+/// byte for byte. (A client looking an issuer up, [`server_metadata`],
+/// allows the slash.)
 pub async fn issuer_jwks(egress: &Egress, issuer: &str) -> Result<String, AuthError> {
     let metadata = server_metadata(egress, issuer).await?;
+    if metadata.issuer != issuer {
+        return Err(AuthError::Metadata(format!(
+            "{issuer}'s metadata names the issuer `{}`, which its tokens carry as `iss`: \
+             give exactly that",
+            bounded(&metadata.issuer)
+        )));
+    }
     let uri = metadata
         .jwks_uri
         .ok_or_else(|| AuthError::Metadata(format!("{issuer}'s metadata names no jwks_uri")))?;

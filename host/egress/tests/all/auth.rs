@@ -549,6 +549,28 @@ async fn discovery_checks_the_issuer_and_registers_a_public_loopback_client() {
         serde_json::json!(["http://127.0.0.1:5000/callback"])
     );
 
+    // Keys for a resource server: the metadata must name the issuer byte
+    // for byte (tokens carry it as `iss`); with a slash more, the server
+    // started and refused every token.
+    let fx = fixture(|req| match req.target.as_str() {
+        "/jwks" => TestResponse::json(&serde_json::json!({"keys": []})),
+        _ => TestResponse::json(&serde_json::json!({
+            "issuer": "https://github.com/", "jwks_uri": "https://github.com/jwks"})),
+    })
+    .await;
+    let err = discovery::issuer_jwks(&fx.egress, "https://github.com")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Metadata(m) if m.contains("`https://github.com/`")),
+        "{err:?}"
+    );
+    assert!(
+        discovery::issuer_jwks(&fx.egress, "https://github.com/")
+            .await
+            .is_ok()
+    );
+
     // A metadata document naming another issuer is refused.
     let fx =
         fixture(|_| TestResponse::json(&serde_json::json!({"issuer": "https://evil.test"}))).await;
