@@ -27,6 +27,15 @@ async fn the_store_conformance_suite_passes_on_postgres() {
         .unwrap();
     let url = pg.create_database("conformance");
     let store = PgStore::connect(&url).await.expect("connect and migrate");
+    // A statement the database does not answer fails in half a minute.
+    let client = store.pool().get().await.unwrap();
+    let timeout: String = client
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(timeout, "30s");
+    drop(client);
     warden_registry::testing::run(&store).await;
     warden_registry::testing::claims_race(Arc::new(store)).await;
 
@@ -147,12 +156,22 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
         .await
         .unwrap();
     assert!(matches!(one.get(&bob).await, Err(SecretError::Corrupt(_))));
-    // Another key opens nothing.
-    let other = secrets(&url, &keys.path().join("other.key")).await.unwrap();
-    assert!(matches!(
-        other.get(&alice).await,
-        Err(SecretError::Corrupt(_))
-    ));
+    // A host with another key (here: a key file not there yet, so made
+    // anew) is refused at once, by name; it opened, and wrote accounts no
+    // other host could read.
+    let other = secrets(&url, &keys.path().join("other.key")).await;
+    assert!(
+        matches!(&other, Err(SecretError::Key(why)) if why.contains("same key")),
+        "{other:?}"
+    );
+    // So is one on a database written before the check (its rows tell).
+    client
+        .execute("DELETE FROM warden_secret_key_check", &[])
+        .await
+        .unwrap();
+    let other = secrets(&url, &keys.path().join("other.key")).await;
+    assert!(matches!(&other, Err(SecretError::Key(_))), "{other:?}");
+    secrets(&url, &key).await.expect("the database's own key");
 }
 
 fn ran(result: &CallToolResult) -> bool {

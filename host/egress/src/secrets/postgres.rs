@@ -34,7 +34,19 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS warden_secrets (
     account    TEXT PRIMARY KEY,
     nonce      BYTEA NOT NULL,
     ciphertext BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS warden_secret_key_check (
+    id         INT PRIMARY KEY CHECK (id = 1),
+    nonce      BYTEA NOT NULL,
+    ciphertext BYTEA NOT NULL
 )";
+
+/// The name the key check is sealed under (its own table: no account's).
+const KEY_CHECK: &str = "#key-check";
+
+/// Why a host's key is refused.
+const OTHER_KEY: &str = "it does not open this database's secrets (another host wrote them \
+     with another key: every host on one database needs the same key)";
 
 /// A [`SecretStore`] in a PostgreSQL database.
 pub struct PgSecretStore {
@@ -80,6 +92,7 @@ impl PgSecretStore {
             .await
             .map_err(backend)?;
         tx.batch_execute(SCHEMA).await.map_err(backend)?;
+        check_key(&tx, &cipher).await?;
         tx.commit().await.map_err(backend)?;
         drop(client);
         Ok(PgSecretStore { pool, cipher })
@@ -150,6 +163,57 @@ fn account_text(key: &AccountKey) -> Result<String, SecretError> {
 
 fn aad(account: &str) -> Vec<u8> {
     [AAD_PREFIX, account.as_bytes()].concat()
+}
+
+/// Refuse a key that is not the database's: the first host to open it
+/// seals a check value with its key, every later one must open it. A host
+/// started with another key (its key file not mounted yet, and so
+/// generated; a stale `$WARDEN_SECRET_KEY`) wrote accounts no other host
+/// could read, and every listing of accounts failed on them. A database
+/// written before the check is checked against its rows.
+async fn check_key(
+    tx: &deadpool_postgres::Transaction<'_>,
+    cipher: &XChaCha20Poly1305,
+) -> Result<(), SecretError> {
+    let check = tx
+        .query_opt(
+            "SELECT nonce, ciphertext FROM warden_secret_key_check WHERE id = 1",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    if let Some(row) = check {
+        open(cipher, KEY_CHECK, row.get(0), row.get(1)).map_err(|_| SecretError::Key(OTHER_KEY))?;
+        return Ok(());
+    }
+    // Any one row the key opens will do (a row edited in the database
+    // opens with no key).
+    let written = tx
+        .query(
+            "SELECT account, nonce, ciphertext FROM warden_secrets LIMIT 16",
+            &[],
+        )
+        .await
+        .map_err(backend)?;
+    let opens = |row: &deadpool_postgres::tokio_postgres::Row| {
+        let account: String = row.get(0);
+        open(cipher, &account, row.get(1), row.get(2)).is_ok()
+    };
+    if !written.is_empty() && !written.iter().any(opens) {
+        return Err(SecretError::Key(OTHER_KEY));
+    }
+    let check = Sealed {
+        value: KEY_CHECK.to_owned(),
+        binding: None,
+    };
+    let (nonce, ciphertext) = seal(cipher, KEY_CHECK, &check)?;
+    tx.execute(
+        "INSERT INTO warden_secret_key_check (id, nonce, ciphertext) VALUES (1, $1, $2)",
+        &[&nonce, &ciphertext],
+    )
+    .await
+    .map_err(backend)?;
+    Ok(())
 }
 
 fn seal(

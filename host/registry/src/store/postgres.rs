@@ -31,6 +31,13 @@ pub const DEFAULT_POOL_SIZE: usize = 8;
 /// How long connecting, or waiting for a pooled connection, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a statement, or a connection the database stopped answering,
+/// may take (`statement_timeout`, `tcp_user_timeout`, keepalive idle time).
+const UNANSWERED_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// tokio-postgres's keepalive idle time when the URL sets none (2 hours).
+const DEFAULT_KEEPALIVES_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+
 fn pg_error(e: tokio_postgres::Error) -> StoreError {
     StoreError::Backend(Box::new(e))
 }
@@ -69,6 +76,22 @@ impl PgStore {
             .map_err(|e| StoreError::Config(format!("the PostgreSQL URL is invalid: {e}")))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // A database that stops answering (a partition, a failover) fails
+        // a statement within about half a minute, not when TCP gives up on
+        // its retransmissions (about 15 minutes, the pool's connections
+        // stuck meanwhile). What the URL sets is kept.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(UNANSWERED_TIMEOUT);
+        }
+        if config.get_keepalives_idle() == DEFAULT_KEEPALIVES_IDLE {
+            config.keepalives_idle(UNANSWERED_TIMEOUT);
+        }
+        if config.get_options().is_none() {
+            config.options(format!(
+                "-c statement_timeout={}s",
+                UNANSWERED_TIMEOUT.as_secs()
+            ));
         }
         config.application_name("warden");
         let manager = Manager::from_config(
