@@ -337,6 +337,16 @@ impl Host {
         result
     }
 
+    /// Remove account `key` (its value and its OAuth refresh material) in
+    /// the account's turn, so a refresh under way cannot write it back;
+    /// whether a value was stored.
+    pub async fn remove_account(
+        &self,
+        key: &warden_egress::secrets::AccountKey,
+    ) -> Result<bool, warden_egress::auth::AuthError> {
+        warden_egress::auth::grant::remove_account(&self.shared.egress, key).await
+    }
+
     /// The secret store (to set or remove credentials).
     pub fn secrets(&self) -> &Arc<dyn SecretStore> {
         self.shared.egress.store()

@@ -80,9 +80,9 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
         SecretCommand::Rm(args) => {
             let host = cx.host()?;
             let key = key(&args, &args.scopes);
+            // The value and its refresh material, in the account's turn.
             let removed = host
-                .secrets()
-                .delete(&key)
+                .remove_account(&key)
                 .await
                 .context("removing the secret")?;
             // An OAuth client credential's token endpoint goes with it (even
@@ -99,10 +99,6 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
             if !removed && !pin_removed {
                 bail!("no secret stored for {key}");
             }
-            host.secrets()
-                .delete(&warden_egress::auth::grant::grant_key(&key))
-                .await
-                .context("removing the account's refresh material")?;
             if cx.json {
                 render::json(&serde_json::json!({ "removed": key }));
             } else {

@@ -266,6 +266,20 @@ pub async fn hold_account(egress: &Egress, key: &AccountKey) -> Result<AccountTu
     })
 }
 
+/// Remove account `key`, its value and its OAuth refresh material, in the
+/// account's turn: a refresh under way (on this host, or on another sharing
+/// the store) finishes first, and finds nothing to refresh after. Without
+/// the turn, a refresh that had read the grant before the removal wrote its
+/// new tokens back after it: a live account after "removed". Whether a
+/// value was stored.
+pub async fn remove_account(egress: &Egress, key: &AccountKey) -> Result<bool, AuthError> {
+    let _turn = hold_account(egress, key).await?;
+    let store = egress.store();
+    let removed = store.delete(key).await?;
+    store.delete(&grant_key(key)).await?;
+    Ok(removed)
+}
+
 /// Refresh account `key` if its access token expires within the skew of
 /// `now`; whether it was refreshed (by this call or a concurrent one).
 pub async fn refresh_account(

@@ -283,6 +283,32 @@ async fn store_account(fx: &Fixture, recipe: &OAuth2Recipe, tokens: &TokenSet) -
     key
 }
 
+/// A removal waits for a refresh under way (here: the account's turn, held
+/// as a refresh holds it while it asks the provider), so the refresh's
+/// write-back cannot bring the account back. Without the turn the removal
+/// ran at once and the refreshed tokens were stored after it.
+#[tokio::test]
+async fn removing_an_account_waits_for_its_refresh() {
+    let (fx, auth) = fake(3600).await;
+    let recipe = recipe();
+    let tokens = connect(&fx, &auth, &recipe).await;
+    let key = store_account(&fx, &recipe, &tokens).await;
+    let refreshing = grant::hold_account(&fx.egress, &key).await.unwrap();
+    let removal = tokio::spawn({
+        let (egress, key) = (fx.egress.clone(), key.clone());
+        async move { grant::remove_account(&egress, &key).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!removal.is_finished(), "the removal waits for the refresh");
+    // The refresh writes its new tokens back, then ends its turn.
+    store_account(&fx, &recipe, &tokens).await;
+    drop(refreshing);
+    assert!(removal.await.unwrap().unwrap(), "a value was stored");
+    let store = fx.egress.store();
+    assert!(store.get(&key).await.unwrap().is_none());
+    assert!(grant::load(store.as_ref(), &key).await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn concurrent_calls_refresh_once_and_the_rotated_token_is_stored() {
     // Tokens live 5 s: within the 60 s skew, so they are due at once.

@@ -79,16 +79,21 @@ impl Location {
             {
                 continue;
             }
-            if !is_host_record(&key)
-                && let Some(access) = store.get(&key).await?
+            if is_host_record(&key) {
+                store.delete(&key).await?;
+                continue;
+            }
+            // In the account's turn: a refresh under way finishes first (and
+            // its new token is the one revoked); none writes it back after.
+            let _turn = grant::hold_account(egress, &key).await?;
+            if let Some(access) = store.get(&key).await?
                 && let Err(error) = grant::revoke(egress, &key, &access).await
             {
                 tracing::warn!(account = %key, %error, "could not revoke the account at the provider");
             }
             store.delete(&key).await?;
-            if !is_host_record(&key) {
-                removed.push(key);
-            }
+            store.delete(&grant::grant_key(&key)).await?;
+            removed.push(key);
         }
         if removed.is_empty() {
             return Err(ConnectError::NotConnected(vendor.to_owned()));
