@@ -49,11 +49,16 @@ impl JwtIssuer {
     /// `Bearer <jwt>` for subject `alice` with `aud` and `scope`, expiring
     /// `exp_in` seconds from now.
     pub fn bearer(&self, aud: &str, scope: &str, exp_in: i64) -> String {
+        self.bearer_for("alice", aud, scope, exp_in)
+    }
+
+    /// [`JwtIssuer::bearer`] for subject `sub`.
+    pub fn bearer_for(&self, sub: &str, aud: &str, scope: &str, exp_in: i64) -> String {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock after 1970")
             .as_secs() as i64;
-        let claims = json!({"iss": self.issuer, "aud": aud, "sub": "alice",
+        let claims = json!({"iss": self.issuer, "aud": aud, "sub": sub,
             "exp": now + exp_in, "scope": scope});
         let signed = format!(
             "{}.{}",

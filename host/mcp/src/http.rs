@@ -13,6 +13,7 @@ use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::owners::SessionOwners;
 use crate::peers::Peers;
 use crate::{
     Backend, Error, WardenServer,
@@ -136,6 +137,8 @@ struct Services<B: Backend> {
     stateful: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
     stateless: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
     sessions: Sessions,
+    /// Who opened each session (authenticated endpoints only).
+    owners: Arc<SessionOwners>,
 }
 
 impl<B: Backend> Clone for Services<B> {
@@ -144,6 +147,7 @@ impl<B: Backend> Clone for Services<B> {
             stateful: self.stateful.clone(),
             stateless: self.stateless.clone(),
             sessions: self.sessions,
+            owners: self.owners.clone(),
         }
     }
 }
@@ -281,6 +285,7 @@ pub async fn serve_http_with<B: Backend>(
             stateless_sdk,
         ),
         sessions: config.sessions,
+        owners: Arc::default(),
     };
     let auth = config.auth.map(Arc::new);
     let scheme = if config.tls.is_some() {
@@ -416,7 +421,8 @@ async fn serve_connection<B, I>(
 /// Everything else, headers and sessions included, is the SDK's.
 ///
 /// With `auth`, a request is authenticated before anything else is read, and
-/// carries its [`crate::Caller`] in its extensions from there on.
+/// carries its [`crate::Caller`] in its extensions from there on; a session
+/// is then usable only by the caller that opened it ([`SessionOwners`]).
 async fn route<B: Backend>(
     services: &Services<B>,
     auth: Option<&HttpAuth>,
@@ -450,7 +456,46 @@ async fn route<B: Backend>(
             Err(rejection) => return unauthorized(auth, rejection),
         }
     }
-    let has_session = request.headers().contains_key("mcp-session-id");
+    let subject = request
+        .extensions()
+        .get::<crate::Caller>()
+        .map(|caller| caller.subject.clone());
+    let Some(subject) = subject else {
+        return dispatch(services, request).await;
+    };
+    // A session is its opener's: another caller is told it does not exist.
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .map(|id| String::from_utf8_lossy(id.as_bytes()).into_owned());
+    if let Some(session) = &session
+        && !services.owners.allows(session, &subject)
+    {
+        return status(StatusCode::NOT_FOUND);
+    }
+    let ending = request.method() == Method::DELETE;
+    let answer = dispatch(services, request).await;
+    match session {
+        None => {
+            if let Some(opened) = answer.headers().get(SESSION_HEADER) {
+                let opened = String::from_utf8_lossy(opened.as_bytes()).into_owned();
+                services.owners.opened(opened, subject);
+            }
+        }
+        Some(session) if ending && answer.status().is_success() => {
+            services.owners.ended(&session);
+        }
+        Some(_) => {}
+    }
+    answer
+}
+
+/// The header naming a request's MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Hand an authenticated request to the SDK (see [`route`]).
+async fn dispatch<B: Backend>(services: &Services<B>, request: Request<Incoming>) -> Answer {
+    let has_session = request.headers().contains_key(SESSION_HEADER);
     if request.method() != Method::POST {
         return services.pick(has_session, None).handle(request).await;
     }

@@ -44,6 +44,7 @@ mod connect;
 mod guard;
 mod http;
 mod lines;
+mod owners;
 mod parse;
 mod peers;
 mod result;

@@ -305,6 +305,92 @@ async fn the_token_subject_reaches_the_backend_as_the_caller() {
     client.cancel().await.expect("close");
 }
 
+/// One request by hand, its session id (if any) and its token: the status
+/// and the `mcp-session-id` the answer names.
+async fn in_session(
+    addr: SocketAddr,
+    method: &str,
+    session: Option<&str>,
+    authorization: &str,
+    body: &str,
+) -> (u16, Option<String>) {
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {MCP_PATH} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: {authorization}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\n{session}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.expect("read");
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&response);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    let id = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    (status, id)
+}
+
+/// A session is its opener's: another caller with a valid token and the
+/// session's id is told it does not exist, and cannot end it. Before, the
+/// id alone was enough to post into the session (answer its approval
+/// prompts), read its stream or end it.
+#[tokio::test]
+async fn a_session_serves_only_the_caller_that_opened_it() {
+    let issuer = Issuer::new(ISSUER);
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
+    let config = HttpConfig::default()
+        .with_auth(HttpAuth::Jwt(jwt))
+        .with_sessions(warden_mcp::Sessions::All);
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let (alice, bob) = (
+        issuer.bearer_for("alice", AUDIENCE, "", 300),
+        issuer.bearer_for("bob", AUDIENCE, "", 300),
+    );
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string();
+    let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let as_bob = in_session(addr, "POST", Some(&session), &bob, initialized).await;
+    assert_eq!(as_bob.0, 404, "bob posts into alice's session");
+    let as_bob = in_session(addr, "DELETE", Some(&session), &bob, "").await;
+    assert_eq!(as_bob.0, 404, "bob ends alice's session");
+    let as_alice = in_session(addr, "POST", Some(&session), &alice, initialized).await;
+    assert_eq!(as_alice.0, 202);
+    let as_alice = in_session(addr, "POST", Some(&session), &alice, list).await;
+    assert_eq!(as_alice.0, 200, "alice's session is still there");
+    let as_bob = in_session(addr, "GET", Some(&session), &bob, "").await;
+    assert_eq!(as_bob.0, 404, "bob reads alice's event stream");
+}
+
 /// A client that sends part of a request head and then nothing is cut off
 /// once the head's time (10 s) is up, before anyone authenticated it,
 /// instead of holding its connection for ever.
