@@ -171,11 +171,15 @@ impl JwtAuth {
             return Err(invalid);
         }
         let exp = claims.get("exp").and_then(Value::as_i64).ok_or(invalid)?;
-        if exp + LEEWAY_SECS <= now {
+        // Saturating: an `exp` or `nbf` at the ends of i64 (only the issuer
+        // can sign one) overflowed, a panic in a debug build.
+        if exp.saturating_add(LEEWAY_SECS) <= now {
             return Err(invalid);
         }
         if let Some(nbf) = claims.get("nbf")
-            && nbf.as_i64().is_none_or(|nbf| nbf - LEEWAY_SECS > now)
+            && nbf
+                .as_i64()
+                .is_none_or(|nbf| nbf.saturating_sub(LEEWAY_SECS) > now)
         {
             return Err(invalid);
         }

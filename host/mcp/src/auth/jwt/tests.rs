@@ -169,6 +169,20 @@ fn wrong_expired_and_other_audience_tokens_are_invalid() {
                 c.insert("nbf".into(), json!(NOW + LEEWAY_SECS + 5));
             })),
         ),
+        // At the ends of i64: the leeway overflowed (a panic in debug builds).
+        (
+            "expired at the start of time",
+            issuer.token(&with(|c| {
+                c.insert("exp".into(), json!(i64::MIN));
+            })),
+        ),
+        (
+            "valid only at the end of time",
+            issuer.token(&with(|c| {
+                c.insert("exp".into(), json!(i64::MAX));
+                c.insert("nbf".into(), json!(i64::MAX));
+            })),
+        ),
         ("not a JWT", "abc".into()),
         (
             "a critical extension",
