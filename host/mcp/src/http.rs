@@ -96,7 +96,15 @@ pub struct HttpConfig {
     /// connection past its peer's share is closed at once. Behind a proxy
     /// every client is the proxy: set it to `max_connections` there.
     pub max_connections_per_peer: usize,
+    /// How long a caller may take to send a request's body, once its head
+    /// is in (default [`DEFAULT_BODY_TIMEOUT`]); then it is answered `408`
+    /// and the connection closed.
+    pub body_timeout: std::time::Duration,
 }
+
+/// The default of [`HttpConfig::body_timeout`]: a message is at most
+/// [`MAX_MESSAGE_BYTES`], which any client sends well within it.
+pub const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -107,6 +115,7 @@ impl Default for HttpConfig {
             sessions: Sessions::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         }
     }
 }
@@ -139,6 +148,8 @@ struct Services<B: Backend> {
     sessions: Sessions,
     /// Who opened each session (authenticated endpoints only).
     owners: Arc<SessionOwners>,
+    /// [`HttpConfig::body_timeout`].
+    body_timeout: std::time::Duration,
 }
 
 impl<B: Backend> Clone for Services<B> {
@@ -148,6 +159,7 @@ impl<B: Backend> Clone for Services<B> {
             stateless: self.stateless.clone(),
             sessions: self.sessions,
             owners: self.owners.clone(),
+            body_timeout: self.body_timeout,
         }
     }
 }
@@ -213,6 +225,13 @@ impl HttpConfig {
     /// [`HttpConfig::max_connections_per_peer`]).
     pub fn with_max_connections_per_peer(mut self, max: usize) -> Self {
         self.max_connections_per_peer = max;
+        self
+    }
+
+    /// Give a caller `timeout` to send a request's body (see
+    /// [`HttpConfig::body_timeout`]).
+    pub fn with_body_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.body_timeout = timeout;
         self
     }
 
@@ -286,6 +305,7 @@ pub async fn serve_http_with<B: Backend>(
         ),
         sessions: config.sessions,
         owners: Arc::default(),
+        body_timeout: config.body_timeout,
     };
     let auth = config.auth.map(Arc::new);
     let scheme = if config.tls.is_some() {
@@ -500,9 +520,18 @@ async fn dispatch<B: Backend>(services: &Services<B>, request: Request<Incoming>
         return services.pick(has_session, None).handle(request).await;
     }
     let (parts, body) = request.into_parts();
-    let body = match read_body(body).await {
-        Ok(body) => body,
-        Err(response) => return response,
+    // A body trickled without end held its connection (and a slot) for ever.
+    let body = match tokio::time::timeout(services.body_timeout, read_body(body)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(response)) => return response,
+        Err(_) => {
+            let mut answer = status(StatusCode::REQUEST_TIMEOUT);
+            answer.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return answer;
+        }
     };
     if guard::too_deep(&body, MAX_DEPTH) {
         return refused(&body, Refusal::Unparsable, StatusCode::BAD_REQUEST);

@@ -416,6 +416,31 @@ async fn a_trickled_request_head_is_cut_off() {
     assert!(read.is_ok(), "the server still holds the connection");
 }
 
+/// A body sent slower than its time allows is answered `408` and its
+/// connection closed; before, a head with a `Content-Length` and a body
+/// that never came held the connection for ever.
+#[tokio::test]
+async fn a_trickled_request_body_is_cut_off() {
+    use std::time::Duration;
+    let config = with_token().with_body_timeout(Duration::from_millis(500));
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the server still holds the connection");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
 /// At the connection cap, before any authentication, a further client is
 /// not served while the open connections stay open (it waits in the listen
 /// backlog), and is served once one of them closes.
