@@ -62,8 +62,8 @@ pub use backend::{
     ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,
 };
 pub use http::{
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig, HttpServer, MCP_PATH,
-    Sessions, serve_http, serve_http_with,
+    DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig,
+    HttpServer, MCP_PATH, Sessions, serve_http, serve_http_with,
 };
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;
