@@ -147,6 +147,12 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
+        // What start-up loads from this directory, and nothing else: a
+        // `mcp/github` (not `mcp-…`) is no registered server, and installed
+        // live it replaced the built-in `github` (start-up ignored it).
+        if !kind.owns(&name) {
+            continue;
+        }
         present.insert(name.clone());
         let loaded = match warden_host::load_package(&PackageSource::Dir(dir.clone()), &options) {
             Ok(loaded) => loaded,
@@ -191,5 +197,31 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
     }) {
         location.uninstall(&gone.package.id);
         say!("warden: uninstalled {} (another process)", gone.package.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use warden_host::{Host, HostConfig};
+
+    use super::*;
+
+    /// A directory in `mcp/` not named `mcp-…` is no registered server:
+    /// start-up ignores it, and so does the live reload (which installed
+    /// it, under any id, built-in ones included).
+    #[test]
+    fn only_mcp_named_directories_are_registered_servers() {
+        let data = tempfile::tempdir().unwrap();
+        let host = Host::builder(HostConfig {
+            data_dir: Some(data.path().to_owned()),
+            ..HostConfig::default()
+        })
+        .build()
+        .unwrap();
+        let location = host.open_location("live");
+        let mcp = data.path().join("mcp");
+        warden_tests::fake_mcp::write_package(&mcp.join("fake-mcp"), "https://mcp.example.com/mcp");
+        reconcile(&location, &mcp, Kind::User);
+        assert!(location.package("fake-mcp").is_none());
     }
 }
