@@ -291,7 +291,8 @@ fn an_install_waits_for_the_one_under_way() {
 
 /// An install cut short between setting the installed copy aside and
 /// moving the new one in leaves the old copy aside: the next command that
-/// reads the installed packages (not only the next install) puts it back.
+/// reads the installed packages (not only the next install) puts it back,
+/// and removes what other installs and uninstalls cut short left.
 #[test]
 fn a_copy_set_aside_by_an_install_cut_short_is_put_back() {
     let warden = crate::warden();
@@ -303,10 +304,17 @@ fn a_copy_set_aside_by_an_install_cut_short_is_put_back() {
     assert_eq!(run.code, 0, "{run:?}");
     let packages = warden.data_dir().join("packages");
     std::fs::rename(packages.join("other"), packages.join(".other.replaced")).unwrap();
+    // What an install and an uninstall cut short leave behind as well.
+    for leftover in [".third.installing", ".fourth.removing"] {
+        std::fs::create_dir_all(packages.join(leftover).join("wasm")).unwrap();
+    }
     let call = warden.run(&["call", "other.echo", "--input", r#"{"text": "ok"}"#]);
     assert_eq!(call.code, 0, "{call:?}");
     assert!(!packages.join(".other.replaced").exists());
     assert!(packages.join("other/manifest.toml").is_file());
+    for leftover in [".third.installing", ".fourth.removing"] {
+        assert!(!packages.join(leftover).exists(), "{leftover} is removed");
+    }
 }
 
 /// `check` goes through install's own steps, not only the manifest's: a

@@ -106,12 +106,15 @@ impl LoadedPackage {
     /// not exist yet (its parent may). Every name is normalised again and
     /// joined only as normal components, each file is created new, and
     /// every directory under `dir` is one this made, so nothing is written
-    /// outside `dir` and no existing file or link is followed.
+    /// outside `dir` and no existing file or link is followed. Files and
+    /// directories are synced to disk before this returns, so a copy moved
+    /// into place afterwards is never found empty after a crash.
     pub fn write_to(&self, dir: &Path) -> Result<(), HostError> {
         if let Some(parent) = dir.parent() {
             std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
         }
         std::fs::create_dir(dir).map_err(|e| HostError::io(dir, e))?;
+        let mut dirs = std::collections::BTreeSet::from([dir.to_path_buf()]);
         for (name, bytes) in &self.files {
             let rel = reader::normalise(name).map_err(|reason| HostError::UnsafeEntry {
                 package: self.package.id.clone(),
@@ -129,6 +132,12 @@ impl LoadedPackage {
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
+                dirs.extend(
+                    parent
+                        .ancestors()
+                        .take_while(|a| a.starts_with(dir))
+                        .map(Path::to_path_buf),
+                );
             }
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
@@ -136,6 +145,14 @@ impl LoadedPackage {
                 .open(&path)
                 .map_err(|e| HostError::io(&path, e))?;
             std::io::Write::write_all(&mut file, bytes).map_err(|e| HostError::io(&path, e))?;
+            file.sync_all().map_err(|e| HostError::io(&path, e))?;
+        }
+        // Each directory's entries (a directory is synced by a handle to it;
+        // where that is not possible, Windows, the files are enough).
+        for made in &dirs {
+            if let Ok(handle) = std::fs::File::open(made) {
+                handle.sync_all().map_err(|e| HostError::io(made, e))?;
+            }
         }
         Ok(())
     }

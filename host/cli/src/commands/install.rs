@@ -190,11 +190,22 @@ fn swap_in(staging: &Path, target: &Path) -> Result<()> {
         }
         return Err(error).with_context(|| format!("installing into {}", target.display()));
     }
+    // The renames themselves, before the old copy goes.
+    if let Some(packages) = target.parent()
+        && let Ok(handle) = std::fs::File::open(packages)
+    {
+        handle
+            .sync_all()
+            .with_context(|| format!("syncing {}", packages.display()))?;
+    }
     remove_dir(&aside)
 }
 
 /// Put back each copy an install cut short set aside (its id has no copy),
-/// and remove those whose replacement is in place.
+/// and remove those whose replacement is in place, and what an install or
+/// uninstall cut short left half-written or half-removed (`.{id}.installing`,
+/// `.{id}.removing`: nothing reads them, and they were never cleaned up).
+/// Only called while no install runs (the lock is held or was free).
 fn restore_set_aside(packages: &Path) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(packages) else {
         return Ok(());
@@ -202,6 +213,10 @@ fn restore_set_aside(packages: &Path) -> Result<()> {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        if name.starts_with('.') && (name.ends_with(".installing") || name.ends_with(".removing")) {
+            remove_dir(&entry.path())?;
+            continue;
+        }
         let Some(id) = name
             .strip_prefix('.')
             .and_then(|rest| rest.strip_suffix(".replaced"))
