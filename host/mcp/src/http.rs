@@ -7,13 +7,14 @@ use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, server::conn::http1};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    StreamableHttpServerConfig, StreamableHttpService,
+    session::{SessionManager, local::LocalSessionManager},
 };
 use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use crate::owners::SessionOwners;
+use crate::owners::{MAX_SESSIONS_PER_CALLER, SessionOwners};
 use crate::peers::Peers;
 use crate::{
     Backend, Error, WardenServer,
@@ -148,6 +149,8 @@ struct Services<B: Backend> {
     sessions: Sessions,
     /// Who opened each session (authenticated endpoints only).
     owners: Arc<SessionOwners>,
+    /// The stateful service's sessions.
+    manager: Arc<LocalSessionManager>,
     /// [`HttpConfig::body_timeout`].
     body_timeout: std::time::Duration,
 }
@@ -159,12 +162,37 @@ impl<B: Backend> Clone for Services<B> {
             stateless: self.stateless.clone(),
             sessions: self.sessions,
             owners: self.owners.clone(),
+            manager: self.manager.clone(),
             body_timeout: self.body_timeout,
         }
     }
 }
 
 impl<B: Backend> Services<B> {
+    /// Whether `subject` may open one more session: it holds fewer than
+    /// [`MAX_SESSIONS_PER_CALLER`] that still exist (those that ended or
+    /// idled out are forgotten here).
+    async fn room_for(&self, subject: &str) -> bool {
+        let mine = self.owners.of(subject);
+        if mine.len() < MAX_SESSIONS_PER_CALLER {
+            return true;
+        }
+        let mut live = 0;
+        for session in mine {
+            if self
+                .manager
+                .has_session(&session.as_str().into())
+                .await
+                .unwrap_or(false)
+            {
+                live += 1;
+            } else {
+                self.owners.ended(&session);
+            }
+        }
+        live < MAX_SESSIONS_PER_CALLER
+    }
+
     /// The service for a request: one with a session id stays on its
     /// session; a POST without one gets a session only as
     /// [`HttpConfig::sessions`] says (`body` is its JSON-RPC message).
@@ -296,8 +324,9 @@ pub async fn serve_http_with<B: Backend>(
         .with_legacy_session_mode(false)
         .with_json_response(true);
     let factory = server.clone();
+    let manager = Arc::new(LocalSessionManager::default());
     let service = Services {
-        stateful: StreamableHttpService::new(move || Ok(server.clone()), Default::default(), sdk),
+        stateful: StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), sdk),
         stateless: StreamableHttpService::new(
             move || Ok(factory.clone()),
             Default::default(),
@@ -305,6 +334,7 @@ pub async fn serve_http_with<B: Backend>(
         ),
         sessions: config.sessions,
         owners: Arc::default(),
+        manager,
         body_timeout: config.body_timeout,
     };
     let auth = config.auth.map(Arc::new);
@@ -499,6 +529,10 @@ async fn route<B: Backend>(
         None => {
             if let Some(opened) = answer.headers().get(SESSION_HEADER) {
                 let opened = String::from_utf8_lossy(opened.as_bytes()).into_owned();
+                if !services.room_for(&subject).await {
+                    let _ = services.manager.close_session(&opened.into()).await;
+                    return status(StatusCode::TOO_MANY_REQUESTS);
+                }
                 services.owners.opened(opened, subject);
             }
         }

@@ -13,6 +13,11 @@ use std::sync::Mutex;
 /// initializes anew, as for any session the server ended).
 const MAX_SESSIONS: usize = 16_384;
 
+/// Live sessions one caller may hold: each is a task and its buffers until
+/// it is ended or idles out, so one token could otherwise open them
+/// without end.
+pub(crate) const MAX_SESSIONS_PER_CALLER: usize = 64;
+
 /// Session id → the subject of the caller that opened it.
 #[derive(Debug, Default)]
 pub(crate) struct SessionOwners {
@@ -51,6 +56,16 @@ impl SessionOwners {
             };
             state.owners.remove(&oldest);
         }
+    }
+
+    /// The sessions `subject` opened that are remembered.
+    pub(crate) fn of(&self, subject: &str) -> Vec<String> {
+        self.lock()
+            .owners
+            .iter()
+            .filter(|(_, owner)| *owner == subject)
+            .map(|(session, _)| session.clone())
+            .collect()
     }
 
     /// `session` was ended.

@@ -391,6 +391,42 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
     assert_eq!(as_bob.0, 404, "bob reads alice's event stream");
 }
 
+/// One caller holds at most 64 live sessions (each is a task until it ends
+/// or idles out): the next `initialize` is answered `429`, until one of its
+/// sessions ends; another caller is not affected. Before, one token opened
+/// sessions without end.
+#[tokio::test]
+async fn a_caller_holds_a_bounded_number_of_sessions() {
+    let issuer = Issuer::new(ISSUER);
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
+    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let (alice, bob) = (
+        issuer.bearer_for("alice", AUDIENCE, "", 300),
+        issuer.bearer_for("bob", AUDIENCE, "", 300),
+    );
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string();
+    let mut sessions = Vec::new();
+    for _ in 0..64 {
+        let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
+        assert_eq!(status, 200);
+        sessions.push(session.expect("a session id"));
+    }
+    assert_eq!(in_session(addr, "POST", None, &alice, &init).await.0, 429);
+    assert_eq!(in_session(addr, "POST", None, &bob, &init).await.0, 200);
+    let ended = in_session(addr, "DELETE", Some(&sessions[0]), &alice, "").await;
+    assert_eq!(ended.0, 202);
+    assert_eq!(in_session(addr, "POST", None, &alice, &init).await.0, 200);
+}
+
 /// A client that sends part of a request head and then nothing is cut off
 /// once the head's time (10 s) is up, before anyone authenticated it,
 /// instead of holding its connection for ever.
