@@ -1,8 +1,11 @@
 //! Who may call the streamable HTTP endpoint.
 //!
-//! Loopback serving may run without authentication (the process's own user
-//! is the only caller). Anything else must be configured with an
-//! [`HttpAuth`]; [`crate::serve_http_with`] refuses to start without one.
+//! Loopback serving may run without authentication: every local process,
+//! of any user of the machine, can then call it (with the host's
+//! credentials), so it is for a machine of one's own; a web page cannot (its
+//! JSON request needs a CORS preflight, which is not answered, and only
+//! loopback `Host` names are served). Anything else must be configured with
+//! an [`HttpAuth`]; [`crate::serve_http_with`] refuses to start without one.
 //!
 //! A static bearer token is the simple mode: the token is read from a file
 //! (never a command-line argument, which other local users can see), only its
