@@ -392,7 +392,7 @@ impl Location {
                         &package.id,
                         &binding.capability,
                         Some(*lane),
-                        &identity,
+                        &tool_identity(&identity, &binding.capability),
                     ))?;
                 }
                 Ok(())
@@ -413,6 +413,25 @@ impl Location {
         self.forget_lanes(&old);
         self.changes.send_modify(|generation| *generation += 1);
         Ok(true)
+    }
+}
+
+/// The identity a discovered tool's grants and approvals are bound to: the
+/// package's, its digest extended with the tool as published (what the
+/// server listed, and the effects and permission it got). A package with
+/// its own code changes digest with any change; a server changes its tools
+/// under the same manifest, and a grant made for a read-only tool covered
+/// it once the server re-listed it destructive, with another schema.
+fn tool_identity(package: &PackageIdentity, capability: &Capability) -> PackageIdentity {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(package.digest.as_bytes());
+    hash.update(b"\n");
+    // A capability always serializes (strings, JSON values, enums).
+    hash.update(serde_json::to_vec(capability).unwrap_or_default());
+    PackageIdentity {
+        digest: hex::encode(hash.finalize()),
+        ..package.clone()
     }
 }
 
@@ -485,7 +504,12 @@ fn bindings(
                 if !cap.effects.contains(&Effect::ExternalWrite) {
                     cap.effects.push(Effect::ExternalWrite);
                 }
-                cap.default_permission = Permission::Ask;
+                // Only ever tightens: a pinned `deny` stays denied (it was
+                // set to `ask`, which a person, or a product's consent,
+                // can then pass).
+                if cap.default_permission == Permission::Allow {
+                    cap.default_permission = Permission::Ask;
+                }
             }
             (remote.name.clone(), cap)
         })

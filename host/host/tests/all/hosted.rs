@@ -602,3 +602,93 @@ async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
     assert_eq!(last["capability"], "fake-mcp.weather", "{last}");
     assert_eq!(last["origin"], "loop_run", "{last}");
 }
+
+/// A server's `destructiveHint` only ever tightens a permission: a pinned
+/// tool the manifest denies stays denied. It set `ask`, which a person (or a
+/// product's consent) could then pass.
+#[tokio::test]
+async fn a_destructive_hint_never_relaxes_a_pinned_deny() {
+    let (fake, host) = fake_and_host(Script::default()).await;
+    let location = host.open_location("p");
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let manifest = dir.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let pinned = "description = \"Echo (pinned).\"\ndefault_permission = \"allow\"";
+    assert!(text.contains(pinned));
+    let text = text.replace(
+        pinned,
+        "description = \"Echo (pinned).\"\ndefault_permission = \"deny\"",
+    );
+    std::fs::write(&manifest, text).unwrap();
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    fake.script(|s| {
+        for tool in &mut s.tools {
+            if tool["name"] == "echo" {
+                tool["annotations"] = json!({"destructiveHint": true});
+            }
+        }
+    });
+    assert!(location.refresh_hosted().await.is_empty());
+    let snapshot = location.snapshot();
+    let echo = by_id(&snapshot, "fake-mcp.echo");
+    assert_eq!(echo.def().default_permission, Permission::Deny);
+    assert!(echo.def().effects.contains(&Effect::ExternalWrite));
+}
+
+/// A grant for a discovered tool is for the tool as the server listed it:
+/// re-listed destructive (or with another schema), it asks again. The grant
+/// was bound to the manifest alone, which a server's change leaves as it is.
+#[tokio::test]
+async fn a_grant_for_a_discovered_tool_ends_when_the_server_changes_it() {
+    let (fake, host) = fake_and_host(Script::default()).await;
+    let (location, _dir) = install(&host, MCP_URL);
+    assert!(location.refresh_hosted().await.is_empty());
+    let weather = || Invocation::new("fake-mcp.weather", json!({"city": "Oslo"}), Origin::LoopRun);
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(weather()).await.unwrap() else {
+        panic!("loop_run is gated_unless_granted");
+    };
+    let grant = warden_host::Resolution::ApproveAndGrant(warden_registry::GrantTerms::default());
+    host.approvals()
+        .resolve(&request.id, grant, warden_registry::now_millis())
+        .await
+        .unwrap();
+    let resumed = location.resume(&request.id, weather()).await.unwrap();
+    assert!(
+        matches!(resumed, InvokeOutcome::Completed(_)),
+        "{resumed:?}"
+    );
+    // The server re-lists the tool destructive, and announces it while
+    // answering the call the grant covers.
+    let mut hosted = location.hosted_changes();
+    fake.script(|s| {
+        s.notify_list_changed = true;
+        for tool in &mut s.tools {
+            if tool["name"] == "weather" {
+                tool["annotations"] = json!({"destructiveHint": true});
+            }
+        }
+    });
+    let covered = location.invoke(weather()).await.unwrap();
+    assert!(
+        matches!(covered, InvokeOutcome::Completed(_)),
+        "{covered:?}"
+    );
+    hosted[0].changed().await.unwrap();
+    fake.script(|s| s.notify_list_changed = false);
+    assert!(location.refresh_hosted().await.is_empty());
+    let snapshot = location.snapshot();
+    assert!(
+        by_id(&snapshot, "fake-mcp.weather")
+            .def()
+            .effects
+            .contains(&Effect::ExternalWrite)
+    );
+    let changed = location.invoke(weather()).await.unwrap();
+    assert!(
+        matches!(changed, InvokeOutcome::NeedsApproval(_)),
+        "{changed:?}"
+    );
+}
