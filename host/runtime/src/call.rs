@@ -216,6 +216,7 @@ impl InstalledComponent {
         );
         let mut store = Store::new(&ready.engine, state);
         store.limiter(|s| &mut s.limiter);
+        store.set_hostcall_fuel(crate::limits::hostcall_fuel(limits.max_output_bytes));
         if config.fuel_metering
             && let Err(e) = store.set_fuel(limits.fuel)
         {
@@ -296,9 +297,12 @@ impl InstalledComponent {
                     classify::trap(&e, &state, &limits)
                 },
             ),
-            Ok(Ok(Ok(text))) => {
-                classify::output(&text, capability, &limits, state.network.as_ref())
-            }
+            Ok(Ok(Ok(text))) => match classify::output_turn(text.len(), deadline, limits.timeout)
+                .await
+            {
+                Ok(_turn) => classify::output(&text, capability, &limits, state.network.as_ref()),
+                Err(error) => Err(error),
+            },
             Ok(Ok(Err(Failed::Warden(failure)))) => Err(classify::failure(failure, &state)),
             Ok(Ok(Err(Failed::NearAgent(failure)))) => {
                 Err(compat::classify::failure(failure, &state))

@@ -136,6 +136,34 @@ pub(crate) fn output(
     Ok(value)
 }
 
+/// Outputs past this size are redacted and parsed a few at a time.
+const LARGE_OUTPUT: usize = 1 << 20;
+
+/// Large outputs redacted and parsed at once, host-wide. Redaction looks at
+/// an output in its canonical forms (up to about twenty times its size while
+/// it lasts) and parsing builds its JSON value, both after the guest's
+/// memory is given back and outside any budget: 128 calls each returning
+/// 16 MiB held tens of gigabytes at once. (Egress has its own two turns for
+/// request and response bodies.)
+static LARGE_OUTPUTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// A turn to classify an output of `len` bytes, waited for until
+/// `deadline` (then the call has timed out): none needed for a small one.
+pub(crate) async fn output_turn(
+    len: usize,
+    deadline: std::time::Instant,
+    limit: std::time::Duration,
+) -> Result<Option<tokio::sync::SemaphorePermit<'static>>, RuntimeError> {
+    if len <= LARGE_OUTPUT {
+        return Ok(None);
+    }
+    match tokio::time::timeout_at(deadline.into(), LARGE_OUTPUTS.acquire()).await {
+        // Never closed.
+        Ok(permit) => Ok(permit.ok()),
+        Err(_) => Err(RuntimeError::Timeout { limit }),
+    }
+}
+
 /// Turn a structured guest failure into a typed error.
 pub(crate) fn failure(failure: wit::Failure, state: &CallState) -> RuntimeError {
     if state.http.limit_hit {
@@ -217,5 +245,36 @@ mod tests {
     fn extension_is_the_id_prefix() {
         assert_eq!(extension("github.get_repo"), "github");
         assert_eq!(extension("plain"), "plain");
+    }
+}
+
+#[cfg(test)]
+mod turns {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn large_outputs_take_turns_until_the_deadline() {
+        let later = || Instant::now() + Duration::from_secs(60);
+        let limit = Duration::from_secs(1);
+        let small = output_turn(LARGE_OUTPUT, Instant::now(), limit).await;
+        assert!(small.unwrap().is_none(), "a small output needs no turn");
+        let first = output_turn(LARGE_OUTPUT + 1, later(), limit).await.unwrap();
+        let second = output_turn(16 << 20, later(), limit).await.unwrap();
+        assert!(first.is_some() && second.is_some());
+        let soon = Instant::now() + Duration::from_millis(50);
+        let third = output_turn(2 << 20, soon, limit).await;
+        assert!(
+            matches!(third, Err(RuntimeError::Timeout { .. })),
+            "{third:?}"
+        );
+        drop(first);
+        assert!(
+            output_turn(2 << 20, later(), limit)
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

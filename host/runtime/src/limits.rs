@@ -11,6 +11,20 @@ pub const TABLE_ELEMENT_BYTES: u64 = 8;
 const MAX_TABLES: usize = 64;
 const MAX_MEMORIES: usize = 16;
 
+/// The most a guest hands the host in one host call, or returns from its
+/// export, in bytes (roughly: wasmtime's "hostcall fuel"): the call's output
+/// bound, or 16 MiB (twice the request body egress takes by default, room
+/// for its headers), whichever is more, and a mebibyte to spare.
+/// wasmtime's default, 128 MiB a call, let a guest make the host allocate
+/// that much outside its memory budget before anything looked at it (a
+/// list of millions of empty headers; one string named by every header).
+pub(crate) fn hostcall_fuel(max_output_bytes: u64) -> usize {
+    usize::try_from(max_output_bytes)
+        .unwrap_or(usize::MAX)
+        .max(16 << 20)
+        .saturating_add(1 << 20)
+}
+
 /// The memory error a growth past the budget raises; the call is classified
 /// from [`MemoryLimiter::exceeded`], never from this text.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +38,9 @@ pub(crate) struct MemoryLimiter {
     used: u64,
     peak: u64,
     exceeded: bool,
+    /// `used` and `peak` before the last growth allowed, put back when
+    /// wasmtime fails it after all (past the declared maximum, for a table).
+    before: (u64, u64),
 }
 
 impl MemoryLimiter {
@@ -33,6 +50,7 @@ impl MemoryLimiter {
             used: 0,
             peak: 0,
             exceeded: false,
+            before: (0, 0),
         }
     }
 
@@ -52,9 +70,15 @@ impl MemoryLimiter {
             self.exceeded = true;
             return Err(wasmtime::Error::new(MemoryLimitExceeded(self.limit)));
         }
+        self.before = (self.used, self.peak);
         self.used = next;
         self.peak = self.peak.max(next);
         Ok(true)
+    }
+
+    /// The last growth allowed did not happen: it no longer counts.
+    fn grow_failed(&mut self) {
+        (self.used, self.peak) = self.before;
     }
 }
 
@@ -74,10 +98,23 @@ impl ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        // Saturating: a 64-bit table may ask for 2^61 elements and more.
         self.grow(
-            current as u64 * TABLE_ELEMENT_BYTES,
-            desired as u64 * TABLE_ELEMENT_BYTES,
+            (current as u64).saturating_mul(TABLE_ELEMENT_BYTES),
+            (desired as u64).saturating_mul(TABLE_ELEMENT_BYTES),
         )
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.grow_failed();
+        Ok(())
+    }
+
+    // wasmtime checks a table's declared maximum after asking: a `table.grow`
+    // past it, refused, was charged for all the same.
+    fn table_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.grow_failed();
+        Ok(())
     }
 
     fn tables(&self) -> usize {
@@ -101,6 +138,20 @@ mod tests {
         assert!(limiter.memory_growing(600, 1100, None).is_err());
         assert!(limiter.exceeded());
         assert_eq!(limiter.peak(), 920);
+    }
+
+    #[test]
+    fn a_growth_that_fails_after_all_is_not_charged_and_huge_tables_saturate() {
+        let mut limiter = MemoryLimiter::new(1 << 20);
+        assert!(limiter.table_growing(0, 10, None).unwrap());
+        assert!(limiter.table_growing(10, 100_000, Some(10)).unwrap());
+        limiter
+            .table_grow_failed(wasmtime::Error::msg("past the maximum"))
+            .unwrap();
+        assert_eq!(limiter.peak(), 80, "the refused growth is not charged");
+        assert!(limiter.table_growing(10, 20, None).unwrap());
+        assert!(limiter.table_growing(20, usize::MAX, None).is_err());
+        assert!(limiter.exceeded());
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub(crate) fn check_schema(
     );
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
+    store.set_hostcall_fuel(crate::limits::hostcall_fuel(limits.max_output_bytes));
     if config.fuel_metering {
         store
             .set_fuel(limits.fuel)

@@ -26,8 +26,12 @@ impl Host for CallState {
     }
 }
 
-/// Emit a kept log entry as a `warden::guest` tracing event.
+/// Emit a kept log entry as a `warden::guest` tracing event, on one line:
+/// a guest's `\n` or `\r` (which the log writer passes as they are) forged
+/// whole lines of the host's log (`ERROR warden_host::audit: …`). What the
+/// call returns keeps the message as it was.
 pub(crate) fn emit(level: LogLevel, call_id: &str, capability: &str, message: &str) {
+    let message = one_line(message);
     macro_rules! event {
         ($level:expr) => {
             tracing::event!(target: "warden::guest", $level, call_id, capability, "{message}")
@@ -39,5 +43,34 @@ pub(crate) fn emit(level: LogLevel, call_id: &str, capability: &str, message: &s
         LogLevel::Info => event!(tracing::Level::INFO),
         LogLevel::Warn => event!(tracing::Level::WARN),
         LogLevel::Error => event!(tracing::Level::ERROR),
+    }
+}
+
+/// `text` with every control character (line breaks included) a space.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_guest_log_line_cannot_start_another() {
+        let forged = "ok\n2026-01-01T00:00:00Z ERROR warden_host::audit: forged\r\u{85}x";
+        let shown = one_line(forged);
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(shown.starts_with("ok 2026-01-01"), "{shown:?}");
+        assert!(matches!(
+            one_line("plain"),
+            std::borrow::Cow::Borrowed("plain")
+        ));
     }
 }

@@ -29,6 +29,10 @@ pub(crate) struct WasiState {
     pub(crate) stderr: stdio::LogPipe,
 }
 
+/// The most random bytes one `get-random-bytes` call returns (a seed or a
+/// key needs a few dozen).
+const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
 impl WasiState {
     /// A locked-down context whose stdout and stderr each keep at most
     /// `capture_bytes` bytes.
@@ -45,6 +49,9 @@ impl WasiState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
+            // A guest asked for 64 MiB of random bytes at a time (the
+            // default bound), allocated on the host outside its budget.
+            .max_random_size(MAX_RANDOM_BYTES)
             .build();
         WasiState {
             ctx,

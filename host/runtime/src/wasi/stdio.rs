@@ -20,6 +20,10 @@ const PERMIT: usize = 64 << 10;
 pub(crate) struct Captured {
     pub(crate) bytes: Vec<u8>,
     pub(crate) dropped: u64,
+    /// How many of `bytes` are known to hold no newline: a guest that
+    /// wrote a megabyte without one and then logged in a loop had the whole
+    /// buffer searched again on every log call.
+    scanned: usize,
 }
 
 impl Captured {
@@ -29,12 +33,18 @@ impl Captured {
         let end = if all {
             self.bytes.len()
         } else {
-            match self.bytes.iter().rposition(|&b| b == b'\n') {
-                Some(newline) => newline + 1,
-                None => return Vec::new(),
+            let from = self.scanned.min(self.bytes.len());
+            match self.bytes[from..].iter().rposition(|&b| b == b'\n') {
+                Some(newline) => from + newline + 1,
+                None => {
+                    self.scanned = self.bytes.len();
+                    return Vec::new();
+                }
             }
         };
         let taken: Vec<u8> = self.bytes.drain(..end).collect();
+        // What is left follows the last newline.
+        self.scanned = self.bytes.len();
         String::from_utf8_lossy(&taken)
             .lines()
             .map(|line| line.strip_suffix('\r').unwrap_or(line).to_owned())
@@ -129,5 +139,23 @@ mod tests {
         assert_eq!(pipe.with(|c| c.take_lines(false)), ["one", "two"]);
         assert_eq!(pipe.with(|c| c.take_lines(false)), Vec::<String>::new());
         assert_eq!(pipe.with(|c| c.take_lines(true)), ["thr"]);
+    }
+
+    /// A line written in pieces, looked at between them: each piece is
+    /// searched once, and the line is whole when its newline comes.
+    #[test]
+    fn a_line_written_in_pieces_is_searched_once_and_taken_whole() {
+        let mut pipe = LogPipe::new(1024);
+        pipe.write(Bytes::from_static(b"par")).unwrap();
+        assert!(pipe.with(|c| c.take_lines(false)).is_empty());
+        assert_eq!(pipe.with(|c| c.scanned), 3);
+        pipe.write(Bytes::from_static(b"tial")).unwrap();
+        assert!(pipe.with(|c| c.take_lines(false)).is_empty());
+        assert_eq!(pipe.with(|c| c.scanned), 7);
+        pipe.write(Bytes::from_static(b"\nnext")).unwrap();
+        assert_eq!(pipe.with(|c| c.take_lines(false)), ["partial"]);
+        assert_eq!(pipe.with(|c| (c.scanned, c.bytes.len())), (4, 4));
+        pipe.write(Bytes::from_static(b" line\n")).unwrap();
+        assert_eq!(pipe.with(|c| c.take_lines(false)), ["next line"]);
     }
 }
