@@ -242,7 +242,8 @@ async fn connect_by_url(
 
 /// The session an authenticated caller's calls run in. The session is part
 /// of an approval's fingerprint, so "approve, then call again" claims only the
-/// same caller's approval; grants made by approving stay Location-wide.
+/// same caller's approval, and a grant its client's "approve always" makes
+/// covers that session only (see the module header).
 fn caller_session(caller: Caller) -> String {
     format!("caller:{}", caller.subject)
 }
