@@ -337,6 +337,11 @@ impl Location {
             .registry
             .transform(format!("package:{}", package.id), |draft| {
                 for (id, binding) in &bindings {
+                    // A hosted tool's, pinned or listed, is the tool's own.
+                    let identity = match &hosted {
+                        Some(_) => hosted::tool_identity(&identity, &binding.capability),
+                        None => identity.clone(),
+                    };
                     draft.add(tool_def(
                         &package.id,
                         &binding.capability,

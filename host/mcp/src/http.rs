@@ -169,28 +169,28 @@ impl<B: Backend> Clone for Services<B> {
 }
 
 impl<B: Backend> Services<B> {
-    /// Whether `subject` may open one more session: it holds fewer than
+    /// Make room for one more session of `subject`: past
     /// [`MAX_SESSIONS_PER_CALLER`] that still exist (those that ended or
-    /// idled out are forgotten here).
-    async fn room_for(&self, subject: &str) -> bool {
+    /// idled out are forgotten here), its oldest is ended.
+    async fn make_room_for(&self, subject: &str) {
         let mine = self.owners.of(subject);
         if mine.len() < MAX_SESSIONS_PER_CALLER {
-            return true;
+            return;
         }
-        let mut live = 0;
+        let mut live = Vec::new();
         for session in mine {
-            if self
-                .manager
-                .has_session(&session.as_str().into())
-                .await
-                .unwrap_or(false)
-            {
-                live += 1;
+            let exists = self.manager.has_session(&session.as_str().into()).await;
+            if exists.unwrap_or(false) {
+                live.push(session);
             } else {
                 self.owners.ended(&session);
             }
         }
-        live < MAX_SESSIONS_PER_CALLER
+        let excess = (live.len() + 1).saturating_sub(MAX_SESSIONS_PER_CALLER);
+        for oldest in live.into_iter().take(excess) {
+            let _ = self.manager.close_session(&oldest.as_str().into()).await;
+            self.owners.ended(&oldest);
+        }
     }
 
     /// The service for a request: one with a session id stays on its
@@ -529,10 +529,7 @@ async fn route<B: Backend>(
         None => {
             if let Some(opened) = answer.headers().get(SESSION_HEADER) {
                 let opened = String::from_utf8_lossy(opened.as_bytes()).into_owned();
-                if !services.room_for(&subject).await {
-                    let _ = services.manager.close_session(&opened.into()).await;
-                    return status(StatusCode::TOO_MANY_REQUESTS);
-                }
+                services.make_room_for(&subject).await;
                 services.owners.opened(opened, subject);
             }
         }

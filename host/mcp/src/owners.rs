@@ -15,7 +15,9 @@ const MAX_SESSIONS: usize = 16_384;
 
 /// Live sessions one caller may hold: each is a task and its buffers until
 /// it is ended or idles out, so one token could otherwise open them
-/// without end.
+/// without end. Past it, opening one ends the caller's oldest (its client,
+/// if still there, is told the session is gone and initializes anew): a
+/// token many clients share (`bearer`) is never locked out.
 pub(crate) const MAX_SESSIONS_PER_CALLER: usize = 64;
 
 /// Session id → the subject of the caller that opened it.
@@ -58,13 +60,14 @@ impl SessionOwners {
         }
     }
 
-    /// The sessions `subject` opened that are remembered.
+    /// The sessions `subject` opened that are remembered, oldest first.
     pub(crate) fn of(&self, subject: &str) -> Vec<String> {
-        self.lock()
-            .owners
+        let state = self.lock();
+        state
+            .opened
             .iter()
-            .filter(|(_, owner)| *owner == subject)
-            .map(|(session, _)| session.clone())
+            .filter(|session| state.owners.get(*session).is_some_and(|o| o == subject))
+            .cloned()
             .collect()
     }
 

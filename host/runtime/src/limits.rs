@@ -38,9 +38,6 @@ pub(crate) struct MemoryLimiter {
     used: u64,
     peak: u64,
     exceeded: bool,
-    /// `used` and `peak` before the last growth allowed, put back when
-    /// wasmtime fails it after all (past the declared maximum, for a table).
-    before: (u64, u64),
 }
 
 impl MemoryLimiter {
@@ -50,7 +47,6 @@ impl MemoryLimiter {
             used: 0,
             peak: 0,
             exceeded: false,
-            before: (0, 0),
         }
     }
 
@@ -70,16 +66,20 @@ impl MemoryLimiter {
             self.exceeded = true;
             return Err(wasmtime::Error::new(MemoryLimitExceeded(self.limit)));
         }
-        self.before = (self.used, self.peak);
         self.used = next;
         self.peak = self.peak.max(next);
         Ok(true)
     }
+}
 
-    /// The last growth allowed did not happen: it no longer counts.
-    fn grow_failed(&mut self) {
-        (self.used, self.peak) = self.before;
-    }
+/// Whether a growth to `desired` passes the memory's or table's declared
+/// `maximum`: refused here, uncharged. (wasmtime checks a table's maximum
+/// only after asking, so a `table.grow` past it, refused, was charged all
+/// the same. Putting a charge back when wasmtime reports a failed growth
+/// is no fix: it also reports one it never asked about, and a guest then
+/// had earlier growths forgotten.)
+fn past_maximum(desired: usize, maximum: Option<usize>) -> bool {
+    maximum.is_some_and(|maximum| desired > maximum)
 }
 
 impl ResourceLimiter for MemoryLimiter {
@@ -87,8 +87,11 @@ impl ResourceLimiter for MemoryLimiter {
         &mut self,
         current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        if past_maximum(desired, maximum) {
+            return Ok(false);
+        }
         self.grow(current as u64, desired as u64)
     }
 
@@ -96,25 +99,16 @@ impl ResourceLimiter for MemoryLimiter {
         &mut self,
         current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        if past_maximum(desired, maximum) {
+            return Ok(false);
+        }
         // Saturating: a 64-bit table may ask for 2^61 elements and more.
         self.grow(
             (current as u64).saturating_mul(TABLE_ELEMENT_BYTES),
             (desired as u64).saturating_mul(TABLE_ELEMENT_BYTES),
         )
-    }
-
-    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.grow_failed();
-        Ok(())
-    }
-
-    // wasmtime checks a table's declared maximum after asking: a `table.grow`
-    // past it, refused, was charged for all the same.
-    fn table_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.grow_failed();
-        Ok(())
     }
 
     fn tables(&self) -> usize {
@@ -144,11 +138,20 @@ mod tests {
     fn a_growth_that_fails_after_all_is_not_charged_and_huge_tables_saturate() {
         let mut limiter = MemoryLimiter::new(1 << 20);
         assert!(limiter.table_growing(0, 10, None).unwrap());
-        assert!(limiter.table_growing(10, 100_000, Some(10)).unwrap());
+        assert!(!limiter.table_growing(10, 100_000, Some(10)).unwrap());
+        assert!(!limiter.memory_growing(0, 1 << 30, Some(65536)).unwrap());
+        assert_eq!(
+            limiter.peak(),
+            80,
+            "a growth past its maximum is not charged"
+        );
+        assert!(!limiter.exceeded());
+        assert!(limiter.memory_growing(0, 1000, None).unwrap());
+        // A failure wasmtime reports never gives back what was charged.
         limiter
-            .table_grow_failed(wasmtime::Error::msg("past the maximum"))
+            .table_grow_failed(wasmtime::Error::msg("overflow"))
             .unwrap();
-        assert_eq!(limiter.peak(), 80, "the refused growth is not charged");
+        assert_eq!(limiter.peak(), 1080);
         assert!(limiter.table_growing(10, 20, None).unwrap());
         assert!(limiter.table_growing(20, usize::MAX, None).is_err());
         assert!(limiter.exceeded());

@@ -422,7 +422,7 @@ impl Location {
 /// its own code changes digest with any change; a server changes its tools
 /// under the same manifest, and a grant made for a read-only tool covered
 /// it once the server re-listed it destructive, with another schema.
-fn tool_identity(package: &PackageIdentity, capability: &Capability) -> PackageIdentity {
+pub(super) fn tool_identity(package: &PackageIdentity, capability: &Capability) -> PackageIdentity {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     hash.update(package.digest.as_bytes());
@@ -580,17 +580,21 @@ fn pinned_capability(pinned: &Capability, effects: Vec<Effect>) -> Capability {
 }
 
 /// A remote tool as a capability with the `[mcp]` table's policy. Its
-/// permission is always `ask` (the format's rule for discovered tools):
-/// `[mcp] default_permission` is the hidden template's, and what a server
-/// lists was never in the manifest a person read, so it cannot be allowed
-/// by it. A pinned tool of the same name keeps its own.
+/// permission is `ask` (the format's rule for discovered tools), or `deny`
+/// where `[mcp] default_permission` denies: that permission is the hidden
+/// template's, and what a server lists was never in the manifest a person
+/// read, so it can be held back by it but never allowed. A pinned tool of
+/// the same name keeps its own.
 fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -> Capability {
     let effects = server_effects(mcp);
     Capability {
         id: format!("{extension_id}.{}", remote.name),
         description: remote.description.clone(),
         effects,
-        default_permission: Permission::Ask,
+        default_permission: match mcp.default_permission {
+            Permission::Deny => Permission::Deny,
+            _ => Permission::Ask,
+        },
         visibility: Visibility::Model,
         origin_gate_matrix: mcp.origin_gate_matrix,
         standard_op: None,

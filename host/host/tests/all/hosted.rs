@@ -692,3 +692,54 @@ async fn a_grant_for_a_discovered_tool_ends_when_the_server_changes_it() {
         "{changed:?}"
     );
 }
+
+/// `[mcp] default_permission = "deny"` holds back every tool the server
+/// lists (a discovered tool is never allowed by it, but may be denied).
+#[tokio::test]
+async fn a_denying_mcp_table_denies_what_the_server_lists() {
+    let (_fake, host) = fake_and_host(Script::default()).await;
+    let location = host.open_location("p");
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let manifest = dir.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let template = "max_tools = 8\ndefault_permission = \"allow\"";
+    assert!(text.contains(template));
+    let text = text.replace(template, "max_tools = 8\ndefault_permission = \"deny\"");
+    std::fs::write(&manifest, text).unwrap();
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    assert!(location.refresh_hosted().await.is_empty());
+    let snapshot = location.snapshot();
+    let weather = by_id(&snapshot, "fake-mcp.weather");
+    assert_eq!(weather.def().default_permission, Permission::Deny);
+}
+
+/// A pinned tool is the same tool before and after the first listing (when
+/// the server lists it alike): an approval asked for before the listing
+/// resumes after it. Only listed tools were bound to the tool as published,
+/// and the listing changed the pinned tool's identity under its approval.
+#[tokio::test]
+async fn an_approval_asked_before_the_first_listing_resumes_after_it() {
+    let (_fake, host) = fake_and_host(Script::default()).await;
+    let (location, _dir) = install(&host, MCP_URL);
+    let echo = || Invocation::new("fake-mcp.echo", json!({"text": "hi"}), Origin::LoopRun);
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(echo()).await.unwrap() else {
+        panic!("loop_run is gated_unless_granted");
+    };
+    assert!(location.refresh_hosted().await.is_empty());
+    host.approvals()
+        .resolve(
+            &request.id,
+            warden_host::Resolution::ApproveOnce,
+            warden_registry::now_millis(),
+        )
+        .await
+        .unwrap();
+    let resumed = location.resume(&request.id, echo()).await.unwrap();
+    assert!(
+        matches!(resumed, InvokeOutcome::Completed(_)),
+        "{resumed:?}"
+    );
+}

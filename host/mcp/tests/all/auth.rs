@@ -392,8 +392,8 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
 }
 
 /// One caller holds at most 64 live sessions (each is a task until it ends
-/// or idles out): the next `initialize` is answered `429`, until one of its
-/// sessions ends; another caller is not affected. Before, one token opened
+/// or idles out): opening another ends its oldest (whose client is told it
+/// is gone); another caller's are not touched. Before, one token opened
 /// sessions without end.
 #[tokio::test]
 async fn a_caller_holds_a_bounded_number_of_sessions() {
@@ -420,11 +420,24 @@ async fn a_caller_holds_a_bounded_number_of_sessions() {
         assert_eq!(status, 200);
         sessions.push(session.expect("a session id"));
     }
-    assert_eq!(in_session(addr, "POST", None, &alice, &init).await.0, 429);
-    assert_eq!(in_session(addr, "POST", None, &bob, &init).await.0, 200);
-    let ended = in_session(addr, "DELETE", Some(&sessions[0]), &alice, "").await;
-    assert_eq!(ended.0, 202);
-    assert_eq!(in_session(addr, "POST", None, &alice, &init).await.0, 200);
+    let (status, bobs) = in_session(addr, "POST", None, &bob, &init).await;
+    assert_eq!(status, 200);
+    let (status, newest) = in_session(addr, "POST", None, &alice, &init).await;
+    assert_eq!(status, 200);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let in_oldest = in_session(addr, "POST", Some(&sessions[0]), &alice, list).await;
+    assert_eq!(in_oldest.0, 404, "the oldest was ended");
+    for (session, token) in [
+        (&sessions[1], &alice),
+        (&newest.unwrap(), &alice),
+        (&bobs.unwrap(), &bob),
+    ] {
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let status = in_session(addr, "POST", Some(session), token, initialized)
+            .await
+            .0;
+        assert_eq!(status, 202, "{session} is still open");
+    }
 }
 
 /// A client that sends part of a request head and then nothing is cut off

@@ -12,7 +12,7 @@ mod schema;
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{GenericClient, NoTls, Row};
 
@@ -87,12 +87,12 @@ impl PgStore {
         if config.get_keepalives_idle() == DEFAULT_KEEPALIVES_IDLE {
             config.keepalives_idle(UNANSWERED_TIMEOUT);
         }
-        if config.get_options().is_none() {
-            config.options(format!(
-                "-c statement_timeout={}s",
-                UNANSWERED_TIMEOUT.as_secs()
-            ));
-        }
+        // Set on each new connection rather than as a startup option (a
+        // URL may carry its own `options`, and poolers such as PgBouncer
+        // refuse that parameter unless told to ignore it).
+        let set_timeout = !config
+            .get_options()
+            .is_some_and(|options| options.contains("statement_timeout"));
         config.application_name("warden");
         let manager = Manager::from_config(
             config,
@@ -101,7 +101,19 @@ impl PgStore {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
-        let pool = Pool::builder(manager)
+        let mut builder = Pool::builder(manager);
+        if set_timeout {
+            builder = builder.post_create(Hook::async_fn(|client, _| {
+                Box::pin(async move {
+                    let sql = format!(
+                        "SET statement_timeout = '{}s'",
+                        UNANSWERED_TIMEOUT.as_secs()
+                    );
+                    client.batch_execute(&sql).await.map_err(HookError::Backend)
+                })
+            }));
+        }
+        let pool = builder
             .max_size(pool_size.max(1))
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(CONNECT_TIMEOUT))
