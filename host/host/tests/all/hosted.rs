@@ -31,6 +31,21 @@ fn install(host: &Host, url: &str) -> (Location, tempfile::TempDir) {
     (location, dir)
 }
 
+/// [`install`] with `from` replaced by `to` in the manifest.
+fn install_edited(host: &Host, from: &str, to: &str) -> (Location, tempfile::TempDir) {
+    let location = host.open_location("p");
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let manifest = dir.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains(from), "the manifest has {from:?}");
+    std::fs::write(&manifest, text.replace(from, to)).unwrap();
+    location
+        .install(&PackageSource::Dir(dir.path().into()))
+        .unwrap();
+    (location, dir)
+}
+
 async fn setup(script: Script) -> (FakeMcp, Location, tempfile::TempDir) {
     let (fake, host) = fake_and_host(script).await;
     let (location, dir) = install(&host, MCP_URL);
@@ -609,21 +624,11 @@ async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
 #[tokio::test]
 async fn a_destructive_hint_never_relaxes_a_pinned_deny() {
     let (fake, host) = fake_and_host(Script::default()).await;
-    let location = host.open_location("p");
-    let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path(), MCP_URL);
-    let manifest = dir.path().join("manifest.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    let pinned = "description = \"Echo (pinned).\"\ndefault_permission = \"allow\"";
-    assert!(text.contains(pinned));
-    let text = text.replace(
-        pinned,
+    let (location, _dir) = install_edited(
+        &host,
+        "description = \"Echo (pinned).\"\ndefault_permission = \"allow\"",
         "description = \"Echo (pinned).\"\ndefault_permission = \"deny\"",
     );
-    std::fs::write(&manifest, text).unwrap();
-    location
-        .install(&PackageSource::Dir(dir.path().into()))
-        .unwrap();
     fake.script(|s| {
         for tool in &mut s.tools {
             if tool["name"] == "echo" {
@@ -698,18 +703,11 @@ async fn a_grant_for_a_discovered_tool_ends_when_the_server_changes_it() {
 #[tokio::test]
 async fn a_denying_mcp_table_denies_what_the_server_lists() {
     let (_fake, host) = fake_and_host(Script::default()).await;
-    let location = host.open_location("p");
-    let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path(), MCP_URL);
-    let manifest = dir.path().join("manifest.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    let template = "max_tools = 8\ndefault_permission = \"allow\"";
-    assert!(text.contains(template));
-    let text = text.replace(template, "max_tools = 8\ndefault_permission = \"deny\"");
-    std::fs::write(&manifest, text).unwrap();
-    location
-        .install(&PackageSource::Dir(dir.path().into()))
-        .unwrap();
+    let (location, _dir) = install_edited(
+        &host,
+        "max_tools = 8\ndefault_permission = \"allow\"",
+        "max_tools = 8\ndefault_permission = \"deny\"",
+    );
     assert!(location.refresh_hosted().await.is_empty());
     let snapshot = location.snapshot();
     let weather = by_id(&snapshot, "fake-mcp.weather");

@@ -73,10 +73,21 @@ async fn exchange_as(
          Connection: close\r\n\r\n{body}",
         body.len()
     );
+    let (status, head) = answer_to(addr, &request).await;
+    let challenge = header(&head, "www-authenticate");
+    let body = head
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, challenge, body)
+}
+
+/// Send `request` to `addr`: the answer's status, and its head with what
+/// came with it (an SSE answer may stay open).
+async fn answer_to(addr: SocketAddr, request: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
     let mut response = Vec::new();
-    // The head (and what came with it) is enough; an SSE answer may stay open.
     let mut buf = [0u8; 4096];
     while !response.windows(4).any(|w| w == b"\r\n\r\n") || response.ends_with(b"\r\n\r\n") {
         let n = stream.read(&mut buf).await.expect("read");
@@ -85,22 +96,23 @@ async fn exchange_as(
         }
         response.extend_from_slice(&buf[..n]);
     }
-    let head = String::from_utf8_lossy(&response);
+    let head = String::from_utf8_lossy(&response).into_owned();
     let status = head
         .split(' ')
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or_else(|| panic!("no status line: {head}"));
-    let challenge = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("www-authenticate")
+    (status, head)
+}
+
+/// The value of header `name` in `head`.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (found, value) = line.split_once(':')?;
+        found
+            .eq_ignore_ascii_case(name)
             .then(|| value.trim().to_owned())
-    });
-    let body = head
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, challenge, body)
+    })
 }
 
 #[tokio::test]
@@ -324,29 +336,8 @@ async fn in_session(
          Connection: close\r\n\r\n{body}",
         body.len()
     );
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await.expect("read");
-        if n == 0 {
-            break;
-        }
-        response.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&response);
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {head}"));
-    let id = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("mcp-session-id")
-            .then(|| value.trim().to_owned())
-    });
-    (status, id)
+    let (status, head) = answer_to(addr, &request).await;
+    (status, header(&head, "mcp-session-id"))
 }
 
 /// A session is its opener's: another caller with a valid token and the

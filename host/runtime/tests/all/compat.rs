@@ -502,11 +502,9 @@ fn sleeping_schema_component() -> Vec<u8> {
         {}",
         compat_package()
     );
-    let mut resolve = wit_parser::Resolve::default();
-    let package = resolve.push_str("sleeper.wit", &wit).expect("wit parses");
-    let world = resolve.select_world(&[package], Some("w")).expect("world");
-    let mut module = wat::parse_str(
-        r#"(module
+    crate::imports::component_of(&wit, |_, _| {
+        wat::parse_str(
+            r#"(module
             (import "wasi:clocks/monotonic-clock@0.2.0" "subscribe-duration"
                 (func $subscribe (param i64) (result i32)))
             (import "wasi:io/poll@0.2.0" "[method]pollable.block" (func $block (param i32)))
@@ -527,21 +525,9 @@ fn sleeping_schema_component() -> Vec<u8> {
                 unreachable)
             (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
                 (i32.const 1024)))"#,
-    )
-    .expect("core module");
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .expect("embed");
-    wit_component::ComponentEncoder::default()
-        .module(&module)
-        .expect("module")
-        .validate(true)
-        .encode()
-        .expect("encode")
+        )
+        .expect("core module")
+    })
 }
 
 /// Install calls `schema()` under the runtime's default time limit, also

@@ -7,12 +7,23 @@ use crate::support::{config, echo_dir, package};
 
 /// A component built from `wit` (world `w`) with a dummy core module.
 pub(crate) fn component(wit: &str) -> Vec<u8> {
+    component_of(wit, |resolve, world| {
+        wit_component::dummy_module(resolve, world, ManglingAndAbi::Standard32)
+    })
+}
+
+/// A component built from `wit` (world `w`) with the core module `module`
+/// makes for it.
+pub(crate) fn component_of(
+    wit: &str,
+    module: impl FnOnce(&Resolve, wit_parser::WorldId) -> Vec<u8>,
+) -> Vec<u8> {
     let mut resolve = Resolve::default();
     let package = resolve.push_str("test.wit", wit).expect("wit parses");
     let world = resolve
         .select_world(&[package], Some("w"))
         .expect("world w");
-    let mut module = wit_component::dummy_module(&resolve, world, ManglingAndAbi::Standard32);
+    let mut module = module(&resolve, world);
     wit_component::embed_component_metadata(
         &mut module,
         &resolve,
