@@ -340,12 +340,17 @@ async fn in_session(
     (status, header(&head, "mcp-session-id"))
 }
 
-/// A session is its opener's: another caller with a valid token and the
-/// session's id is told it does not exist, and cannot end it. Before, the
-/// id alone was enough to post into the session (answer its approval
-/// prompts), read its stream or end it.
-#[tokio::test]
-async fn a_session_serves_only_the_caller_that_opened_it() {
+/// A JWT-authenticated server with sessions, and two of its callers.
+struct Callers {
+    server: warden_mcp::HttpServer,
+    /// `Authorization` values of `alice` and `bob`.
+    alice: String,
+    bob: String,
+    /// An `initialize` request body.
+    init: String,
+}
+
+async fn two_callers() -> Callers {
     let issuer = Issuer::new(ISSUER);
     let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
     let config = HttpConfig::default()
@@ -354,17 +359,33 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
     let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
         .await
         .expect("bind");
-    let addr = server.local_addr();
-    let (alice, bob) = (
-        issuer.bearer_for("alice", AUDIENCE, "", 300),
-        issuer.bearer_for("bob", AUDIENCE, "", 300),
-    );
     let init = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "raw", "version": "0"}}
     })
     .to_string();
+    Callers {
+        server,
+        alice: issuer.bearer_for("alice", AUDIENCE, "", 300),
+        bob: issuer.bearer_for("bob", AUDIENCE, "", 300),
+        init,
+    }
+}
+
+/// A session is its opener's: another caller with a valid token and the
+/// session's id is told it does not exist, and cannot end it. Before, the
+/// id alone was enough to post into the session (answer its approval
+/// prompts), read its stream or end it.
+#[tokio::test]
+async fn a_session_serves_only_the_caller_that_opened_it() {
+    let Callers {
+        server,
+        alice,
+        bob,
+        init,
+    } = two_callers().await;
+    let addr = server.local_addr();
     let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
     assert_eq!(status, 200);
     let session = session.expect("a session id");
@@ -388,23 +409,13 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
 /// sessions without end.
 #[tokio::test]
 async fn a_caller_holds_a_bounded_number_of_sessions() {
-    let issuer = Issuer::new(ISSUER);
-    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
-    let config = HttpConfig::default().with_auth(HttpAuth::Jwt(jwt));
-    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
-        .await
-        .expect("bind");
+    let Callers {
+        server,
+        alice,
+        bob,
+        init,
+    } = two_callers().await;
     let addr = server.local_addr();
-    let (alice, bob) = (
-        issuer.bearer_for("alice", AUDIENCE, "", 300),
-        issuer.bearer_for("bob", AUDIENCE, "", 300),
-    );
-    let init = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}
-    })
-    .to_string();
     let mut sessions = Vec::new();
     for _ in 0..64 {
         let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
