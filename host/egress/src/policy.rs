@@ -288,6 +288,14 @@ impl NetworkPolicy {
         credential: Option<&str>,
         staged: &Redactor,
     ) -> Result<Plan, Denial> {
+        let plan = self.plan(request, credential)?;
+        prescan(&plan.request, staged)?;
+        Ok(plan)
+    }
+
+    /// [`NetworkPolicy::authorize`] short of the leak pre-scan, its costly
+    /// part: headers, endpoint, credential.
+    pub fn plan(&self, request: &ParsedRequest, credential: Option<&str>) -> Result<Plan, Denial> {
         let extra = self.injection_headers();
         for (name, _) in &request.headers {
             let by_host = self.host_headers.iter().any(|h| h == name.as_str());
@@ -317,7 +325,6 @@ impl NetworkPolicy {
                 })
             }
         };
-        prescan(request, staged)?;
         Ok(Plan {
             endpoint,
             request: request.clone(),
@@ -370,7 +377,7 @@ fn has_placeholder(url: &Url, placeholder: &str) -> bool {
 }
 
 /// The leak pre-scan over URL (raw and decoded), header values and body.
-fn prescan(request: &ParsedRequest, staged: &Redactor) -> Result<(), Denial> {
+pub(crate) fn prescan(request: &ParsedRequest, staged: &Redactor) -> Result<(), Denial> {
     let raw = request.url.as_str();
     leak::scan(raw.as_bytes(), Location::Url, staged)?;
     let decoded = percent_encoding::percent_decode_str(raw).collect::<Vec<u8>>();

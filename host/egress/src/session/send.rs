@@ -33,10 +33,7 @@ pub(super) async fn run(
     {
         return Err(EgressError::RequestTooLarge);
     }
-    // The leak check reads the body in every canonical form.
-    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len), deadline).await?;
-    let mut plan = first_plan(session, request, credential)?;
-    drop(gate);
+    let mut plan = first_plan(session, request, credential, deadline).await?;
     let mut hops = 0;
     loop {
         let incoming = match tokio::time::timeout_at(deadline, hop(session, &plan, deadline)).await
@@ -90,10 +87,15 @@ pub(super) async fn host_request(
 
 /// The checked plan of a request's first hop: a declared credential must
 /// have an account, and the policy must allow the request.
-fn first_plan(
+/// The policy's plan for a guest's request: its cheap checks first, then
+/// the leak pre-scan in a large-body turn. A request the policy refuses
+/// never takes a turn (two guests sending large bodies to hosts they may
+/// not reach held both, and other calls' large bodies waited).
+async fn first_plan(
     session: &CallSession,
     request: GuestRequest,
     credential: Option<&str>,
+    deadline: Instant,
 ) -> Result<Plan, EgressError> {
     if let Some(handle) = credential
         && session
@@ -109,9 +111,11 @@ fn first_plan(
         &request.headers,
         request.body,
     )?;
-    Ok(session
-        .policy
-        .authorize(&parsed, credential, &session.redactor)?)
+    let plan = session.policy.plan(&parsed, credential)?;
+    // The leak check reads the body in every canonical form.
+    let _gate = large_redaction(plan.request.body.as_ref().map_or(0, Vec::len), deadline).await?;
+    crate::policy::prescan(&plan.request, &session.redactor)?;
+    Ok(plan)
 }
 
 /// A host client's streaming request (the hosted-MCP lane's event stream):
@@ -124,9 +128,7 @@ pub(super) async fn open(
     credential: Option<&str>,
 ) -> Result<super::StreamingResponse, EgressError> {
     let deadline = Instant::now() + session.egress.inner.config.total_timeout;
-    let gate = large_redaction(request.body.as_ref().map_or(0, Vec::len), deadline).await?;
-    let plan = first_plan(session, request, credential)?;
-    drop(gate);
+    let plan = first_plan(session, request, credential, deadline).await?;
     let (outgoing, _) = prepare(session, &plan).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
     if streaming.status == StatusCode::UNAUTHORIZED
@@ -358,5 +360,40 @@ mod tests {
         assert!(small.is_none(), "a small body never waits");
         drop(first);
         assert!(large_redaction(2 << 20, later()).await.unwrap().is_some());
+    }
+
+    /// A large body to a host the policy refuses is refused at once, even
+    /// while every large-body turn is taken: it took a turn first (to be
+    /// leak-scanned), so two guests sending to hosts they may not reach
+    /// held both turns and made every other large body wait.
+    #[tokio::test]
+    async fn a_refused_request_takes_no_turn() {
+        let egress = crate::Egress::new(
+            crate::EgressConfig::default(),
+            std::sync::Arc::new(crate::secrets::MemoryStore::new()),
+            std::sync::Arc::new(crate::resolve::SystemResolver),
+        )
+        .unwrap();
+        let session = egress
+            .session("x.send", "x", &[], &[], 64 << 20)
+            .await
+            .unwrap();
+        // Both turns are held for the length of the test.
+        let _turns = (
+            LARGE_REDACTIONS.acquire().await.unwrap(),
+            LARGE_REDACTIONS.acquire().await.unwrap(),
+        );
+        let request = GuestRequest {
+            method: "POST".into(),
+            url: "https://not-allowed.example.com/upload".into(),
+            headers: Vec::new(),
+            body: Some(vec![b'x'; 2 << 20]),
+            timeout: None,
+        };
+        let refused = run(&session, request, None, Duration::from_millis(300)).await;
+        assert!(
+            matches!(refused, Err(EgressError::Denied(_))),
+            "{refused:?}"
+        );
     }
 }
