@@ -75,11 +75,7 @@ fn host_cause(error: &wasmtime::Error, state: &CallState) -> String {
             break;
         }
     }
-    let joined: String = parts
-        .join(": ")
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let joined = crate::host::log::one_line(&parts.join(": ")).into_owned();
     let (mut cause, _) = redact_bounded(state.network.as_ref(), &joined, MAX_TRAP_CAUSE_BYTES);
     if cause.trim().is_empty() {
         cause = "a host function failed".to_owned();

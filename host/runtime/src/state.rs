@@ -148,11 +148,7 @@ pub(crate) fn truncate(text: &mut String, max: usize) -> bool {
     if text.len() <= max {
         return false;
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
+    text.truncate(text.floor_char_boundary(max));
     true
 }
 
@@ -162,10 +158,7 @@ pub(crate) fn truncate(text: &mut String, max: usize) -> bool {
 pub(crate) fn redact_bounded(network: &dyn CallNetwork, text: &str, max: usize) -> (String, bool) {
     let pre = max.saturating_mul(64).max(4096);
     // Cut before copying: a guest's log line may be tens of megabytes.
-    let mut end = pre.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(pre);
     let (head, cut_early) = (&text[..end], end < text.len());
     let mut redacted = network.redact(head);
     let cut = truncate(&mut redacted, max);

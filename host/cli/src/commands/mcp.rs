@@ -203,9 +203,10 @@ pub(crate) fn registered(cx: &Context) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("mcp-"))
-                && p.join("manifest.toml").is_file()
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(warden_manifest::USER_ID_PREFIX)
+            }) && p.join("manifest.toml").is_file()
         })
         .collect();
     dirs.sort();

@@ -274,7 +274,12 @@ pub async fn hold_account(egress: &Egress, key: &AccountKey) -> Result<AccountTu
 /// value was stored.
 pub async fn remove_account(egress: &Egress, key: &AccountKey) -> Result<bool, AuthError> {
     let _turn = hold_account(egress, key).await?;
-    let store = egress.store();
+    remove_held(egress.store().as_ref(), key).await
+}
+
+/// Remove account `key`'s value and its refresh material; its turn is held
+/// ([`hold_account`]). Whether a value was stored.
+pub async fn remove_held(store: &dyn SecretStore, key: &AccountKey) -> Result<bool, AuthError> {
     let removed = store.delete(key).await?;
     store.delete(&grant_key(key)).await?;
     Ok(removed)

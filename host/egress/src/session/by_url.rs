@@ -16,7 +16,7 @@ pub(super) fn credential_for_url(
     let Some(spec) = declared_for_url(session.staged.iter().map(|s| &s.spec), url)? else {
         return Ok(None);
     };
-    let staged = session.staged.iter().find(|s| s.spec.handle == spec.handle);
+    let staged = session.staged.get(&spec.handle);
     let matched = matched(spec);
     if staged.is_none_or(|s| s.secret.is_none()) {
         return Err(CredentialError::NotConfigured(matched.needed));

@@ -59,8 +59,7 @@ pub(super) async fn run(
             return Err(Denial::TooManyRedirects.into());
         }
         // A 307 or 308 sends the body again, checked again.
-        let _gate = large_redaction(next.body.as_ref().map_or(0, Vec::len), deadline).await?;
-        plan = next_plan(session, &plan, next)?;
+        plan = next_plan(session, &plan, next, deadline).await?;
     }
 }
 
@@ -86,11 +85,8 @@ pub(super) async fn host_request(
 }
 
 /// The checked plan of a request's first hop: a declared credential must
-/// have an account, and the policy must allow the request.
-/// The policy's plan for a guest's request: its cheap checks first, then
-/// the leak pre-scan in a large-body turn. A request the policy refuses
-/// never takes a turn (two guests sending large bodies to hosts they may
-/// not reach held both, and other calls' large bodies waited).
+/// have an account, and the policy must allow the request
+/// ([`checked_plan`]).
 async fn first_plan(
     session: &CallSession,
     request: GuestRequest,
@@ -111,11 +107,53 @@ async fn first_plan(
         &request.headers,
         request.body,
     )?;
-    let plan = session.policy.plan(&parsed, credential)?;
-    // The leak check reads the body in every canonical form.
-    let _gate = large_redaction(plan.request.body.as_ref().map_or(0, Vec::len), deadline).await?;
+    Ok(checked_plan(session, &parsed, credential, deadline).await?)
+}
+
+/// The policy's plan for a request (a first hop or a redirect): its cheap
+/// checks first, then the leak pre-scan, which reads the body in every
+/// canonical form, in a large-body turn. A request the policy refuses
+/// never takes a turn (two guests sending large bodies to hosts they may
+/// not reach held both, and other calls' large bodies waited).
+async fn checked_plan(
+    session: &CallSession,
+    request: &ParsedRequest,
+    credential: Option<&str>,
+    deadline: Instant,
+) -> Result<Plan, Checked> {
+    let plan = session.policy.plan(request, credential)?;
+    let len = plan.request.body.as_ref().map_or(0, Vec::len);
+    let _gate = large_redaction(len, deadline).await?;
     crate::policy::prescan(&plan.request, &session.redactor)?;
     Ok(plan)
+}
+
+/// Why [`checked_plan`] gave no plan: the policy refused, or no turn came
+/// before the deadline.
+enum Checked {
+    Refused(Denial),
+    Late(ClientError),
+}
+
+impl From<Denial> for Checked {
+    fn from(denial: Denial) -> Self {
+        Checked::Refused(denial)
+    }
+}
+
+impl From<ClientError> for Checked {
+    fn from(error: ClientError) -> Self {
+        Checked::Late(error)
+    }
+}
+
+impl From<Checked> for EgressError {
+    fn from(checked: Checked) -> Self {
+        match checked {
+            Checked::Refused(denial) => denial.into(),
+            Checked::Late(error) => error.into(),
+        }
+    }
 }
 
 /// A host client's streaming request (the hosted-MCP lane's event stream):
@@ -262,20 +300,23 @@ fn redirect(plan: &Plan, incoming: &Incoming) -> Result<Option<ParsedRequest>, E
 
 /// Re-authorize a redirect hop. The credential follows only to its own
 /// origin (and not for path-placeholder injection, whose URL the server chose).
-fn next_plan(session: &CallSession, plan: &Plan, next: ParsedRequest) -> Result<Plan, EgressError> {
+async fn next_plan(
+    session: &CallSession,
+    plan: &Plan,
+    next: ParsedRequest,
+    deadline: Instant,
+) -> Result<Plan, EgressError> {
     let refused = |d: Denial| EgressError::Denied(Denial::Redirect(Box::new(d)));
     let endpoint = endpoint_of(&next.url).map_err(refused)?;
     let credential = plan.injection.as_ref().filter(|i| {
         endpoint == plan.endpoint && !matches!(i.injection, Injection::PathPlaceholder { .. })
     });
-    session
-        .policy
-        .authorize(
-            &next,
-            credential.map(|i| i.handle.as_str()),
-            &session.redactor,
-        )
-        .map_err(refused)
+    let handle = credential.map(|i| i.handle.as_str());
+    match checked_plan(session, &next, handle, deadline).await {
+        Ok(plan) => Ok(plan),
+        Err(Checked::Refused(denial)) => Err(refused(denial)),
+        Err(Checked::Late(error)) => Err(error.into()),
+    }
 }
 
 /// The response headers the receiver may see, redacted. A header whose
@@ -341,9 +382,14 @@ fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{TestCa, TestResponse, TestServer};
+
+    /// The tests that take the host-wide turns take turns themselves.
+    static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
     #[tokio::test]
     async fn large_bodies_take_turns_and_small_ones_never_wait() {
+        let _alone = TURNS.lock().await;
         let later = || Instant::now() + Duration::from_secs(5);
         let first = large_redaction(LARGE_BODY + 1, later()).await.unwrap();
         let second = large_redaction(16 << 20, later()).await.unwrap();
@@ -363,34 +409,65 @@ mod tests {
     }
 
     /// A large body to a host the policy refuses is refused at once, even
-    /// while every large-body turn is taken: it took a turn first (to be
+    /// while every large-body turn is taken, as a first request and as a
+    /// redirect's (a 307 sends the body again): it took a turn first (to be
     /// leak-scanned), so two guests sending to hosts they may not reach
     /// held both turns and made every other large body wait.
     #[tokio::test]
     async fn a_refused_request_takes_no_turn() {
+        let _alone = TURNS.lock().await;
+        let ca = TestCa::new();
+        // The allowed host redirects there, having taken both turns (as two
+        // other calls' scans would hold them).
+        let server = TestServer::start(&ca, &["allowed.example.com"], |_| {
+            if let Ok(turns) = LARGE_REDACTIONS.try_acquire_many(2) {
+                turns.forget();
+            }
+            TestResponse::redirect(307, "https://not-allowed.example.com/upload")
+        })
+        .await
+        .unwrap();
         let egress = crate::Egress::new(
-            crate::EgressConfig::default(),
+            crate::testing::config(&ca, &[("allowed.example.com", 443)]),
             std::sync::Arc::new(crate::secrets::MemoryStore::new()),
-            std::sync::Arc::new(crate::resolve::SystemResolver),
+            std::sync::Arc::new(server.resolver(&["allowed.example.com"])),
         )
         .unwrap();
+        let allowed = warden_core::spec::NetworkTarget {
+            scheme: "https".into(),
+            host_pattern: "allowed.example.com".into(),
+            port: None,
+        };
         let session = egress
-            .session("x.send", "x", &[], &[], 64 << 20)
+            .session("x.send", "x", &[], &[allowed], 64 << 20)
             .await
             .unwrap();
-        // Both turns are held for the length of the test.
-        let _turns = (
-            LARGE_REDACTIONS.acquire().await.unwrap(),
-            LARGE_REDACTIONS.acquire().await.unwrap(),
-        );
-        let request = GuestRequest {
+        let upload = |url: &str| GuestRequest {
             method: "POST".into(),
-            url: "https://not-allowed.example.com/upload".into(),
+            url: url.into(),
             headers: Vec::new(),
             body: Some(vec![b'x'; 2 << 20]),
             timeout: None,
         };
-        let refused = run(&session, request, None, Duration::from_millis(300)).await;
+        let redirected = run(
+            &session,
+            upload("https://allowed.example.com/upload"),
+            None,
+            Duration::from_secs(5),
+        )
+        .await;
+        let refused = run(
+            &session,
+            upload("https://not-allowed.example.com/upload"),
+            None,
+            Duration::from_millis(300),
+        )
+        .await;
+        LARGE_REDACTIONS.add_permits(2);
+        assert!(
+            matches!(&redirected, Err(EgressError::Denied(Denial::Redirect(_)))),
+            "{redirected:?}"
+        );
         assert!(
             matches!(refused, Err(EgressError::Denied(_))),
             "{refused:?}"

@@ -49,6 +49,15 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
             .collect::<String>()
             .into_bytes(),
         utf16,
+        // Over 1 MiB, it takes the large-body turn: encoded twice over, deep
+        // inside, it is still refused.
+        padded(
+            &TOKEN
+                .bytes()
+                .map(|b| format!("%25{b:02x}"))
+                .collect::<String>(),
+            3 << 20,
+        ),
     ];
     for body in bodies {
         let error = session
@@ -65,7 +74,7 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
                 EgressError::Denied(Denial::StagedSecret(Location::Body))
             ),
             "{}: {error:?}",
-            String::from_utf8_lossy(&body)
+            String::from_utf8_lossy(&body[..body.len().min(200)])
         );
     }
     let hex_query = format!(
@@ -91,32 +100,6 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
 fn padded(middle: &str, len: usize) -> Vec<u8> {
     let half = "a".repeat(len / 2);
     format!("{half} {middle} {half}").into_bytes()
-}
-
-/// A body over 1 MiB takes the large-body turn: a secret encoded twice
-/// over, deep inside it, is still refused before anything is sent.
-#[tokio::test]
-async fn a_secret_encoded_deep_in_a_large_body_is_refused() {
-    let fx = fixture(|_| TestResponse::ok("{}")).await;
-    let session = fx.session().await;
-    let twice: String = TOKEN.bytes().map(|b| format!("%25{b:02x}")).collect();
-    let body = padded(&twice, 3 << 20);
-    let error = session
-        .send_checked(
-            request("POST", "https://uploads.github.com/drop", Some(&body)),
-            None,
-            CALL,
-        )
-        .await
-        .expect_err("refused");
-    assert!(
-        matches!(
-            error,
-            EgressError::Denied(Denial::StagedSecret(Location::Body))
-        ),
-        "{error:?}"
-    );
-    assert!(fx.server.requests().is_empty(), "a leak reached the server");
 }
 
 /// A server echoing the token inside a large answer, base64- and

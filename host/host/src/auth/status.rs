@@ -91,8 +91,7 @@ impl Location {
             {
                 tracing::warn!(account = %key, %error, "could not revoke the account at the provider");
             }
-            store.delete(&key).await?;
-            store.delete(&grant::grant_key(&key)).await?;
+            grant::remove_held(store.as_ref(), &key).await?;
             removed.push(key);
         }
         if removed.is_empty() {

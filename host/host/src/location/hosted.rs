@@ -383,7 +383,7 @@ impl Location {
             .into_iter()
             .map(|b| (next_lane_id(), Arc::new(b)))
             .collect();
-        let identity = hosted.identity.clone();
+        let identity = &hosted.identity;
         let registration = self
             .registry
             .transform(format!("package:{}", package.id), |draft| {
@@ -392,7 +392,7 @@ impl Location {
                         &package.id,
                         &binding.capability,
                         Some(*lane),
-                        &tool_identity(&identity, &binding.capability),
+                        &tool_identity(identity, &binding.capability),
                     ))?;
                 }
                 Ok(())

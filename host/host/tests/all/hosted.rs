@@ -31,15 +31,18 @@ fn install(host: &Host, url: &str) -> (Location, tempfile::TempDir) {
     (location, dir)
 }
 
-/// [`install`] with `from` replaced by `to` in the manifest.
-fn install_edited(host: &Host, from: &str, to: &str) -> (Location, tempfile::TempDir) {
+/// [`install`] with each `(from, to)` replaced in the manifest.
+fn install_edited(host: &Host, edits: &[(&str, &str)]) -> (Location, tempfile::TempDir) {
     let location = host.open_location("p");
     let dir = tempfile::tempdir().unwrap();
     write_package(dir.path(), MCP_URL);
     let manifest = dir.path().join("manifest.toml");
-    let text = std::fs::read_to_string(&manifest).unwrap();
-    assert!(text.contains(from), "the manifest has {from:?}");
-    std::fs::write(&manifest, text.replace(from, to)).unwrap();
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "the manifest has {from:?}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(&manifest, text).unwrap();
     location
         .install(&PackageSource::Dir(dir.path().into()))
         .unwrap();
@@ -618,16 +621,26 @@ async fn a_declined_call_whose_tool_is_gone_is_still_declined() {
     assert_eq!(last["origin"], "loop_run", "{last}");
 }
 
-/// A server's `destructiveHint` only ever tightens a permission: a pinned
-/// tool the manifest denies stays denied. It set `ask`, which a person (or a
-/// product's consent) could then pass.
+/// Nothing a server lists loosens a denial: a pinned tool the manifest
+/// denies stays denied when the server calls it destructive (the hint set
+/// `ask`, which a person or a product's consent could pass), and
+/// `[mcp] default_permission = "deny"` denies every tool the server lists
+/// (they got `ask`).
 #[tokio::test]
-async fn a_destructive_hint_never_relaxes_a_pinned_deny() {
+async fn nothing_a_server_lists_loosens_a_denial() {
     let (fake, host) = fake_and_host(Script::default()).await;
     let (location, _dir) = install_edited(
         &host,
-        "description = \"Echo (pinned).\"\ndefault_permission = \"allow\"",
-        "description = \"Echo (pinned).\"\ndefault_permission = \"deny\"",
+        &[
+            (
+                "description = \"Echo (pinned).\"\ndefault_permission = \"allow\"",
+                "description = \"Echo (pinned).\"\ndefault_permission = \"deny\"",
+            ),
+            (
+                "max_tools = 8\ndefault_permission = \"allow\"",
+                "max_tools = 8\ndefault_permission = \"deny\"",
+            ),
+        ],
     );
     fake.script(|s| {
         for tool in &mut s.tools {
@@ -641,6 +654,8 @@ async fn a_destructive_hint_never_relaxes_a_pinned_deny() {
     let echo = by_id(&snapshot, "fake-mcp.echo");
     assert_eq!(echo.def().default_permission, Permission::Deny);
     assert!(echo.def().effects.contains(&Effect::ExternalWrite));
+    let weather = by_id(&snapshot, "fake-mcp.weather");
+    assert_eq!(weather.def().default_permission, Permission::Deny);
 }
 
 /// A grant for a discovered tool is for the tool as the server listed it:
@@ -696,22 +711,6 @@ async fn a_grant_for_a_discovered_tool_ends_when_the_server_changes_it() {
         matches!(changed, InvokeOutcome::NeedsApproval(_)),
         "{changed:?}"
     );
-}
-
-/// `[mcp] default_permission = "deny"` holds back every tool the server
-/// lists (a discovered tool is never allowed by it, but may be denied).
-#[tokio::test]
-async fn a_denying_mcp_table_denies_what_the_server_lists() {
-    let (_fake, host) = fake_and_host(Script::default()).await;
-    let (location, _dir) = install_edited(
-        &host,
-        "max_tools = 8\ndefault_permission = \"allow\"",
-        "max_tools = 8\ndefault_permission = \"deny\"",
-    );
-    assert!(location.refresh_hosted().await.is_empty());
-    let snapshot = location.snapshot();
-    let weather = by_id(&snapshot, "fake-mcp.weather");
-    assert_eq!(weather.def().default_permission, Permission::Deny);
 }
 
 /// A pinned tool is the same tool before and after the first listing (when

@@ -115,35 +115,18 @@ fn header(head: &str, name: &str) -> Option<String> {
     })
 }
 
+/// Off loopback the endpoint never serves without authentication. Bound to
+/// every address, it accepted only loopback `Host` names (and `0.0.0.0`,
+/// which no client sends): it started, and answered every remote client
+/// `403`. It now refuses to start without the name clients use, and serves
+/// that name, to callers that present the token.
 #[tokio::test]
-async fn serving_off_loopback_without_authentication_is_refused() {
+async fn off_loopback_it_needs_a_token_and_the_host_named_for_it() {
     let refused = warden_mcp::serve_http(Fake::new(), "0.0.0.0:0".parse().unwrap()).await;
     assert!(
         matches!(refused, Err(Error::Unauthenticated { .. })),
         "{refused:?}"
     );
-    // With a token it serves, and still only to callers that present it.
-    let server = warden_mcp::serve_http_with(
-        Fake::new(),
-        "0.0.0.0:0".parse().unwrap(),
-        with_token().allow_host("mcp.example.com"),
-    )
-    .await
-    .expect("serves with a token");
-    let addr = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
-    assert_eq!(initialize(addr, None).await.0, 401);
-    assert_eq!(
-        initialize(addr, Some(&format!("Bearer {TOKEN}"))).await.0,
-        200
-    );
-}
-
-/// Bound to every address, the endpoint accepted only loopback `Host`
-/// names (and `0.0.0.0`, which no client sends): it started, and answered
-/// every remote client `403`. It now refuses to start without the name
-/// clients use, and serves that name.
-#[tokio::test]
-async fn bound_to_every_address_it_serves_the_host_named_for_it() {
     let refused =
         warden_mcp::serve_http_with(Fake::new(), "0.0.0.0:0".parse().unwrap(), with_token()).await;
     assert!(
@@ -158,7 +141,9 @@ async fn bound_to_every_address_it_serves_the_host_named_for_it() {
     .await
     .expect("serves");
     let addr = SocketAddr::from(([127, 0, 0, 1], server.local_addr().port()));
+    assert_eq!(initialize(addr, None).await.0, 401);
     let bearer = format!("Bearer {TOKEN}");
+    assert_eq!(initialize(addr, Some(&bearer)).await.0, 200);
     let port = addr.port();
     for host in [
         "mcp.example.com".to_owned(),

@@ -47,7 +47,7 @@ pub(crate) fn emit(level: LogLevel, call_id: &str, capability: &str, message: &s
 }
 
 /// `text` with every control character (line breaks included) a space.
-fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     if text.chars().any(char::is_control) {
         text.chars()
             .map(|c| if c.is_control() { ' ' } else { c })
