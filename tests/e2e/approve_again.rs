@@ -43,7 +43,7 @@ fn ran_hello(result: &CallToolResult) {
 fn approval_id(result: &CallToolResult) -> String {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let meta = &result.meta.as_ref().expect("_meta").0;
-    assert_eq!(meta["warden/errorCode"], "approval-required", "{result:?}");
+    assert_eq!(meta["warden/errorCode"], "approval_required", "{result:?}");
     meta["warden/approvalId"]
         .as_str()
         .expect("approval id")

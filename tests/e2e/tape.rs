@@ -172,3 +172,70 @@ fn a_tape_for_another_tool_or_not_a_tape_is_refused_by_name() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("is not a usable tape"), "{run:?}");
 }
+
+/// A hosted MCP tool talks MCP to its server over a session of its own,
+/// which a tape does not hold: `--record` and `--replay` refuse it before
+/// anything is sent (a replay that went live performed the real call, with
+/// the account's token, and exited 0).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hosted_tool_is_never_called_live_under_a_tape() {
+    use warden_tests::fake_mcp::{FakeMcp, MCP_TOKEN, MCP_URL, Script, write_package};
+    let fake = FakeMcp::start(Script::default()).await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let installed = warden.run(&["install", dir.path().to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{}", installed.all());
+    let set = warden.run_with_stdin(&["secret", "set", "example", "mcp_token"], MCP_TOKEN);
+    assert_eq!(set.code, 0, "{}", set.all());
+    // A live call lists the tools (the catalog is kept for later processes).
+    let live = warden.run(&["call", "fake-mcp.weather", "--input", "{}"]);
+    assert_eq!(live.code, 0, "{}", live.all());
+    let live_calls = || fake.methods().iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(live_calls(), 1);
+
+    let tapes = tempfile::tempdir().unwrap();
+    let recorded = tapes.path().join("weather.json");
+    let record = warden.run(&[
+        "--json",
+        "call",
+        "fake-mcp.weather",
+        "--input",
+        "{}",
+        "--record",
+        recorded.to_str().unwrap(),
+    ]);
+    assert_eq!(record.code, 1, "{}", record.all());
+    assert!(
+        record.all().contains("tape_unsupported"),
+        "{}",
+        record.all()
+    );
+    assert!(!recorded.exists(), "no tape is written for a refused call");
+
+    assert_eq!(live_calls(), 1, "nothing went live under --record");
+    let sent_before = fake.requests().len();
+    let tape = tapes.path().join("hand-written.json");
+    let json = r#"{"format": "warden.tape.v1", "capability": "fake-mcp.weather", "exchanges": []}"#;
+    std::fs::write(&tape, json).unwrap();
+    let replay = warden.run(&[
+        "call",
+        "fake-mcp.weather",
+        "--input",
+        "{}",
+        "--replay",
+        tape.to_str().unwrap(),
+    ]);
+    assert_eq!(replay.code, 1, "{}", replay.all());
+    assert!(
+        replay.stderr.contains("cannot be replayed"),
+        "{}",
+        replay.all()
+    );
+    assert_eq!(
+        fake.requests().len(),
+        sent_before,
+        "a replay sends nothing, not even a listing"
+    );
+}

@@ -323,6 +323,7 @@ mod tests {
         let call = |subject: Option<&str>| {
             let caller = subject.map(|s| Caller {
                 subject: s.to_owned(),
+                expires_at: None,
             });
             backend.call("echo_echo".into(), json!({ "text": "hi" }), caller)
         };

@@ -37,6 +37,9 @@ impl Location {
         let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
             return Ok(self.not_found(invocation.tool));
         };
+        if let Some(refused) = tape_refusal(&binding, &invocation) {
+            return Ok(refused);
+        }
         let input_json = match checked_input(&binding, &invocation) {
             Ok(json) => json,
             Err(failed) => return Ok(*failed),
@@ -95,6 +98,10 @@ impl Location {
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
+        // Before the approval is claimed: a refused tape spends nothing.
+        if let Some(refused) = tape_refusal(&binding, &invocation) {
+            return Ok(refused);
+        }
         let call = self.call_of(tool, &invocation);
         let outcome = match self
             .shared
@@ -370,6 +377,46 @@ fn checked_input(binding: &Binding, invocation: &Invocation) -> Result<String, B
             usage: Default::default(),
             logs: Vec::new(),
         }))),
+    }
+}
+
+/// A call under a tape (record or replay) of a lane whose traffic a tape
+/// cannot hold is refused before authorization: a replay must never go
+/// live, and a recording that holds nothing would replay as a live call.
+fn tape_refusal(binding: &Binding, invocation: &Invocation) -> Option<InvokeOutcome> {
+    let mode = invocation.tape.as_ref()?;
+    if binding.lane.tapeable() {
+        return None;
+    }
+    Some(InvokeOutcome::Failed(CallFailure::Runtime {
+        error: Box::new(TapeUnsupported {
+            capability_id: binding.capability.id.clone(),
+            mode: match mode {
+                TapeMode::Record(_) => "recorded",
+                TapeMode::Replay(_) => "replayed",
+            },
+        }),
+        usage: Default::default(),
+        logs: Vec::new(),
+    }))
+}
+
+/// A tape was asked for a tool whose lane does not send through the call's
+/// network service (a hosted MCP tool talks MCP to its server directly).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{capability_id}` cannot be {mode}: it is a hosted MCP tool, whose messages go to its \
+     server over the server's own session, and a tape holds only the HTTP a tool sends \
+     through the host (nothing was sent)"
+)]
+pub(crate) struct TapeUnsupported {
+    capability_id: String,
+    mode: &'static str,
+}
+
+impl crate::lane::LaneError for TapeUnsupported {
+    fn code(&self) -> &'static str {
+        "tape_unsupported"
     }
 }
 

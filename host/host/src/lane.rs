@@ -54,6 +54,16 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// check it again.
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome>;
 
+    /// Whether everything this lane sends for a call goes through
+    /// [`CallContext::network`], so a tape can record it or answer it.
+    /// A lane that talks to its own endpoint over a session that spans
+    /// calls (a hosted MCP server) says no: the host then refuses a call
+    /// made under a tape (`tape_unsupported`) instead of letting an
+    /// "offline" replay go live.
+    fn tapeable(&self) -> bool {
+        true
+    }
+
     /// The WIT world of the lane's component, for a WASM lane.
     fn world(&self) -> Option<warden_runtime::ComponentWorld> {
         None

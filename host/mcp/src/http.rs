@@ -14,6 +14,8 @@ use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+mod expiry;
+
 use crate::owners::{MAX_SESSIONS_PER_CALLER, SessionOwners};
 use crate::peers::Peers;
 use crate::{
@@ -478,6 +480,9 @@ async fn route<B: Backend>(
     auth: Option<&HttpAuth>,
     mut request: Request<Incoming>,
 ) -> Answer {
+    if !one_host(&request) {
+        return status(StatusCode::BAD_REQUEST);
+    }
     if let Some(HttpAuth::Jwt(jwt)) = auth
         && request.method() == Method::GET
         && [
@@ -506,11 +511,12 @@ async fn route<B: Backend>(
             Err(rejection) => return unauthorized(auth, rejection),
         }
     }
-    let subject = request
-        .extensions()
-        .get::<crate::Caller>()
-        .map(|caller| caller.subject.clone());
-    let Some(subject) = subject else {
+    let caller = request.extensions().get::<crate::Caller>().cloned();
+    let Some(crate::Caller {
+        subject,
+        expires_at,
+    }) = caller
+    else {
         return dispatch(services, request).await;
     };
     // A session is its opener's: another caller is told it does not exist.
@@ -524,7 +530,7 @@ async fn route<B: Backend>(
         return status(StatusCode::NOT_FOUND);
     }
     let ending = request.method() == Method::DELETE;
-    let answer = dispatch(services, request).await;
+    let answer = expiry::end_stream_at(dispatch(services, request).await, expires_at);
     match session {
         None => {
             if let Some(opened) = answer.headers().get(SESSION_HEADER) {
@@ -539,6 +545,28 @@ async fn route<B: Backend>(
         Some(_) => {}
     }
     answer
+}
+
+/// Whether `request` names one host: at most one `Host` field line (RFC
+/// 9112 §3.2 asks a server to answer 400 to more), and an absolute-form
+/// target (`POST https://other/mcp`) only with the authority its `Host`
+/// names. The SDK checks the allowed hosts against the first `Host` line
+/// alone; a second line, or an authority in the target that nobody checked,
+/// named a host the check never saw.
+fn one_host<T>(request: &Request<T>) -> bool {
+    let mut hosts = request.headers().get_all(hyper::header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return false;
+    }
+    match (request.uri().authority(), host) {
+        (None, _) => true,
+        (Some(authority), Some(host)) => authority
+            .as_str()
+            .as_bytes()
+            .eq_ignore_ascii_case(host.as_bytes()),
+        (Some(_), None) => false,
+    }
 }
 
 /// The header naming a request's MCP session.

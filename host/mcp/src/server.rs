@@ -28,7 +28,7 @@ use crate::{
 const INSTRUCTIONS: &str = "Warden runs sandboxed WebAssembly tools. Each tool's \
 annotations say whether it reads only, writes, or reaches the network. A call that \
 needs a person's approval either asks through your client (elicitation) or fails \
-with code `approval-required`, an approval id, and how a person approves it.";
+with code `approval_required`, an approval id, and how a person approves it.";
 
 /// State shared by every connection of one server.
 struct Shared<B> {

@@ -22,9 +22,12 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let input = read_input(&args.input)?;
     let tape = Tape::open(&args)?;
     let (host, location) = cx.open()?;
-    // Only the server that provides this tool is asked for its tools.
-    for error in location.refresh_hosted_for(&args.tool).await {
-        eprintln!("warning: {error}");
+    // Only the server that provides this tool is asked for its tools; a
+    // replay asks no server anything (its catalog is the one kept).
+    if args.replay.is_none() {
+        for error in location.refresh_hosted_for(&args.tool).await {
+            eprintln!("warning: {error}");
+        }
     }
     let invocation = tape.apply(Invocation::new(
         args.tool.clone(),
@@ -54,7 +57,14 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
         },
         other => other,
     };
+    // A tool no tape can hold was refused before anything ran: no tape is
+    // written (an empty one would replay as nothing at all).
+    let untaped =
+        matches!(&outcome, InvokeOutcome::Failed(failure) if failure.code() == "tape_unsupported");
     let code = report(cx, outcome);
+    if untaped {
+        return Ok(code);
+    }
     Ok(tape.finish(&args.tool)?.unwrap_or(code))
 }
 

@@ -109,6 +109,12 @@ impl LaneError for McpFailure {
 }
 
 impl Lane for McpLane {
+    /// The server's MCP session is not the call's network service: its
+    /// messages are neither recorded nor answered by a tape.
+    fn tapeable(&self) -> bool {
+        false
+    }
+
     fn check_input(&self, _capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>> {
         self.input
             .check(input)

@@ -316,6 +316,51 @@ impl Location {
             .collect()
     }
 
+    /// Whether following `server` may list it now: it has an account for
+    /// every required `[[mcp.credentials]]`. Without one a listing sends
+    /// nothing the server would answer but 401, and no traffic the user did
+    /// not ask for leaves the host (a bundled server was contacted at every
+    /// start). The listing is then taken as refused for want of
+    /// authorization without being sent, so a call of its tools still says
+    /// what to connect; an explicit refresh (`mcp refresh`, a call's own)
+    /// lists regardless, and the next interval's check finds an account
+    /// connected meanwhile.
+    async fn account_ready(&self, id: &str, server: &Arc<HostedServer>) -> bool {
+        let credentials = {
+            let installed = self.installed.lock().expect("installed lock");
+            let Some(top) = installed.get(id).and_then(|stack| stack.last()) else {
+                return false;
+            };
+            match &top.info.package.implementation {
+                warden_manifest::Implementation::Mcp(mcp) => mcp.credentials.clone(),
+                _ => return false,
+            }
+        };
+        if !credentials.iter().any(|c| c.required) {
+            return true;
+        }
+        let staged = self
+            .shared
+            .egress
+            .session(&format!("{id}.tools/list"), id, &credentials, &[], 0)
+            .await;
+        match staged {
+            Ok(session) if session.missing_required().is_empty() => true,
+            Ok(_) => {
+                let unsent = warden_hosted::HostedError::Unauthorized {
+                    challenge: None,
+                    credential_sent: false,
+                };
+                self.note_auth_refusal(id, server, Some(&unsent));
+                false
+            }
+            Err(error) => {
+                tracing::warn!(package = %id, %error, "could not read the accounts of an MCP server");
+                false
+            }
+        }
+    }
+
     /// [`Location::follow_hosted`] for one server, until `stopped`.
     async fn follow_server(
         &self,
@@ -329,7 +374,9 @@ impl Location {
             let mut announced_refresh: Option<tokio::time::Instant> = None;
             loop {
                 // Errors are logged; the previous tools stay published.
-                let _ = self.refresh_server(id.clone(), server.clone()).await;
+                if self.account_ready(&id, &server).await {
+                    let _ = self.refresh_server(id.clone(), server.clone()).await;
+                }
                 let announced = tokio::select! {
                     changed = announcements.changed() => changed.is_ok(),
                     () = tokio::time::sleep(self.shared.hosted.refresh_interval) => false,

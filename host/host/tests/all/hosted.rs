@@ -740,3 +740,53 @@ async fn an_approval_asked_before_the_first_listing_resumes_after_it() {
         "{resumed:?}"
     );
 }
+
+/// Following a server whose required account is not connected sends it
+/// nothing (every `serve` start contacted a bundled server nobody had
+/// connected): the listing counts as refused for want of authorization
+/// without being sent, so a call of one of its tools says what to connect.
+#[tokio::test]
+async fn a_server_without_its_account_is_not_contacted_by_the_follower() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let config = HostConfig {
+        egress: testing::config(fake.ca(), &[(MCP_HOST, 443)]),
+        ..HostConfig::default()
+    };
+    let host = Host::builder(config)
+        .secret_store(Arc::new(warden_egress::secrets::MemoryStore::new()))
+        .resolver(Arc::new(fake.server().resolver(&[MCP_HOST])))
+        .build()
+        .unwrap();
+    let (location, _dir) = install(&host, MCP_URL);
+    let follower = tokio::spawn({
+        let location = location.clone();
+        async move { location.follow_hosted().await }
+    });
+    // `weather` is not pinned: it is known only once the server is listed,
+    // or once the follower has taken the listing as refused.
+    let refused = async {
+        loop {
+            let outcome = location.invoke(weather()).await.unwrap();
+            if let InvokeOutcome::Failed(failure) = &outcome
+                && failure.code() == "auth_required"
+            {
+                return outcome;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let outcome = tokio::time::timeout(Duration::from_secs(20), refused)
+        .await
+        .expect("the follower took the listing as refused");
+    let InvokeOutcome::Failed(failure) = &outcome else {
+        unreachable!()
+    };
+    let auth = failure.auth_details().expect("what to connect");
+    assert_eq!(auth.vendor.as_deref(), Some("example"));
+    assert!(
+        fake.requests().is_empty(),
+        "nothing was sent: {:?}",
+        fake.methods()
+    );
+    follower.abort();
+}

@@ -198,6 +198,7 @@ impl JwtAuth {
         let subject = claims.get("sub").and_then(Value::as_str).ok_or(invalid)?;
         Ok(Caller {
             subject: subject.to_owned(),
+            expires_at: Some(exp.saturating_add(LEEWAY_SECS)),
         })
     }
 

@@ -132,6 +132,11 @@ impl BearerToken {
 pub struct Caller {
     /// The caller's identity (`bearer` for the static token).
     pub subject: String,
+    /// When the credential that authenticated the request stops being
+    /// accepted (Unix seconds: a JWT's `exp` plus the clock-skew leeway);
+    /// `None` for a credential that does not expire (the static token).
+    /// An event stream the request opened ends then.
+    pub expires_at: Option<i64>,
 }
 
 /// Why a request was refused.
@@ -164,6 +169,7 @@ impl HttpAuth {
         match self {
             HttpAuth::Bearer(expected) if expected.matches(token) => Ok(Caller {
                 subject: "bearer".into(),
+                expires_at: None,
             }),
             HttpAuth::Bearer(_) => Err(Rejection::InvalidToken),
             HttpAuth::Jwt(jwt) => jwt.verify(token, now),

@@ -557,3 +557,106 @@ async fn a_peer_past_its_share_of_connections_is_closed_and_others_are_served() 
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 }
+
+/// The SDK checks the allowed hosts against the first `Host` line only: a
+/// second line, or an absolute-form target whose authority nobody checked,
+/// named a host the check never saw. Both are answered 400 (RFC 9112 §3.2)
+/// before anything else. Shown with DELETE on a live session: before, each
+/// such request ended the session.
+#[tokio::test]
+async fn a_request_naming_two_hosts_is_refused() {
+    let server = warden_mcp::serve_http(Fake::new(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let good = addr.to_string();
+    let bearer = "Bearer none";
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string();
+    let (status, session) = in_session(addr, "POST", None, bearer, &init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let end = |target: String, hosts: String| {
+        let request = format!(
+            "DELETE {target} HTTP/1.1\r\n{hosts}Mcp-Session-Id: {session}\r\n\
+             MCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+        );
+        async move { answer_to(addr, &request).await.0 }
+    };
+    let two_lines = format!("Host: {good}\r\nHost: elsewhere.example\r\n");
+    assert_eq!(end(MCP_PATH.into(), two_lines).await, 400, "two Host lines");
+    let one = format!("Host: {good}\r\n");
+    let absolute = format!("http://elsewhere.example{MCP_PATH}");
+    assert_eq!(
+        end(absolute, one.clone()).await,
+        400,
+        "an absolute-form target naming another host"
+    );
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let alive = || in_session(addr, "POST", Some(&session), bearer, initialized);
+    assert_eq!(alive().await.0, 202, "the session was not ended");
+    let absolute = format!("http://{good}{MCP_PATH}");
+    let ended = end(absolute, one).await;
+    assert!((200..300).contains(&ended), "{ended}");
+    assert_eq!(alive().await.0, 404, "a target naming the Host ends it");
+}
+
+/// An event stream is one request that can stay open for hours, and its
+/// token was checked once, when it opened: it now ends when that token is
+/// no longer accepted (the client reconnects with the token it has then).
+/// Before, a stream opened with a token about to expire stayed open.
+#[tokio::test]
+async fn an_event_stream_ends_when_the_token_that_opened_it_expires() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let issuer = Issuer::new(ISSUER);
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
+    let config = HttpConfig::default()
+        .with_auth(HttpAuth::Jwt(jwt))
+        .with_sessions(warden_mcp::Sessions::All);
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .expect("bind");
+    let addr = server.local_addr();
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string();
+    let lasting = issuer.bearer_for("alice", AUDIENCE, "", 300);
+    let (status, session) = in_session(addr, "POST", None, &lasting, &init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(
+        in_session(addr, "POST", Some(&session), &lasting, initialized)
+            .await
+            .0,
+        202
+    );
+    // Accepted for two more seconds (expired, within the leeway).
+    let leeway = warden_mcp::LEEWAY_SECS;
+    let ending = issuer.bearer_for("alice", AUDIENCE, "", 2 - leeway);
+    let request = format!(
+        "GET {MCP_PATH} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         Authorization: {ending}\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+         Mcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let read_to_end = async {
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.map(|_| answer)
+    };
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), read_to_end)
+        .await
+        .expect("the stream ended")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("text/event-stream"), "{answer}");
+}
