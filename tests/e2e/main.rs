@@ -17,9 +17,11 @@ mod live_catalog;
 mod mcp;
 mod postgres;
 mod python_sdk;
+mod resolve;
 mod serve_auth;
 mod stateless;
 mod tape;
+mod terminal;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
 fn warden() -> warden_tests::Warden {

@@ -8,18 +8,31 @@
 //! warden serve            # MCP over stdio
 //! ```
 
-/// `eprintln!` that never panics: a server whose stderr was closed (a
-/// parent that stopped reading it) keeps serving, and says nothing.
+// Every print goes through `output` (escaped, never panicking): these two
+// macros are this crate's `out!` and `say!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+/// A line on stdout through [`output::line`]: control characters escaped; a
+/// closed pipe drops the rest of the output instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::line($crate::output::Stream::Out, format_args!($($arg)*))
+    };
+}
+
+/// A line on stderr through [`output::line`]: control characters escaped;
+/// never panics (a server whose stderr was closed keeps serving, and says
+/// nothing).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::output::line($crate::output::Stream::Err, format_args!($($arg)*))
+    };
 }
 
 mod backend;
 mod cli;
 mod commands;
+mod output;
 mod render;
 mod settings;
 
@@ -56,7 +69,7 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: starting the async runtime: {error}");
+            say!("error: starting the async runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
@@ -64,25 +77,32 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             // Errors carry text from outside (arguments, manifests, remote
-            // servers' metadata): shown, never sent to the terminal as controls.
-            eprintln!(
-                "error: {}",
-                render::escape_text(&format!("{error:#}"), true)
-            );
+            // servers' metadata): `say!` shows it, never sends it to the
+            // terminal as controls.
+            say!("error: {error:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// Logs go to stderr (stdout carries results, or MCP messages for `serve`);
-/// `RUST_LOG` tunes them.
+/// Logs go to stderr (stdout carries results, or MCP messages for `serve`),
+/// escaped as every other line; `RUST_LOG` tunes them.
+///
+/// rmcp's own events are off unless `RUST_LOG` asks for them: it logs an
+/// ERROR line (naming its Rust types) for ordinary failures the command
+/// reports itself in the user's terms — a hosted server that is down, a
+/// wrong path, a session the server dropped.
 fn init_tracing(serving: bool) {
-    let default = if serving { "warn" } else { "error" };
+    let default = if serving {
+        "warn,rmcp=off"
+    } else {
+        "error,rmcp=off"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(output::Escaping)
         .with_ansi(false)
         // An event that cannot be written is dropped: reporting it went
         // through `eprintln!`, whose panic, once stderr was closed, ended

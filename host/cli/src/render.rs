@@ -5,12 +5,14 @@ use std::fmt::Display;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Print `value` as pretty JSON on stdout.
+use crate::output;
+
+/// Print `value` as pretty JSON on stdout, its strings' terminal controls
+/// escaped the JSON way ([`output::json_text`]).
 pub(crate) fn json(value: &impl Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    );
+    let text = serde_json::to_string_pretty(value)
+        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
+    out!("{}", output::json_text(&text));
 }
 
 /// `text` safe for a terminal: control characters (ESC, CR, BEL, ...) are
@@ -22,7 +24,7 @@ pub(crate) fn escape_text(text: &str, multiline: bool) -> String {
     for c in text.chars() {
         match c {
             '\n' | '\t' if multiline => out.push(c),
-            c if c.is_control() || is_invisible_format(c) => {
+            c if is_terminal_control(c) => {
                 out.extend(c.escape_unicode());
             }
             c => out.push(c),
@@ -36,9 +38,22 @@ pub(crate) fn escape(text: &str) -> String {
     escape_text(text, false)
 }
 
-/// Bidirectional overrides and isolates, which reorder what a terminal shows.
-fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Whether a terminal acts on `c` rather than showing it: a C0 or C1
+/// control (ESC, BEL, CR, CSI U+009B, ...), DEL, or a character that
+/// changes the order or the lines of what it shows (bidirectional marks,
+/// overrides and isolates; the line and paragraph separators).
+pub(crate) fn is_terminal_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// `a, b, c`, or `none`.
@@ -57,8 +72,8 @@ pub(crate) fn words<T: Display>(items: &[T]) -> String {
 pub(crate) fn description(tool: &Value) {
     let text = |key: &str| str_of(&tool[key]);
     let package = &tool["package"];
-    println!("{}  ({})", text("name"), text("capability_id"));
-    println!(
+    out!("{}  ({})", text("name"), text("capability_id"));
+    out!(
         "  package     {} {} ({}, trust {})",
         str_of(&package["id"]),
         str_of(&package["version"]),
@@ -71,20 +86,20 @@ pub(crate) fn description(tool: &Value) {
         } else {
             "compatibility world"
         };
-        println!("  world       {} ({lane})", escape(world));
+        out!("  world       {} ({lane})", escape(world));
     }
-    println!("  description {}", text("description"));
-    println!("  effects     {}", list(&tool["effects"]));
-    println!("  permission  {}", text("default_permission"));
+    out!("  description {}", text("description"));
+    out!("  effects     {}", list(&tool["effects"]));
+    out!("  permission  {}", text("default_permission"));
     let gates = tool["origin_gate_matrix"].as_object().map(|m| {
         m.iter()
             .map(|(o, p)| format!("{}={}", escape(o), str_of(p)))
             .collect::<Vec<_>>()
             .join("  ")
     });
-    println!("  gates       {}", gates.unwrap_or_default());
+    out!("  gates       {}", gates.unwrap_or_default());
     for credential in tool["credentials"].as_array().into_iter().flatten() {
-        println!(
+        out!(
             "  credential  {} (vendor {}, scopes: {}) -> {}://{}",
             str_of(&credential["handle"]),
             str_of(&credential["vendor"]),
@@ -94,17 +109,17 @@ pub(crate) fn description(tool: &Value) {
         );
     }
     for target in tool["network"].as_array().into_iter().flatten() {
-        println!("  network     {}", str_of(target));
+        out!("  network     {}", str_of(target));
     }
-    println!("  input schema\n{}", indent(&pretty(&tool["input_schema"])));
+    out!("  input schema\n{}", indent(&pretty(&tool["input_schema"])));
     if !tool["output_schema"].is_null() {
-        println!(
+        out!(
             "  output schema\n{}",
             indent(&pretty(&tool["output_schema"]))
         );
     }
     if let Some(prompt) = tool["prompt"].as_str() {
-        println!("  prompt\n{}", indent(&escape_text(prompt, true)));
+        out!("  prompt\n{}", indent(&escape_text(prompt, true)));
     }
 }
 

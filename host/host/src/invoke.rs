@@ -10,7 +10,7 @@ use warden_core::net::{CallNetwork, DenyAll};
 use warden_egress::tape::{Recording, Replaying};
 use warden_registry::{
     ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, PackageIdentity,
-    RegisteredTool, Snapshot, ToolPolicy, name, now_millis,
+    RegisteredTool, Snapshot, ToolPolicy, now_millis,
 };
 use warden_runtime::{Limits, ToolLimits, Unavailable};
 
@@ -334,17 +334,15 @@ impl Location {
 }
 
 impl Location {
-    /// Find a tool by model name, or by capability id (`github.get_repo`
-    /// flattens to the same model name), with the lane bound to it. A tool
+    /// Find a tool by its model name or its capability id, exactly
+    /// ([`crate::location::lookup`]), with the lane bound to it. A tool
     /// whose registration is no longer installed has no lane: unknown.
     fn find<'s>(
         &self,
         snapshot: &'s Snapshot,
         tool: &str,
     ) -> Option<(&'s Arc<RegisteredTool>, Arc<Binding>)> {
-        let found = snapshot
-            .lookup(tool)
-            .or_else(|| snapshot.lookup(&name::model_name(None, tool).ok()?))?;
+        let found = crate::location::lookup(snapshot, tool)?;
         let binding = self.binding(found.def().executor.lane()?)?;
         Some((found, binding))
     }

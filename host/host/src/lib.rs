@@ -57,7 +57,7 @@ pub use lane::{
     CallContext, CallHttp, CallHttpError, FirstPartyCall, FirstPartyError, FirstPartyService, Lane,
     LaneError, LaneOutcome,
 };
-pub use location::{InstalledPackage, Location, Replace};
+pub use location::{InstalledPackage, Location, Replace, ResolvedTool};
 pub use outcome::{
     AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode,
 };

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use warden_manifest::{Capability, Package};
 use warden_registry::{
-    Executor, LaneId, LocationId, PackageIdentity, Registration, Registry, RegistryError, Snapshot,
-    ToolDef, ToolPolicy,
+    Executor, LaneId, LocationId, PackageIdentity, RegisteredTool, Registration, Registry,
+    RegistryError, Snapshot, ToolDef, ToolPolicy,
 };
 use warden_runtime::ComponentWorld;
 
@@ -39,6 +39,29 @@ impl Binding {
     pub(crate) fn declares_network(&self) -> bool {
         !self.capability.credentials.is_empty() || !self.capability.network_targets.is_empty()
     }
+}
+
+/// A registered tool, found by [`Location::tool`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ResolvedTool {
+    /// The model-facing name the registry published it under.
+    pub model_name: String,
+    /// The id of the package that provides it.
+    pub package: String,
+    /// The capability its lane runs (a discovered tool's, as discovered).
+    pub capability: Capability,
+}
+
+/// The tool `name` names: a model name as published, or a capability id,
+/// each matched exactly. A capability id is never sanitized into a model
+/// name: `github_get.repo` (an `[mcp]` package's tool whose listing was
+/// refused) and `github.get.repo` flatten to the model name of the bundled
+/// `github.get_repo`, and ran it with the GitHub account.
+pub(crate) fn lookup<'s>(snapshot: &'s Snapshot, name: &str) -> Option<&'s Arc<RegisteredTool>> {
+    snapshot
+        .lookup(name)
+        .or_else(|| snapshot.by_capability_id(name))
 }
 
 /// A package installed in a Location, as the host sees it.
@@ -439,6 +462,21 @@ impl Location {
     /// Ticks whenever the installed tools change (for `tools/list_changed`).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// The tool `name` names in the current snapshot, with the capability its
+    /// lane runs: what [`Location::invoke`] would call (see [`lookup`]). A
+    /// discovered tool of an `[mcp]` package is found as published, with the
+    /// capability discovery gave it.
+    pub fn tool(&self, name: &str) -> Option<ResolvedTool> {
+        let snapshot = self.snapshot();
+        let tool = lookup(&snapshot, name)?;
+        let binding = self.binding(tool.def().executor.lane()?)?;
+        Some(ResolvedTool {
+            model_name: tool.model_name().to_owned(),
+            package: binding.extension_id.clone(),
+            capability: binding.capability.clone(),
+        })
     }
 
     /// The binding of the tool whose lane is `id`, while its registration

@@ -20,7 +20,9 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
     PaginatedRequestParams, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
@@ -203,7 +205,7 @@ impl HostedServer {
         let connect = self.listener.clone().serve(transport);
         let service = match tokio::time::timeout(self.limits.call_timeout, connect).await {
             Err(_) => return Err(HostedError::Timeout(self.timeout_ms())),
-            Ok(Err(error)) => return Err(self.failure(&error.to_string())),
+            Ok(Err(error)) => return Err(self.failure(&initialize_text(&error))),
             Ok(Ok(service)) => service,
         };
         let version = service
@@ -238,6 +240,8 @@ impl HostedServer {
                 HostedError::Remote(format!("{} ({})", sanitize(&data.message), data.code.0))
             }
             ServiceError::Timeout { .. } => HostedError::Timeout(self.timeout_ms()),
+            // What the transport said, without rmcp's Rust type names.
+            ServiceError::TransportSend(error) => self.failure(&error.error.to_string()),
             other => self.failure(&other.to_string()),
         }
     }
@@ -519,6 +523,19 @@ pub(crate) fn sanitize(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(300)
         .collect()
+}
+
+/// Why a session could not be opened, in the user's terms. rmcp's own
+/// message names its transport's Rust type (`Send message error Transport
+/// [rmcp::transport::worker::WorkerTransport<…>] error: …`): what the
+/// transport said, and what it was doing, is what went wrong.
+fn initialize_text(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{} ({context})", error.error)
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Marks a catalog stale again when dropped, unless its listing was

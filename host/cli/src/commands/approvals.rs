@@ -23,12 +23,15 @@ pub(crate) async fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitC
             if cx.json {
                 render::json(&pending);
             } else if pending.is_empty() {
-                println!("no pending approvals in `{}`", cx.location);
+                out!("no pending approvals in `{}`", cx.location);
             } else {
                 for request in pending {
-                    println!(
+                    out!(
                         "{}  {}  ({})  input: {}",
-                        request.id, request.capability_id, request.rule, request.input
+                        request.id,
+                        request.capability_id,
+                        request.rule,
+                        request.input
                     );
                 }
             }
@@ -47,7 +50,7 @@ pub(crate) async fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitC
                     &json!({ "approval_id": id, "state": resolved.state, "granted": resolved.grant.is_some() }),
                 );
             } else {
-                println!("approved {id}; make the identical call again (or add `--resume {id}`)");
+                out!("approved {id}; make the identical call again (or add `--resume {id}`)");
             }
         }
         ApprovalsCommand::Deny { id, feedback } => {
@@ -61,7 +64,7 @@ pub(crate) async fn run(cx: &Context, command: ApprovalsCommand) -> Result<ExitC
             if cx.json {
                 render::json(&json!({ "approval_id": id, "state": resolved.state }));
             } else {
-                println!("denied {id}");
+                out!("denied {id}");
             }
         }
     }

@@ -23,7 +23,7 @@ pub(crate) fn run(cx: &Context, command: AuditCommand) -> Result<ExitCode> {
                 render::json(&entries);
             } else {
                 for line in tail {
-                    println!("{line}");
+                    out!("{line}");
                 }
             }
         }

@@ -65,27 +65,27 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
             if cx.json {
                 render::json(&accounts);
             } else if accounts.is_empty() {
-                println!("no accounts are connected");
+                out!("no accounts are connected");
             }
             for status in accounts.iter().filter(|_| !cx.json) {
-                println!("{} ({})", status.account.key, status.kind);
+                out!("{} ({})", status.account.key, status.kind);
                 if let Some(id) = status.identity.get("account_id") {
                     // Who the provider says the account is: its text, shown.
-                    println!("  account     {}", render::escape(&id.to_string()));
+                    out!("  account     {}", render::escape(&id.to_string()));
                 }
-                println!(
+                out!(
                     "  expires     {}",
                     expiry(status.expires_at, status.refreshable)
                 );
-                println!(
+                out!(
                     "  audiences   {}",
                     render::words(&status.account.binding.audiences)
                 );
-                println!(
+                out!(
                     "  allowed     {}",
                     render::words(&status.account.binding.extensions)
                 );
-                println!("  used by     {}", render::words(&status.used_by));
+                out!("  used by     {}", render::words(&status.used_by));
             }
         }
         AuthCommand::Disconnect { vendor } => {
@@ -97,7 +97,7 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
                 render::json(&removed);
             } else {
                 for key in &removed {
-                    println!("disconnected {key}");
+                    out!("disconnected {key}");
                 }
             }
         }
@@ -117,7 +117,7 @@ async fn oauth(
         .await
         .with_context(|| format!("starting the `{}` authorization", target.vendor))?;
     // stderr: stdout carries only the result (JSON with --json).
-    eprintln!(
+    say!(
         "Open this URL to connect a `{}` account for `{}` (scopes: {}):\n\n  {}\n\n\
          Waiting up to {} s for the redirect to {} ...",
         target.vendor,
@@ -163,7 +163,7 @@ pub(crate) fn open_browser(url: &str, terminal: bool) {
         .stderr(std::process::Stdio::null())
         .spawn();
     if spawned.is_err() {
-        eprintln!("(`{program}` could not be started; open the URL yourself)");
+        say!("(`{program}` could not be started; open the URL yourself)");
     }
 }
 
@@ -174,14 +174,14 @@ fn read_fields(target: &AuthTarget, recipe: &ApiKeyRecipe) -> Result<Vec<(String
         bail!("the `{}` recipe declares no fields", target.vendor);
     }
     if let Some(instructions) = &recipe.instructions {
-        eprintln!("{instructions}");
+        say!("{instructions}");
     }
     let audiences: Vec<String> = target
         .credentials
         .iter()
         .flat_map(|(_, d)| d.audiences.iter().map(ToString::to_string))
         .collect();
-    eprintln!(
+    say!(
         "`{}` account for extension `{}`: may be sent only to {}",
         target.vendor,
         target.extension,
@@ -192,9 +192,9 @@ fn read_fields(target: &AuthTarget, recipe: &ApiKeyRecipe) -> Result<Vec<(String
         for field in &recipe.fields {
             let prompt = format!("{}: ", field.label);
             let value = if field.secret {
-                rpassword::prompt_password(prompt).context("reading the value")?
+                rpassword::prompt_password(render::escape(&prompt)).context("reading the value")?
             } else {
-                eprint!("{prompt}");
+                crate::output::part(crate::output::Stream::Err, format_args!("{prompt}"));
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line)?;
                 line.trim_end_matches(['\r', '\n']).to_owned()
@@ -229,7 +229,7 @@ fn report(cx: &Context, target: &AuthTarget, accounts: &[Account]) {
         return;
     }
     for account in accounts {
-        println!(
+        out!(
             "connected {} for `{}` (sent only to {})",
             account.key,
             target.extension,

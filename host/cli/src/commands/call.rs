@@ -1,6 +1,6 @@
 //! `warden call`: one invocation through authorization.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,10 +23,11 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let tape = Tape::open(&args)?;
     let (host, location) = cx.open()?;
     // Only the server that provides this tool is asked for its tools; a
-    // replay asks no server anything (its catalog is the one kept).
+    // replay asks no server anything (its catalog is the one kept). The
+    // error may quote the server (a tool name it listed): one line, shown.
     if args.replay.is_none() {
         for error in location.refresh_hosted_for(&args.tool).await {
-            eprintln!("warning: {error}");
+            say!("warning: {}", render::escape(&error.to_string()));
         }
     }
     let invocation = tape.apply(Invocation::new(
@@ -117,7 +118,7 @@ impl Tape {
                 Ok(None)
             }
             Tape::Replay(replay) => Ok(replay.finish().err().map(|mismatch| {
-                eprintln!("error[replay_mismatch]: {mismatch}");
+                say!("error[replay_mismatch]: {mismatch}");
                 ExitCode::from(EXIT_REPLAY_MISMATCH)
             })),
         }
@@ -154,22 +155,16 @@ fn decide(request: &ApprovalRequest, approve_once: bool) -> Result<Option<Resolu
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Ok(None);
     }
-    let mut err = std::io::stderr();
-    writeln!(
-        err,
+    say!(
         "`{}` needs your approval ({}).",
-        request.capability_id, request.rule
-    )?;
-    writeln!(
-        err,
-        "input: {}",
-        serde_json::to_string_pretty(&request.input)?
-    )?;
-    write!(
-        err,
-        "Run it? [y]es once / [a]lways in this location / [N]o: "
-    )?;
-    err.flush()?;
+        request.capability_id,
+        request.rule
+    );
+    say!("input: {}", serde_json::to_string_pretty(&request.input)?);
+    crate::output::part(
+        crate::output::Stream::Err,
+        format_args!("Run it? [y]es once / [a]lways in this location / [N]o: "),
+    );
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(Some(match answer.trim().to_ascii_lowercase().as_str() {
@@ -193,11 +188,12 @@ fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
             "how_to_approve": how,
         }));
     } else {
-        eprintln!(
+        say!(
             "`{}` needs approval ({}).",
-            request.capability_id, request.rule
+            request.capability_id,
+            request.rule
         );
-        eprintln!("approval id: {}\nthen: {how}", request.id);
+        say!("approval id: {}\nthen: {how}", request.id);
     }
     ExitCode::from(EXIT_PENDING)
 }
@@ -219,7 +215,7 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
                     },
                 }));
             } else {
-                println!("{}", done.text);
+                out!("{}", done.text);
             }
             ExitCode::SUCCESS
         }
@@ -227,9 +223,14 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
             if cx.json {
                 render::json(&failure_json(&failure));
             } else {
-                eprintln!("error[{}]: {}", failure.code(), failure.message());
+                // The guest's or the server's text: one line, shown.
+                say!(
+                    "error[{}]: {}",
+                    failure.code(),
+                    render::escape(&failure.message())
+                );
                 if let Some(auth) = failure.auth_details() {
-                    eprintln!("run: {}", auth.connect_command());
+                    say!("run: {}", auth.connect_command());
                 }
             }
             if failure.auth_details().is_some() {

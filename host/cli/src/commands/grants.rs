@@ -21,14 +21,14 @@ pub(crate) async fn run(cx: &Context, command: GrantsCommand) -> Result<ExitCode
             if cx.json {
                 render::json(&grants);
             } else if grants.is_empty() {
-                println!("no grants in `{}`", cx.location);
+                out!("no grants in `{}`", cx.location);
             } else {
                 for grant in grants {
                     let session = grant.session.as_deref().unwrap_or("any session");
                     let expires = grant
                         .expires_at
                         .map_or_else(|| "until revoked".to_owned(), |t| format!("until {t} ms"));
-                    println!(
+                    out!(
                         "{}  {}  from {}  ({session}, {expires})",
                         grant.id,
                         grant.capability_id,
@@ -44,7 +44,7 @@ pub(crate) async fn run(cx: &Context, command: GrantsCommand) -> Result<ExitCode
             if cx.json {
                 render::json(&json!({ "grant_id": id, "revoked": true }));
             } else {
-                println!("revoked {id}; the calls it covered need approval again");
+                out!("revoked {id}; the calls it covered need approval again");
             }
         }
     }

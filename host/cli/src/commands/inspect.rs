@@ -39,7 +39,7 @@ pub(crate) fn list(cx: &Context) -> Result<ExitCode> {
         for tool in tools {
             let def = tool.def();
             let trust = package_of(tool).map_or("?", |p| p.trust.as_str());
-            println!(
+            out!(
                 "{:<28} {:<26} {:<5} {:<11} effects: {}",
                 render::escape(tool.model_name()),
                 render::escape(def.capability_id()),
@@ -78,23 +78,19 @@ fn package_identity(package: &InstalledPackage) -> serde_json::Value {
     })
 }
 
-/// `warden describe <tool>`.
+/// `warden describe <tool>`: the tool as `call` would run it, found among
+/// the registered tools by its model name or capability id, exactly (a
+/// discovered tool of an `[mcp]` package included, as discovered).
 pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
     let (_host, location) = cx.open()?;
-    let packages = location.installed();
-    let Some((installed, capability)) = packages.iter().find_map(|p| {
-        p.package
-            .capabilities
-            .iter()
-            .find(|c| c.id == tool || model_name(&p.package.id, c) == tool)
-            .map(|c| (p, c))
-    }) else {
+    let Some(found) = location.tool(tool) else {
         bail!(
             "no tool `{}`; `warden list` shows what is installed",
             render::escape(tool)
         );
     };
-    let package = &installed.package;
+    let capability = &found.capability;
+    let installed = location.package(&found.package);
     let gates: serde_json::Map<String, serde_json::Value> = Origin::ALL
         .iter()
         .map(|o| {
@@ -110,10 +106,10 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         .map(|c| json!({ "handle": c.handle, "vendor": c.vendor, "scopes": c.scopes, "audience": c.audience }))
         .collect();
     let described = json!({
-        "name": model_name(&package.id, capability),
+        "name": found.model_name,
         "capability_id": capability.id,
-        "package": package_identity(installed),
-        "world": installed.world.map(|w| w.as_str()),
+        "package": installed.as_ref().map(package_identity),
+        "world": installed.as_ref().and_then(|p| p.world).map(|w| w.as_str()),
         "description": capability.description,
         "effects": capability.effects,
         "default_permission": capability.default_permission,
@@ -171,7 +167,7 @@ pub(crate) fn check(
                 // An archive the installer's reader refuses before its manifest.
                 invalid += 1;
                 if !cx.json {
-                    eprintln!("error: {}: {}", path.display(), render::escape(&error));
+                    say!("error: {}: {}", path.display(), render::escape(&error));
                 }
                 report.push(json!({ "dir": path, "valid": false, "conflicts": [error] }));
                 continue;
@@ -229,21 +225,21 @@ pub(crate) fn check(
                 let valid = conflicts.is_empty() && found.is_none();
                 if !cx.json {
                     if valid {
-                        println!("ok    {}", render::escape(&summary));
+                        out!("ok    {}", render::escape(&summary));
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
-                            eprintln!("error: {}: {}", path.display(), render::escape(conflict));
+                            say!("error: {}: {}", path.display(), render::escape(conflict));
                         }
                         if let Some(diagnostics) = &found {
-                            eprintln!("{diagnostics}");
+                            say!("{diagnostics}");
                         }
                     }
                     for lint in &lints {
-                        eprintln!("{lint}");
+                        say!("{lint}");
                     }
                     if let Some(provenance) = taken {
-                        println!(
+                        out!(
                             "      note: a {} package `{}` is installed; `warden install --replace` replaces it",
                             provenance.as_str(),
                             package.id
@@ -264,7 +260,7 @@ pub(crate) fn check(
             Err(diagnostics) => {
                 invalid += 1;
                 if !cx.json {
-                    eprintln!("{diagnostics}");
+                    say!("{diagnostics}");
                 }
                 let parsed: serde_json::Value =
                     serde_json::from_str(&diagnostics.to_json()).unwrap_or_default();

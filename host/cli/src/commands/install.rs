@@ -54,14 +54,14 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
             "network": reach,
         }));
     } else {
-        println!(
+        out!(
             "installed {} (third_party)\n  -> {}",
             render::escape(&summary),
             target.display()
         );
         if !reach.is_empty() {
             let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
-            println!("  network: {}", render::escape(&reach.join(", ")));
+            out!("  network: {}", render::escape(&reach.join(", ")));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -96,9 +96,9 @@ pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
             })),
         }));
     } else {
-        println!("uninstalled {id}");
+        out!("uninstalled {id}");
         if revealed.is_some() {
-            println!("  the built-in package `{id}` is active again");
+            out!("  the built-in package `{id}` is active again");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -120,7 +120,7 @@ impl InstallTurn {
             .with_context(|| format!("creating {}", packages.display()))?;
         let (file, path) = lock_file(&packages)?;
         if file.try_lock().is_err() {
-            eprintln!("waiting for another install or uninstall in this data directory");
+            say!("waiting for another install or uninstall in this data directory");
             file.lock()
                 .with_context(|| format!("locking {}", path.display()))?;
         }

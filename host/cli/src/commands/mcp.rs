@@ -131,12 +131,12 @@ async fn add(
         },
         McpAuth::Auto => match host.probe_mcp(url, MAX_TOOLS as usize).await {
             Ok(tools) => {
-                eprintln!("{url} answers without credentials ({} tools)", tools.len());
+                say!("{url} answers without credentials ({} tools)", tools.len());
                 ServerAuth::None
             }
             Err(HostedError::Unauthorized { challenge, .. }) => match discover(challenge).await {
                 Ok(found) => {
-                    eprintln!("{url} requires authorization: OAuth, from its metadata");
+                    say!("{url} requires authorization: OAuth, from its metadata");
                     ServerAuth::OAuth(Box::new(found))
                 }
                 Err(error) => bail!(
@@ -173,14 +173,14 @@ async fn add(
             &serde_json::json!({"added": id, "server": url, "dir": target, "auth": auth.name(), "read_only": read_only}),
         );
     } else {
-        println!("added {id} -> {url}\n  -> {}", target.display());
+        out!("added {id} -> {url}\n  -> {}", target.display());
         match auth {
             ServerAuth::None => {}
             ServerAuth::Bearer => {
-                println!("  store its token with `warden secret set {id} token`")
+                out!("  store its token with `warden secret set {id} token`")
             }
             ServerAuth::OAuth(_) => {
-                println!("  connect an account with `warden auth connect {id}`")
+                out!("  connect an account with `warden auth connect {id}`")
             }
         }
     }
@@ -253,10 +253,10 @@ fn list(cx: &Context) -> Result<ExitCode> {
     if cx.json {
         render::json(&rows);
     } else if rows.is_empty() {
-        println!("no MCP servers registered (add one with `warden mcp add <name> <https-url>`)");
+        out!("no MCP servers registered (add one with `warden mcp add <name> <https-url>`)");
     } else {
         for row in rows {
-            println!(
+            out!(
                 "{}  {}  auth={}{}",
                 row["id"].as_str().unwrap_or_default(),
                 render::escape(row["server"].as_str().unwrap_or_default()),
@@ -305,18 +305,18 @@ async fn refresh(cx: &Context, package: Option<&str>) -> Result<ExitCode> {
     if cx.json {
         render::json(&rows);
     } else if rows.is_empty() {
-        println!("no [mcp] packages installed");
+        out!("no [mcp] packages installed");
     }
     if !cx.json {
         for row in &rows {
             let id = row["package"].as_str().unwrap_or_default();
             let count = row["tools"].as_array().map_or(0, Vec::len);
             match row["error"].as_str() {
-                Some(error) => println!(
+                Some(error) => out!(
                     "{id}: not refreshed ({}); {count} tools stay published",
                     render::escape(error)
                 ),
-                None => println!("{id}: {count} tools"),
+                None => out!("{id}: {count} tools"),
             }
         }
     }
@@ -334,7 +334,7 @@ fn remove(cx: &Context, name: &str) -> Result<ExitCode> {
         bail!("no MCP server `{id}` is registered (see `warden mcp list`)");
     }
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    println!("removed {id}");
+    out!("removed {id}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -396,7 +396,7 @@ async fn probe(
             let host = cx.host_in_memory_secrets(adjust, memory)?;
             let location = host.open_location("probe");
             let show = |connect: &OAuthConnect| {
-                eprintln!("authorize at: {}", connect.url());
+                say!("authorize at: {}", connect.url());
                 super::auth::open_browser(connect.url(), false);
             };
             location

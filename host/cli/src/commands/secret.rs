@@ -28,7 +28,7 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
                 .token_endpoint
                 .as_deref()
                 .context("--token-endpoint is required with --oauth-client")?;
-            eprintln!(
+            say!(
                 "{key}: an OAuth client credential of `{}`, for the token endpoint {token_endpoint} only",
                 args.key.vendor
             );
@@ -50,7 +50,7 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
                     "token_endpoint": token_endpoint,
                 }));
             } else {
-                println!("stored {key}");
+                out!("stored {key}");
             }
         }
         SecretCommand::Set(args) => {
@@ -102,7 +102,7 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
             if cx.json {
                 render::json(&serde_json::json!({ "removed": key }));
             } else {
-                println!("removed {key}");
+                out!("removed {key}");
             }
         }
         SecretCommand::Allow { extension, vendor } => {
@@ -115,7 +115,7 @@ pub(crate) async fn run(cx: &Context, command: SecretCommand) -> Result<ExitCode
                 render::json(&accounts);
             } else {
                 for account in &accounts {
-                    println!(
+                    out!(
                         "allowed `{extension}` to use {} (sent only to {})",
                         account.key,
                         render::words(&account.binding.audiences)
@@ -137,7 +137,7 @@ async fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<
     };
     let key = key(&args.key, scopes);
     // Shown before the value is read: the user sees where it may go.
-    eprintln!(
+    say!(
         "{key} for extension `{}`: may be sent only to {}",
         declared.extension,
         render::words(&declared.audiences)
@@ -150,7 +150,7 @@ async fn set(cx: &Context, location: &Location, args: &SecretSetArgs) -> Result<
     if cx.json {
         render::json(&account);
     } else {
-        println!("stored {key}");
+        out!("stored {key}");
     }
     Ok(())
 }
@@ -188,13 +188,13 @@ fn for_extension(location: &Location, args: &SecretSetArgs) -> Result<DeclaredCr
 
 fn print_account(account: &Account) {
     let binding = &account.binding;
-    println!("{}", account.key);
+    out!("{}", account.key);
     if binding.audiences.is_empty() {
-        println!("  audiences   none (unbound: store it again with `warden secret set`)");
+        out!("  audiences   none (unbound: store it again with `warden secret set`)");
     } else {
-        println!("  audiences   {}", render::words(&binding.audiences));
+        out!("  audiences   {}", render::words(&binding.audiences));
     }
-    println!("  extensions  {}", render::words(&binding.extensions));
+    out!("  extensions  {}", render::words(&binding.extensions));
 }
 
 fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
@@ -211,7 +211,8 @@ fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
 /// Prompt without echo on a terminal; otherwise read stdin (one trailing newline dropped).
 fn read_value(key: &AccountKey) -> Result<SecretString> {
     let value = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("value for {key}: ")).context("reading the secret")?
+        rpassword::prompt_password(render::escape(&format!("value for {key}: ")))
+            .context("reading the secret")?
     } else {
         let mut text = String::new();
         std::io::stdin()

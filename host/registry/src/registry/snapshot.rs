@@ -122,6 +122,16 @@ impl Snapshot {
             .map(|i| &self.tools[i])
     }
 
+    /// Any captured tool by its capability id (`github.get_repo`), exactly,
+    /// hidden by a filter or not. A capability id is never sanitized into a
+    /// model name here: `github.get.repo` and `github_get.repo` are not
+    /// `github.get_repo`, though all three flatten to `github_get_repo`.
+    pub fn by_capability_id(&self, capability_id: &str) -> Option<&Arc<RegisteredTool>> {
+        self.tools
+            .iter()
+            .find(|t| t.def.capability_id() == capability_id)
+    }
+
     /// Whether a filter hid `model_name` from the catalog.
     pub fn is_hidden(&self, model_name: &str) -> bool {
         self.hidden.contains(model_name)

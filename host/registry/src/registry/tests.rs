@@ -141,6 +141,30 @@ fn namespaces_flatten_to_model_names() {
     assert_eq!(t.permission_action(), "linear_create_issue");
 }
 
+/// Issue 42 finding 6: a capability id is matched as written, never as the
+/// model name it flattens to.
+#[test]
+fn capability_ids_are_matched_exactly() {
+    let registry = Registry::new("loc".into());
+    let _r = registry
+        .transform("package:github", |d| {
+            d.add(tool("get_repo", "github.get_repo").with_namespace("github"))
+                .map(drop)
+        })
+        .unwrap();
+    let snap = registry.snapshot().filtered(&["github_get_repo"]);
+    let found = snap.by_capability_id("github.get_repo");
+    assert_eq!(found.map(|t| t.model_name()), Some("github_get_repo"));
+    for near in [
+        "github.get.repo",
+        "github_get.repo",
+        "github_get_repo",
+        "GITHUB.get_repo",
+    ] {
+        assert!(snap.by_capability_id(near).is_none(), "{near}");
+    }
+}
+
 #[test]
 fn different_tools_with_the_same_flat_name_are_refused_naming_both() {
     let registry = Registry::new("loc".into());
