@@ -32,11 +32,13 @@
 
 mod canon;
 mod forms;
+mod fragments;
 mod search;
 mod unicode;
 
 use std::borrow::Cow;
 
+pub use fragments::{Fragments, SHARED_RUN};
 pub(crate) use unicode::is_default_ignorable;
 
 use search::Search;
