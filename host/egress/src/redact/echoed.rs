@@ -135,7 +135,7 @@ fn base32(bytes: &[u8], pad: bool) -> String {
             char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[n])
         })
         .collect();
-    while pad && out.len() % 8 != 0 {
+    while pad && !out.len().is_multiple_of(8) {
         out.push('=');
     }
     out
