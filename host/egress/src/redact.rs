@@ -2,17 +2,26 @@
 //!
 //! Two searches run with one [`search`] (built once per call, ASCII case
 //! folded; see there for how it stays cheap to build):
-//! - over the raw text, for the secret's *forms* (`redact/forms.rs`): raw,
-//!   percent-encoded, base64 at any alignment, hex (also `:`, space or `-`
-//!   separated), UTF-16LE/BE;
-//! - over up to four *canonical views* (`redact/canon.rs`) of the text, in which
+//! - over the raw text, for the secret's *forms* (`redact/forms.rs`, computed
+//!   once per secret when the redactor is built): raw, percent-encoded,
+//!   UTF-16LE/BE, reversed, rot13; hex, decimal lists and octal escapes of
+//!   its bytes; base64 at any alignment of the bytes, of their UTF-16 and of
+//!   their base64; base32 at any alignment;
+//! - over up to five *canonical views* (`redact/canon.rs`) of the text, in which
 //!   JSON escapes (`\u0067`, `\/`), HTML numeric entities, percent escapes,
-//!   quoted-printable and line breaks are decoded or removed, so partly escaped,
-//!   doubly percent-encoded and line-wrapped (MIME, PEM) forms read as one of the
-//!   forms above. A match in a view is replaced as whole raw escapes.
+//!   quoted-printable and line breaks are decoded or removed, invisible
+//!   characters dropped and compatibility variants NFKC-folded
+//!   (`redact/unicode.rs`), so partly escaped, doubly percent-encoded,
+//!   line-wrapped (MIME, PEM), zero-width-interleaved and fullwidth forms read
+//!   as one of the forms above. A match in a view is replaced as whole raw
+//!   escapes and characters.
 //!
-//! Every match is replaced by [`REDACTED`]. The leak pre-scan of outgoing
-//! requests ([`Redactor::contains`]) uses the same two searches.
+//! Every match is replaced by [`REDACTED`], with the partial base64 or
+//! base32 characters at its edges that still hold bits of the secret. The
+//! leak pre-scan of outgoing requests ([`Redactor::contains`]) uses the same
+//! two searches. What is out of reach by design (compression, encryption,
+//! any function of the whole text) is listed in the README, "Secrets: what
+//! may leave a call".
 //!
 //! ```
 //! use warden_egress::redact::Redactor;
@@ -23,11 +32,14 @@
 
 mod canon;
 mod forms;
+mod fragments;
 mod search;
+mod unicode;
 
 use std::borrow::Cow;
 
-use zeroize::Zeroizing;
+pub use fragments::{Fragments, SHARED_RUN};
+pub(crate) use unicode::is_default_ignorable;
 
 use search::Search;
 
@@ -45,14 +57,12 @@ pub struct Redactor {
 impl Redactor {
     /// A redactor for `secrets` (empty secrets are ignored).
     pub fn new<'a>(secrets: impl IntoIterator<Item = &'a [u8]>) -> Self {
-        let mut patterns: Vec<Zeroizing<Vec<u8>>> = Vec::new();
+        let mut patterns = Vec::new();
         for secret in secrets {
             if !secret.is_empty() {
                 patterns.extend(forms::forms(secret));
             }
         }
-        patterns.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
-        patterns.dedup_by(|a, b| a.as_slice() == b.as_slice());
         if patterns.is_empty() {
             return Self::default();
         }
@@ -405,3 +415,8 @@ mod tests {
         assert!(!r.contains(text.as_bytes()));
     }
 }
+
+#[cfg(test)]
+mod echoed;
+#[cfg(test)]
+mod property;

@@ -14,7 +14,7 @@ use warden_core::spec::{CredentialSpec, Injection};
 
 use super::oauth2::TokenSet;
 use super::{AuthError, host_request};
-use crate::redact::Redactor;
+use crate::redact::Fragments;
 use crate::secrets::AccountAudience;
 use crate::session::Egress;
 
@@ -39,27 +39,53 @@ pub fn claims_in(json: &Value, pointers: &BTreeMap<String, String>) -> Claims {
         .collect()
 }
 
-/// `claims` without any whose value holds the access or the refresh token
-/// of `tokens` in any form the redactor knows (raw, base64, percent, hex,
-/// escaped): a package's pointer (`account_id = "/access_token"`), or an
-/// endpoint that echoes the bearer, must not turn a secret into a label
-/// that `warden auth status` prints.
+/// Longest claim value kept, in characters: identity claims are labels
+/// (a login, an id, a team, an e-mail address: at most 254), and a longer
+/// value is more room to carry a token in.
+pub const MAX_CLAIM_CHARS: usize = 256;
+
+/// `claims` without any that could carry the access or the refresh token of
+/// `tokens`, or that is no label: a value longer than [`MAX_CLAIM_CHARS`],
+/// with a control or invisible character, or sharing
+/// [`SHARED_RUN`](crate::redact::SHARED_RUN) consecutive characters with
+/// either token in any form the redactor knows (raw, reversed, rot13,
+/// base64, base32, hex, decimal, escaped…). A package's pointers
+/// (`account_id = "/access_token"`, or two claims each reading one half of
+/// it), or an endpoint that echoes the bearer, must not turn a secret into
+/// labels that `warden auth status` prints. A claim is dropped whole: a
+/// shortened one could still hold a piece.
 pub fn without_tokens(claims: Claims, tokens: &TokenSet) -> Claims {
-    let redactor = Redactor::new(
+    let fragments = Fragments::new(
         std::iter::once(&tokens.access_token)
             .chain(&tokens.refresh_token)
             .map(|s| s.expose_secret().as_bytes()),
     );
     claims
         .into_iter()
-        .filter(|(name, value)| {
-            let secret = redactor.contains(value.as_bytes());
-            if secret {
-                tracing::warn!(claim = %name, "an identity claim holds a token and is dropped");
+        .filter(|(name, value)| match refusal(value, &fragments) {
+            Some(reason) => {
+                tracing::warn!(claim = %name, reason, "an identity claim is dropped");
+                false
             }
-            !secret
+            None => true,
         })
         .collect()
+}
+
+/// Why `value` may not be kept as a claim, if it may not.
+fn refusal(value: &str, fragments: &Fragments) -> Option<&'static str> {
+    if value.chars().count() > MAX_CLAIM_CHARS {
+        return Some("longer than a label");
+    }
+    if value
+        .chars()
+        .any(|c| c.is_control() || crate::redact::is_default_ignorable(c))
+    {
+        return Some("a control or invisible character");
+    }
+    fragments
+        .found_in(value.as_bytes())
+        .then_some("it holds part of a token")
 }
 
 /// GET `endpoint` through `egress` with `access` as a bearer token and read
@@ -128,6 +154,106 @@ mod tests {
         .collect();
         let kept = without_tokens(claims, &tokens);
         assert_eq!(kept.keys().collect::<Vec<_>>(), ["account_id"]);
+    }
+
+    fn tokens(access: &str, refresh: &str) -> TokenSet {
+        TokenSet {
+            access_token: SecretString::from(access),
+            refresh_token: Some(SecretString::from(refresh)),
+            expires_at: None,
+            scopes: Vec::new(),
+            token_type: None,
+            claims: Claims::new(),
+        }
+    }
+
+    fn claims(pairs: &[(&str, String)]) -> Claims {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    /// RFC 4648 base32, written out here so the test does not lean on the
+    /// redactor's own encoder.
+    fn base32(bytes: &[u8]) -> String {
+        let bits: String = bytes.iter().map(|b| format!("{b:08b}")).collect();
+        bits.as_bytes()
+            .chunks(5)
+            .map(|chunk| {
+                let mut five = String::from_utf8(chunk.to_vec()).unwrap();
+                while five.len() < 5 {
+                    five.push('0');
+                }
+                let n = usize::from_str_radix(&five, 2).unwrap();
+                char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[n])
+            })
+            .collect()
+    }
+
+    /// The token in pieces, each read by a claim of its own: two halves,
+    /// reversed, base32, rot13, interleaved with zero-width spaces — and
+    /// the same for the refresh token. Each was printed by `auth status`.
+    #[test]
+    fn a_claim_holding_a_piece_of_a_token_in_any_form_is_dropped() {
+        let access = "gho_16C7e42F292c6912E7710c838347Ae178B4a";
+        let refresh = "ghr_1B4a2e77838347a7E420ce178F2E7c6912E1";
+        let tokens = tokens(access, refresh);
+        let (first, second) = access.split_at(access.len() / 2);
+        let rot13: String = access
+            .chars()
+            .map(|c| match c {
+                'a'..='z' => char::from((c as u8 - b'a' + 13) % 26 + b'a'),
+                'A'..='Z' => char::from((c as u8 - b'A' + 13) % 26 + b'A'),
+                _ => c,
+            })
+            .collect();
+        let zero_width: String = access.chars().flat_map(|c| [c, '\u{200B}']).collect();
+        let found = claims(&[
+            ("first_half", first.to_owned()),
+            ("second_half", second.to_owned()),
+            ("third", access[13..26].to_owned()),
+            ("reversed", access.chars().rev().collect()),
+            ("base32", base32(access.as_bytes())),
+            (
+                "base32_lower",
+                base32(access.as_bytes()).to_ascii_lowercase(),
+            ),
+            ("rot13", rot13),
+            ("refresh_half", refresh[..20].to_owned()),
+            ("refresh_reversed", refresh.chars().rev().collect()),
+            ("zero_width", zero_width),
+            ("fullwidth_piece", "ｇｈｏ＿１６Ｃ７ｅ４２".to_owned()),
+        ]);
+        let kept = without_tokens(found, &tokens);
+        assert!(kept.is_empty(), "kept: {kept:?}");
+    }
+
+    #[test]
+    fn a_claim_that_is_no_label_is_dropped_and_labels_are_kept() {
+        let tokens = tokens(
+            "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+            "ghr_1B4a2e77838347a7E420ce178F2E7c6912E1",
+        );
+        let found = claims(&[
+            ("login", "octocat".to_owned()),
+            ("email", "mona.lisa@users.noreply.github.com".to_owned()),
+            ("id", "583231".to_owned()),
+            ("big_id", "1234567890123456789".to_owned()),
+            ("uuid", "0b7f2c4e-9d3a-4c1b-8e6f-5a2d7c9e1f30".to_owned()),
+            ("name", "José Müller 山田".to_owned()),
+            ("longest", "a".repeat(MAX_CLAIM_CHARS)),
+            ("too_long", "a".repeat(MAX_CLAIM_CHARS + 1)),
+            ("control", "octo\u{1b}[31mcat".to_owned()),
+            ("newline", "octo\ncat".to_owned()),
+            ("bidi", "octo\u{202E}tac".to_owned()),
+            ("soft_hyphen", "octo\u{AD}cat".to_owned()),
+        ]);
+        let kept = without_tokens(found, &tokens);
+        assert_eq!(
+            kept.keys().collect::<Vec<_>>(),
+            ["big_id", "email", "id", "login", "longest", "name", "uuid"]
+        );
     }
 
     #[test]

@@ -11,7 +11,14 @@
 //! break spelled as JSON escapes (`=\r\n`, `=\n`: a MIME body in a JSON
 //! string). Both passes remove CR and LF, and the spaces and tabs that
 //! indent the next line, so that line-wrapped base64 (MIME, PEM, an
-//! indented YAML or XML block) reads as one run. Every
+//! indented YAML or XML block) reads as one run. The web pass also puts
+//! every non-ASCII character, raw or escaped, in its canonical form
+//! (`redact/unicode.rs`: invisible characters dropped, NFKC), so a secret
+//! interleaved with zero-width spaces or soft hyphens, or spelled in
+//! fullwidth letters, reads as the secret; a third, Unicode-only pass does
+//! that alone, so an escape the web pass would read across the edge of such
+//! a secret (`%` before it, the secret starting with two hex digits) cannot
+//! hide it. Every
 //! escape is decoded wherever it appears, so text in which only some
 //! characters are escaped reads as the plain text. Nested encodings (a
 //! percent-encoded percent encoding) need one web pass per level: [`any_view`]
@@ -21,13 +28,15 @@
 //! view, the raw range of the escape that produced it, so a match in the
 //! view is redacted as whole escapes in the raw text.
 
+use super::unicode;
+
 /// Passes over nested encodings (percent of percent of JSON escapes...).
 pub(super) const MAX_ROUNDS: usize = 3;
 
 /// Whether `raw` has anything a pass would change (the fast path for most text).
 pub(super) fn may_be_encoded(raw: &[u8]) -> bool {
     raw.iter()
-        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'=' | b'\r' | b'\n'))
+        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'=' | b'\r' | b'\n') || !b.is_ascii())
 }
 
 /// A decoded text and, per byte, the raw range it came from.
@@ -54,11 +63,14 @@ enum Mode {
     Web,
     /// Quoted-printable only.
     QuotedPrintable,
+    /// Non-ASCII characters in canonical form only.
+    Unicode,
 }
 
 /// Call `visit` with up to [`MAX_ROUNDS`] web views of `raw`, each decoding
 /// the previous one and stopping as soon as a pass changes nothing, then with
-/// the quoted-printable view of `raw` if it differs; stops early when `visit`
+/// the Unicode and the quoted-printable views of `raw` if they differ; stops
+/// early when `visit`
 /// returns `true`, and returns whether it did. At most two views are alive
 /// at a time (each maps straight to `raw`). Texts over 4 GiB are not decoded
 /// (no host limit lets one through).
@@ -81,6 +93,9 @@ pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool
         previous = Some(next);
     }
     drop(previous);
+    if !raw.is_ascii() && decode(raw, None, Mode::Unicode).is_some_and(|view| visit(&view)) {
+        return true;
+    }
     raw.contains(&b'=') && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
 }
 
@@ -101,6 +116,7 @@ fn decode(input: &[u8], previous: Option<&View>, mode: Mode) -> Option<View> {
     let mut changed = false;
     let mut i = 0;
     let mut utf8 = [0u8; 4];
+    let mut canonical = String::new();
     while i < input.len() {
         let (len, decoded) = unit(&input[i..], mode);
         let bytes: &[u8] = match decoded {
@@ -108,10 +124,16 @@ fn decode(input: &[u8], previous: Option<&View>, mode: Mode) -> Option<View> {
                 utf8[0] = b;
                 &utf8[..1]
             }
-            Decoded::Char(c) => c.encode_utf8(&mut utf8).as_bytes(),
+            Decoded::Char(c) if mode == Mode::QuotedPrintable => {
+                c.encode_utf8(&mut utf8).as_bytes()
+            }
+            Decoded::Char(c) => {
+                unicode::canonical(c, &mut canonical);
+                canonical.as_bytes()
+            }
             Decoded::Nothing => &[],
         };
-        changed |= len != 1 || bytes != [input[i]];
+        changed |= bytes != &input[i..i + len];
         let (s, e) = raw(i, i + len);
         for &b in bytes {
             view.text.push(b);
@@ -133,11 +155,17 @@ enum Decoded {
 /// The escape at the start of `s` (never empty): its length and what it decodes to.
 fn unit(s: &[u8], mode: Mode) -> (usize, Decoded) {
     let literal = (1, Decoded::Byte(s[0]));
+    if mode == Mode::Unicode {
+        return unicode::char_at(s).map_or(literal, |(len, c)| (len, Decoded::Char(c)));
+    }
     match (s[0], mode) {
         (b'\r' | b'\n', _) => (1 + indent(&s[1..]), Decoded::Nothing),
         (b'\\', Mode::Web) => json(s).unwrap_or(literal),
         (b'&', Mode::Web) => entity(s).unwrap_or(literal),
         (b'%', Mode::Web) => hex2(s.get(1..3)).map_or(literal, |b| (3, Decoded::Byte(b))),
+        (0x80..=0xFF, Mode::Web) => {
+            unicode::char_at(s).map_or(literal, |(len, c)| (len, Decoded::Char(c)))
+        }
         (b'=', Mode::QuotedPrintable) => match s.get(1..3) {
             Some(b"\r\n") => (3, Decoded::Nothing),
             _ if s.get(1) == Some(&b'\n') => (2, Decoded::Nothing),

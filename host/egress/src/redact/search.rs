@@ -13,12 +13,17 @@
 //! occurrence overlapping an earlier one would leave its tail: a secret's
 //! UTF-16LE form followed by its UTF-16BE form shifted by one byte shares
 //! bytes with it, and a self-overlapping secret overlaps itself.)
+//!
+//! A range also covers its form's [`Margin`]: the characters of a base64 or
+//! base32 encoding next to it that still hold bits of the secret.
 
 use std::sync::{Arc, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use memchr::memmem::Finder;
 use zeroize::Zeroizing;
+
+use super::forms::{Form, Margin};
 
 /// Texts from this size up are searched with the automaton.
 const LARGE: usize = 64 << 10;
@@ -34,6 +39,8 @@ struct Inner {
     finders: Vec<Finder<'static>>,
     /// The forms, for the automaton.
     forms: Vec<Zeroizing<Vec<u8>>>,
+    /// The margin of each form.
+    margins: Vec<Margin>,
     automaton: OnceLock<Option<AhoCorasick>>,
 }
 
@@ -46,22 +53,31 @@ impl std::fmt::Debug for Search {
 }
 
 impl Search {
-    /// A search for `forms` (non-empty, deduplicated).
-    pub(super) fn new(forms: Vec<Zeroizing<Vec<u8>>>) -> Self {
-        let mut forms: Vec<Zeroizing<Vec<u8>>> = forms
+    /// A search for `forms` (non-empty).
+    pub(super) fn new(forms: Vec<Form>) -> Self {
+        let mut forms: Vec<(Zeroizing<Vec<u8>>, Margin)> = forms
             .into_iter()
-            .map(|f| Zeroizing::new(f.to_ascii_lowercase()))
+            .map(|f| (Zeroizing::new(f.bytes.to_ascii_lowercase()), f.margin))
             .collect();
-        forms.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
-        forms.dedup_by(|a, b| a.as_slice() == b.as_slice());
+        forms.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()));
+        // The same bytes from two forms keep the wider margin.
+        forms.dedup_by(|next, kept| {
+            let same = next.0.as_slice() == kept.0.as_slice();
+            if same {
+                kept.1 = kept.1.max(next.1);
+            }
+            same
+        });
         let finders = forms
             .iter()
-            .map(|f| Finder::new(f.as_slice()).into_owned())
+            .map(|(f, _)| Finder::new(f.as_slice()).into_owned())
             .collect();
+        let (forms, margins): (Vec<_>, Vec<_>) = forms.into_iter().unzip();
         Self {
             inner: Arc::new(Inner {
                 finders,
                 forms,
+                margins,
                 automaton: OnceLock::new(),
             }),
         }
@@ -106,24 +122,42 @@ impl Search {
             && let Some(ac) = self.automaton()
         {
             for m in ac.find_overlapping_iter(text) {
-                add(&mut ranges, (m.start(), m.end()));
+                let margin = self.inner.margins[m.pattern().as_usize()];
+                add(&mut ranges, widen(text, (m.start(), m.end()), margin));
             }
             return ranges;
         }
         let folded = Zeroizing::new(text.to_ascii_lowercase());
-        for finder in &self.inner.finders {
+        for (finder, &margin) in self.inner.finders.iter().zip(&self.inner.margins) {
             let len = finder.needle().len();
             // `find_iter` skips occurrences overlapping the last one found:
             // search again from the byte after each start instead.
             let mut from = 0;
             while let Some(at) = finder.find(&folded[from..]) {
                 let start = from + at;
-                add(&mut ranges, (start, start + len));
+                add(&mut ranges, widen(&folded, (start, start + len), margin));
                 from = start + 1;
             }
         }
         ranges
     }
+}
+
+/// `range` widened over up to `margin`'s width of its characters on each side.
+fn widen(text: &[u8], (start, end): (usize, usize), margin: Margin) -> (usize, usize) {
+    let width = margin.width();
+    let before = text[..start]
+        .iter()
+        .rev()
+        .take(width)
+        .take_while(|b| margin.allows(**b))
+        .count();
+    let after = text[end..]
+        .iter()
+        .take(width)
+        .take_while(|b| margin.allows(**b))
+        .count();
+    (start - before, end + after)
 }
 
 /// Push `range`, or widen the last range when the two overlap.
@@ -140,6 +174,13 @@ fn add(ranges: &mut Vec<(usize, usize)>, (start, end): (usize, usize)) {
 mod tests {
     use super::*;
 
+    fn plain(bytes: &[u8]) -> Form {
+        Form {
+            bytes: Zeroizing::new(bytes.to_vec()),
+            margin: Margin::None,
+        }
+    }
+
     /// The bytes `ranges` cover, as sorted disjoint ranges.
     fn covered(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
         ranges.sort_unstable();
@@ -155,10 +196,7 @@ mod tests {
 
     #[test]
     fn small_and_large_texts_find_the_same_forms_case_folded() {
-        let search = Search::new(vec![
-            Zeroizing::new(b"Secret-Token".to_vec()),
-            Zeroizing::new(b"token-x".to_vec()),
-        ]);
+        let search = Search::new(vec![plain(b"Secret-Token"), plain(b"token-x")]);
         let text = b"a SECRET-TOKEN-X b secret-token";
         // `token-x` overlaps `secret-token`: both are covered.
         let small = covered(search.ranges(text));
@@ -176,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_form_overlapping_itself_is_found_at_every_start() {
-        let search = Search::new(vec![Zeroizing::new(b"abcab".to_vec())]);
+        let search = Search::new(vec![plain(b"abcab")]);
         // `abcab` at 0 and at 3: the second shares `ab` with the first and
         // would leave `cab` if skipped.
         let text = b"abcabcab";
@@ -188,10 +226,24 @@ mod tests {
 
     #[test]
     fn a_repetitive_text_is_one_range_not_one_per_byte() {
-        let search = Search::new(vec![Zeroizing::new(b"aaaa".to_vec())]);
+        let search = Search::new(vec![plain(b"aaaa")]);
         for len in [LARGE - 1, 4 * LARGE] {
             let text = vec![b'a'; len];
             assert_eq!(search.ranges(&text), [(0, len)], "{len} bytes");
         }
+    }
+
+    #[test]
+    fn a_margin_covers_its_alphabet_only_and_at_most_its_width() {
+        let search = Search::new(vec![Form {
+            bytes: Zeroizing::new(b"CORE".to_vec()),
+            margin: Margin::Base64(1),
+        }]);
+        // One base64 character each side; `=` and a space are not base64.
+        assert_eq!(search.ranges(b"xxCOREo="), [(1, 7)]);
+        assert_eq!(search.ranges(b" CORE="), [(1, 5)]);
+        let mut large = vec![b' '; LARGE];
+        large.extend_from_slice(b"aCOREbc");
+        assert_eq!(search.ranges(&large), [(LARGE, LARGE + 6)]);
     }
 }

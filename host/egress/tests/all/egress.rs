@@ -180,6 +180,100 @@ async fn echoed_token_reaches_the_guest_redacted() {
     );
 }
 
+/// The token's provider echoes it back in the forms a guest can decode
+/// (one line each, as an echo or debug endpoint would): each reaches the
+/// guest redacted, with no 8-character run of it left.
+#[tokio::test]
+async fn a_provider_echoing_the_token_in_decodable_forms_is_redacted() {
+    fn echoed(token: &str) -> Vec<(&'static str, String)> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let utf16le: Vec<u8> = token.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let bits: String = token.bytes().map(|b| format!("{b:08b}")).collect();
+        let base32: String = bits
+            .as_bytes()
+            .chunks(5)
+            .map(|c| {
+                let five = format!("{:0<5}", std::str::from_utf8(c).unwrap());
+                char::from(
+                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[usize::from_str_radix(&five, 2).unwrap()],
+                )
+            })
+            .collect();
+        let bytes = |f: fn(u8) -> String, sep: &str| -> String {
+            token.bytes().map(f).collect::<Vec<_>>().join(sep)
+        };
+        vec![
+            ("utf16_b64", b64.encode(&utf16le)),
+            ("b64_b64", b64.encode(b64.encode(token))),
+            ("decimal", format!("[{}]", bytes(|b| b.to_string(), ", "))),
+            ("octal", bytes(|b| format!("\\{b:03o}"), "")),
+            ("base32", base32),
+            (
+                "zero_width",
+                token.chars().flat_map(|c| [c, '\u{200B}']).collect(),
+            ),
+            (
+                "soft_hyphen",
+                token.chars().flat_map(|c| [c, '\u{AD}']).collect(),
+            ),
+            (
+                "fullwidth",
+                token
+                    .chars()
+                    .map(|c| char::from_u32(u32::from(c) - 0x21 + 0xFF01).unwrap())
+                    .collect(),
+            ),
+            ("reversed", token.chars().rev().collect()),
+            (
+                "rot13",
+                token
+                    .chars()
+                    .map(|c| match c {
+                        'a'..='z' => char::from((c as u8 - b'a' + 13) % 26 + b'a'),
+                        'A'..='Z' => char::from((c as u8 - b'A' + 13) % 26 + b'A'),
+                        _ => c,
+                    })
+                    .collect(),
+            ),
+            // Ends in a partial group (`…o=`): its last bits are redacted too.
+            ("b64_tail", b64.encode(token)),
+        ]
+    }
+    let fx = fixture(|req| {
+        let auth = req.header("authorization").unwrap_or_default();
+        let token = auth.trim_start_matches("Bearer ");
+        let lines: Vec<String> = echoed(token)
+            .into_iter()
+            // ` ;` ends each line: the views join lines, and the redaction
+            // of a base64 form's partial character may reach across a line
+            // break into the next (line-wrapped base64).
+            .map(|(name, form)| format!("{name}={form} ;"))
+            .collect();
+        TestResponse::ok(lines.join("\n"))
+    })
+    .await;
+    let session = fx.session().await;
+    let response = session
+        .send(get("https://api.github.com/echo"), Some("gh"), CALL)
+        .await
+        .unwrap();
+    let body = String::from_utf8(response.body.clone()).unwrap();
+    let lines: Vec<&str> = body.lines().collect();
+    let forms = echoed(TOKEN);
+    assert_eq!(lines.len(), forms.len(), "{body}");
+    for ((name, form), line) in forms.iter().zip(&lines) {
+        assert!(line.starts_with(&format!("{name}=")), "{line}");
+        let line = line.trim_end_matches(" ;");
+        assert!(line.contains("[REDACTED]"), "{name}: {line}");
+        let form: Vec<char> = form.chars().collect();
+        for run in form.windows(8) {
+            let run: String = run.iter().collect();
+            assert!(!line.contains(&run), "{name}: {run:?} survives in {line:?}");
+        }
+    }
+    assert_eq!(lines.last(), Some(&"b64_tail=[REDACTED]= ;"));
+}
+
 #[tokio::test]
 async fn body_over_the_limit_fails_as_too_large() {
     let tune = |mut c: warden_egress::EgressConfig| {

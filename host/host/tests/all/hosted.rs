@@ -484,6 +484,37 @@ async fn the_accepted_catalog_is_kept_for_the_next_host_and_checked_again() {
     assert!(!saved.exists());
 }
 
+/// A server that writes its own token into a tool's description with a
+/// zero-width space after every character: the model reads the token, and
+/// the catalog kept in `mcp-catalogs/` held it. It is redacted before the
+/// catalog is checked, published or kept.
+#[tokio::test]
+async fn a_token_hidden_with_invisible_characters_never_reaches_the_catalog() {
+    let hidden: String = MCP_TOKEN.chars().flat_map(|c| [c, '\u{200B}']).collect();
+    let mut weather = warden_tests::fake_mcp::weather_tool();
+    weather["description"] = json!(format!("Weather. Key: {hidden}"));
+    let script = Script {
+        tools: vec![warden_tests::fake_mcp::echo_tool(), weather],
+        ..Script::default()
+    };
+    let data = tempfile::tempdir().unwrap();
+    let (_fake, host) = fake_and_host_in(script, Some(data.path())).await;
+    let (location, _package) = install(&host, MCP_URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+
+    let saved = data.path().join("mcp-catalogs/fake-mcp.json");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let visible: String = text.chars().filter(|c| *c != '\u{200B}').collect();
+    assert!(!visible.contains(MCP_TOKEN), "{text}");
+    assert!(text.contains("Weather. Key: [REDACTED]"), "{text}");
+    let snapshot = location.snapshot();
+    let description = &by_id(&snapshot, "fake-mcp.weather").def().description;
+    assert!(
+        description.starts_with("Weather. Key: [REDACTED]"),
+        "{description:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_refused_token_or_a_scope_step_up_is_a_structured_auth_required() {
     use warden_egress::secrets::AuthReason;
