@@ -11,7 +11,7 @@
 //! renamed to `<name>.1` (replacing the previous one) and a new file starts,
 //! so at most twice `max_bytes` is kept.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -122,7 +122,8 @@ impl AuditLog {
             _ => false,
         };
         if !still_current {
-            let file = OpenOptions::new()
+            // 0600: the log names callers and what they ran.
+            let file = crate::private::file_options()
                 .create(true)
                 .append(true)
                 .open(&self.path)?;
@@ -335,7 +336,7 @@ mod tests {
     fn the_path_and_the_open_file_have_one_identity() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let file = OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)

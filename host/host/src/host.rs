@@ -162,7 +162,8 @@ impl HostBuilder {
             hosted,
         } = self.config;
         if let Some(dir) = &data_dir {
-            std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, e))?;
+            // 0700, and what a looser umask left there before is tightened.
+            crate::private::open_data_dir(dir).map_err(|e| HostError::io(dir, e))?;
             runtime.cache_dir.get_or_insert_with(|| dir.join("cache"));
             bound.spill_dir.get_or_insert_with(|| dir.join("outputs"));
         }

@@ -182,6 +182,7 @@ pub(crate) fn bind(
     package: &Package,
     module: Option<Vec<u8>>,
     compile: Compile,
+    provenance: crate::source::Provenance,
 ) -> Result<Vec<Arc<dyn Lane>>, HostError> {
     let refuse = |reason: String| HostError::InvalidPackage {
         package: package.id.clone(),
@@ -189,7 +190,7 @@ pub(crate) fn bind(
     };
     match (&package.implementation, module) {
         (Implementation::Wasm { .. }, Some(module)) => {
-            let lane = wasm::install(shared, package, module, compile)?;
+            let lane = wasm::install(shared, package, module, compile, provenance)?;
             Ok(vec![lane; package.capabilities.len()])
         }
         (Implementation::FirstParty { service }, _) => {

@@ -41,6 +41,7 @@ mod invoke;
 mod lane;
 mod location;
 mod outcome;
+mod private;
 mod source;
 mod trust;
 

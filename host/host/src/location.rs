@@ -294,7 +294,7 @@ impl Location {
             return self.install_hosted(package, &server, published, replace);
         }
         // One lane per capability, in the manifest's order.
-        let lanes = crate::lane::bind(&self.shared, &package, module, compile)?;
+        let lanes = crate::lane::bind(&self.shared, &package, module, compile, provenance)?;
         let bindings = package
             .capabilities
             .iter()

@@ -111,9 +111,10 @@ impl LoadedPackage {
     /// into place afterwards is never found empty after a crash.
     pub fn write_to(&self, dir: &Path) -> Result<(), HostError> {
         if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
+            crate::private::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
         }
-        std::fs::create_dir(dir).map_err(|e| HostError::io(dir, e))?;
+        // 0700 directories and 0600 files: the data directory's own.
+        crate::private::create_dir(dir).map_err(|e| HostError::io(dir, e))?;
         let mut dirs = std::collections::BTreeSet::from([dir.to_path_buf()]);
         for (name, bytes) in &self.files {
             let rel = reader::normalise(name).map_err(|reason| HostError::UnsafeEntry {
@@ -131,7 +132,7 @@ impl LoadedPackage {
             }
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
+                crate::private::create_dir_all(parent).map_err(|e| HostError::io(parent, e))?;
                 dirs.extend(
                     parent
                         .ancestors()
@@ -139,8 +140,7 @@ impl LoadedPackage {
                         .map(Path::to_path_buf),
                 );
             }
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
+            let mut file = crate::private::file_options()
                 .create_new(true)
                 .open(&path)
                 .map_err(|e| HostError::io(&path, e))?;

@@ -133,14 +133,24 @@ impl ArtifactCache {
 
     fn write(&self, component_sha: &str, artifact: &[u8], sync: bool) -> std::io::Result<()> {
         static UNIQUE: AtomicU64 = AtomicU64::new(0);
-        std::fs::create_dir_all(&self.dir)?;
+        // The host's alone (see the module's note on forged artifacts),
+        // whatever the umask: directories 0700, entries 0600.
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o700);
+        dirs.create(&self.dir)?;
         let tmp = self.dir.join(format!(
             ".{component_sha}.{}.{}.tmp",
             std::process::id(),
             UNIQUE.fetch_add(1, Ordering::Relaxed)
         ));
         let result = (|| {
-            let mut file = std::fs::File::create(&tmp)?;
+            let mut options = std::fs::File::options();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&tmp)?;
             file.write_all(&header(artifact))?;
             file.write_all(artifact)?;
             if sync {

@@ -26,6 +26,11 @@ pub struct ComponentSpec<'a> {
     pub wasm: Cow<'a, [u8]>,
     /// The capabilities (tools) the component serves.
     pub capabilities: Vec<CapabilitySpec>,
+    /// Hold the component's code to
+    /// [`CompileLimits::max_code_bytes`](crate::CompileLimits::max_code_bytes)
+    /// (the default). A host clears it only for code its vendor shipped;
+    /// the compiler process's time and memory limits apply either way.
+    pub bounded_code: bool,
 }
 
 impl<'a> ComponentSpec<'a> {
@@ -35,7 +40,15 @@ impl<'a> ComponentSpec<'a> {
             name: name.into(),
             wasm: wasm.into(),
             capabilities: Vec::new(),
+            bounded_code: true,
         }
+    }
+
+    /// Exempt the component from the code size limit (see
+    /// [`ComponentSpec::bounded_code`]): for code the host's vendor shipped.
+    pub fn unbounded_code(mut self) -> Self {
+        self.bounded_code = false;
+        self
     }
 
     /// Add a capability.

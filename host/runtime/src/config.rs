@@ -103,6 +103,42 @@ pub struct ToolLimits {
     pub max_output_bytes: Option<u64>,
 }
 
+/// Bounds on compiling one component. Compiling is superlinear in the size
+/// of a function, so a component of a few huge functions (code a tool never
+/// runs counts too) can hold a compiler for minutes and GiBs; these bound it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompileLimits {
+    /// Bytes of function bodies (every core module's code section, nested
+    /// ones included) a component may hold, checked before anything is
+    /// compiled. Applies to components installed with
+    /// [`ComponentSpec::bounded_code`](crate::ComponentSpec) set (the
+    /// default; a host clears it only for code its vendor shipped).
+    pub max_code_bytes: u64,
+    /// Wall-clock time a compiler process may take for one component before
+    /// it is killed (enforced by the [`crate::ExternalCompiler`]).
+    pub timeout: Duration,
+    /// Bytes of writable memory a compiler process may map (its data
+    /// `rlimit`; enforced by the [`crate::ExternalCompiler`]).
+    pub memory_bytes: u64,
+}
+
+impl CompileLimits {
+    /// The defaults: far above any tool's code (the packages shipped with
+    /// Warden hold well under 1 MiB of function bodies each), far below a
+    /// compile bomb's.
+    pub const DEFAULT: CompileLimits = CompileLimits {
+        max_code_bytes: 16 << 20,
+        timeout: Duration::from_secs(60),
+        memory_bytes: 2 << 30,
+    };
+}
+
+impl Default for CompileLimits {
+    fn default() -> Self {
+        CompileLimits::DEFAULT
+    }
+}
+
 /// How instances get their memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Allocator {
@@ -171,6 +207,9 @@ pub struct RuntimeConfig {
     /// Compile components in another process on a cache miss (see
     /// [`ExternalCompiler`](crate::ExternalCompiler)); `None` compiles here.
     pub external_compiler: Option<std::sync::Arc<dyn crate::ExternalCompiler>>,
+    /// Bounds on compiling a component: its code's size (checked here), the
+    /// compiler process's time and memory (enforced by the external compiler).
+    pub compile_limits: CompileLimits,
 }
 
 impl Default for RuntimeConfig {
@@ -193,6 +232,7 @@ impl Default for RuntimeConfig {
                 .max(1),
             parallel_compilation: false,
             external_compiler: None,
+            compile_limits: CompileLimits::DEFAULT,
         }
     }
 }

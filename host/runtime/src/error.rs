@@ -30,6 +30,15 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// Compiling the component would exceed (or exceeded) one of the host's
+    /// compile limits; the component is refused.
+    #[error("component `{component}` was refused: {limit}")]
+    CompileLimitExceeded {
+        /// Component name.
+        component: String,
+        /// The limit, and its value.
+        limit: CompileLimit,
+    },
     /// The component imports something the contract does not offer.
     #[error("component `{component}` imports `{import}`, which this host does not provide")]
     ImportNotAllowed {
@@ -181,6 +190,7 @@ impl RuntimeError {
             RuntimeError::InvalidConfig { .. } => "invalid_config",
             RuntimeError::Engine { .. } => "engine_error",
             RuntimeError::Compile { .. } => "compile_failed",
+            RuntimeError::CompileLimitExceeded { .. } => "compile_limit_exceeded",
             RuntimeError::ImportNotAllowed { .. } => "import_not_allowed",
             RuntimeError::ExportMissing { .. } => "export_missing",
             RuntimeError::InvalidSchema { .. } => "invalid_schema",
@@ -200,6 +210,63 @@ impl RuntimeError {
             RuntimeError::MemoryBudgetExceeded { .. } => "memory_budget_exceeded",
             RuntimeError::HostUnavailable { .. } => "host_unavailable",
             RuntimeError::Internal { .. } => "internal_error",
+        }
+    }
+}
+
+/// Which compile limit a component hit (see [`crate::CompileLimits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompileLimit {
+    /// Its function bodies are larger than allowed; nothing was compiled.
+    CodeSize {
+        /// Bytes of function bodies the component holds.
+        actual_bytes: u64,
+        /// The limit in bytes.
+        limit_bytes: u64,
+    },
+    /// The compiler took longer than allowed and was killed.
+    Time {
+        /// The limit.
+        limit: Duration,
+    },
+    /// The compiler needed more memory than allowed and was stopped.
+    Memory {
+        /// The limit in bytes.
+        limit_bytes: u64,
+    },
+}
+
+impl CompileLimit {
+    /// Which limit, as configured (`code_size`, `time`, `memory`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CompileLimit::CodeSize { .. } => "code_size",
+            CompileLimit::Time { .. } => "time",
+            CompileLimit::Memory { .. } => "memory",
+        }
+    }
+}
+
+impl std::fmt::Display for CompileLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompileLimit::CodeSize {
+                actual_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "its code ({actual_bytes} bytes of function bodies) exceeds the code size limit of {limit_bytes} bytes"
+            ),
+            CompileLimit::Time { limit } => write!(
+                f,
+                "compiling it exceeded the compile time limit of {} ms",
+                limit.as_millis()
+            ),
+            CompileLimit::Memory { limit_bytes } => write!(
+                f,
+                "compiling it exceeded the compile memory limit of {limit_bytes} bytes"
+            ),
         }
     }
 }

@@ -7,6 +7,21 @@
 //! like any cache hit — verified, and deserialized only into an engine of the
 //! same configuration; anything else and it compiles in-process after all.
 
+use crate::error::RuntimeError;
+
+/// Why an external compile gave the runtime no code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExternalFailure {
+    /// The compiler could not do its work for reasons of its own (it could
+    /// not be started, say): the runtime compiles the component itself.
+    Unavailable(String),
+    /// The compiler ran on the component and refused it, a compile limit
+    /// above all ([`RuntimeError::CompileLimitExceeded`]): the component's
+    /// error, final. Compiling it here instead would lift the very bounds
+    /// the compiler process is there to hold.
+    Refused(RuntimeError),
+}
+
 /// Fills the runtime's artifact cache with the compiled form of a component.
 ///
 /// Used on a cache miss when [`crate::RuntimeConfig::external_compiler`] is
@@ -32,5 +47,19 @@ pub trait ExternalCompiler: Send + Sync + std::fmt::Debug {
     ) -> Result<(), String> {
         let _ = baseline_ready;
         self.compile(name, wasm)
+    }
+
+    /// [`Self::compile_tiered`], telling a refusal of the component (final)
+    /// from a failure of the compiler itself (then the runtime compiles
+    /// here): what the runtime calls. The default takes every failure for
+    /// the compiler's own; a compiler that enforces limits overrides it.
+    fn compile_checked(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        baseline_ready: &mut dyn FnMut(),
+    ) -> Result<(), ExternalFailure> {
+        self.compile_tiered(name, wasm, baseline_ready)
+            .map_err(ExternalFailure::Unavailable)
     }
 }

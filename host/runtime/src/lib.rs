@@ -28,6 +28,7 @@ mod bindings;
 mod cache;
 mod call;
 mod classify;
+mod code_size;
 mod compat;
 mod component;
 mod config;
@@ -52,10 +53,12 @@ pub use compat::ComponentWorld;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };
-pub use config::{Allocator, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits};
+pub use config::{
+    Allocator, CompileLimits, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits,
+};
 pub use engine::ActiveAllocator;
-pub use error::RuntimeError;
-pub use external::ExternalCompiler;
+pub use error::{CompileLimit, RuntimeError};
+pub use external::{ExternalCompiler, ExternalFailure};
 pub use limits::TABLE_ELEMENT_BYTES;
 pub use long_lane::LONG_CALL_SLICES;
 pub use outcome::{

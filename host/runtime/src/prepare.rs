@@ -26,14 +26,23 @@ use crate::tiering::Elsewhere;
 pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<First, RuntimeError> {
     let start = Instant::now();
     let (shared, name) = (&inner.shared, inner.name.as_str());
+    // A miss and an invalid entry alike go to the external compiler, whose
+    // process bounds the compile's time and memory; it rebuilds an invalid
+    // entry as it fills a missing one.
     let (component, status) = match cached(shared, name, wasm) {
         Cached::Hit(component) => (component, CacheStatus::Hit),
-        Cached::Miss(sha) => match crate::tiering::compile_elsewhere(inner, wasm, &sha, start) {
-            Elsewhere::Baseline => return Ok(First::Baseline),
-            Elsewhere::Optimized(component) => (component, CacheStatus::External),
-            Elsewhere::Not => compile_and_store(shared, name, wasm, &sha, CacheStatus::Compiled)?,
-        },
-        Cached::Invalid(sha) => compile_and_store(shared, name, wasm, &sha, CacheStatus::Rebuilt)?,
+        Cached::Miss(sha) => {
+            match compile_elsewhere(inner, wasm, &sha, start, CacheStatus::Compiled)? {
+                Some(ready) => ready,
+                None => return Ok(First::Baseline),
+            }
+        }
+        Cached::Invalid(sha) => {
+            match compile_elsewhere(inner, wasm, &sha, start, CacheStatus::Rebuilt)? {
+                Some(ready) => ready,
+                None => return Ok(First::Baseline),
+            }
+        }
         Cached::Disabled => (compile(shared, name, wasm)?, CacheStatus::Disabled),
     };
     link(
@@ -46,6 +55,24 @@ pub(crate) fn prepare(inner: &Arc<Inner>, wasm: &[u8]) -> Result<First, RuntimeE
         start,
     )
     .map(|ready| First::Final(Arc::new(ready)))
+}
+
+/// The component's code from the external compiler, or compiled here if
+/// there is none (reported as `here`); `None` when the component holds
+/// baseline code to run first.
+fn compile_elsewhere(
+    inner: &Arc<Inner>,
+    wasm: &[u8],
+    sha: &str,
+    start: Instant,
+    here: CacheStatus,
+) -> Result<Option<(Component, CacheStatus)>, RuntimeError> {
+    match crate::tiering::compile_elsewhere(inner, wasm, sha, start) {
+        Elsewhere::Baseline => Ok(None),
+        Elsewhere::Optimized(component) => Ok(Some((component, CacheStatus::External))),
+        Elsewhere::Refused(error) => Err(error),
+        Elsewhere::Not => compile_and_store(&inner.shared, &inner.name, wasm, sha, here).map(Some),
+    }
 }
 
 /// An engine and its linker: the runtime's own, or the baseline tier's.

@@ -306,6 +306,12 @@ impl Runtime {
         &self,
         spec: ComponentSpec<'_>,
     ) -> Result<InstalledComponent, RuntimeError> {
+        // Before anything else reads it closely, and before any compiler
+        // sees it: a compile bomb is refused here, in one pass over its bytes.
+        if spec.bounded_code {
+            let limit = self.shared.config.compile_limits.max_code_bytes;
+            crate::code_size::check(&spec.name, &spec.wasm, limit)?;
+        }
         let world = crate::compat::scan(&spec.name, &spec.wasm)?;
         let capabilities = spec
             .capabilities

@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use wasmtime::component::Component;
 
-use crate::ExternalCompiler;
 use crate::cache::Lookup;
 use crate::compat::ComponentWorld;
 use crate::component::{BaselineHeld, CacheStatus, Inner, Ready};
+use crate::error::RuntimeError;
 use crate::prepare::{baseline, compile_and_store, link, optimizing};
 use crate::runtime::Shared;
+use crate::{ExternalCompiler, ExternalFailure};
 
 /// What the external compiler gave the preparing thread.
 pub(crate) enum Elsewhere {
@@ -33,12 +34,14 @@ pub(crate) enum Elsewhere {
     Optimized(Component),
     /// Nothing usable (no compiler, or it failed): compile here.
     Not,
+    /// The compiler refused the component (a compile limit): its error.
+    Refused(RuntimeError),
 }
 
 /// What the compile thread tells the preparing thread first.
 enum Event {
     Baseline,
-    Done(Result<(), String>),
+    Done(Result<(), ExternalFailure>),
 }
 
 /// A component's side of tiering: the calls waiting for its code, and where
@@ -159,10 +162,11 @@ pub(crate) fn compile_elsewhere(
                 Elsewhere::Not
             }
         },
-        Ok(Event::Done(Err(reason))) => {
+        Ok(Event::Done(Err(ExternalFailure::Unavailable(reason)))) => {
             tracing::warn!(component = %name, %reason, "the external compiler failed; compiling here");
             Elsewhere::Not
         }
+        Ok(Event::Done(Err(ExternalFailure::Refused(error)))) => Elsewhere::Refused(error),
         Err(_) => {
             tracing::warn!(component = %name, "the compile thread ended without a word; compiling here");
             Elsewhere::Not
@@ -206,9 +210,13 @@ impl Job {
         // A panic is an error like any other: the preparing thread must hear
         // the end (an announcement kept in the component holds its channel open).
         let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compiler.compile_tiered(&self.name, wasm, &mut || self.announce())
+            compiler.compile_checked(&self.name, wasm, &mut || self.announce())
         }))
-        .unwrap_or_else(|_| Err("the external compiler panicked".into()));
+        .unwrap_or_else(|_| {
+            Err(ExternalFailure::Unavailable(
+                "the external compiler panicked".into(),
+            ))
+        });
         let Some(component) = self.component.upgrade() else {
             return;
         };
@@ -296,17 +304,26 @@ impl Job {
 
     /// Swap in the optimized code once the compiler is done, or compile it
     /// here if the compiler left none (calls run baseline code meanwhile).
-    fn upgrade(&self, component: &Inner, compiled: Result<(), String>, wasm: &[u8]) {
+    fn upgrade(&self, component: &Inner, compiled: Result<(), ExternalFailure>, wasm: &[u8]) {
         // Settled whatever happens, a panic included: a warm-up waits for it.
         let _settle = Settle(&component.tiering);
         let shared = &self.shared;
-        let loaded = compiled
-            .and_then(|()| load_optimized(shared, &self.sha))
-            .map(|code| (code, CacheStatus::External));
-        let code = loaded.or_else(|reason| {
-            tracing::warn!(component = %self.name, %reason, "compiling the optimized code here");
-            compile_and_store(shared, &self.name, wasm, &self.sha, CacheStatus::Compiled)
-        });
+        let loaded = match compiled {
+            Ok(()) => load_optimized(shared, &self.sha),
+            Err(ExternalFailure::Unavailable(reason)) => Err(reason),
+            // Refused (a compile limit): never compiled here instead; calls
+            // keep the baseline code, which compiled within the limits.
+            Err(ExternalFailure::Refused(error)) => {
+                tracing::warn!(component = %self.name, %error, "no optimized code; calls keep running baseline code");
+                return;
+            }
+        };
+        let code = loaded
+            .map(|code| (code, CacheStatus::External))
+            .or_else(|reason| {
+                tracing::warn!(component = %self.name, %reason, "compiling the optimized code here");
+                compile_and_store(shared, &self.name, wasm, &self.sha, CacheStatus::Compiled)
+            });
         let ready = code.and_then(|(code, status)| {
             let tier = optimizing(shared);
             link(

@@ -10,6 +10,7 @@ use super::{CallContext, Lane, LaneError, LaneOutcome};
 use crate::error::HostError;
 use crate::host::Shared;
 use crate::location::Compile;
+use crate::source::Provenance;
 
 /// A package's installed component (shared by all its capabilities).
 #[derive(Debug)]
@@ -60,17 +61,24 @@ impl Lane for WasmLane {
 }
 
 /// Install the package's component, compiled and linked now or at first
-/// use; every capability shares the one lane.
+/// use; every capability shares the one lane. An installed package's code is
+/// held to the runtime's code size limit (a compile bomb is refused before
+/// any compiler sees it); a bundled package's, which the vendor shipped and
+/// the binary verified by digest, is not.
 pub(crate) fn install(
     shared: &Shared,
     package: &Package,
     module: Vec<u8>,
     compile: Compile,
+    provenance: Provenance,
 ) -> Result<Arc<dyn Lane>, HostError> {
-    let spec = package.capabilities.iter().fold(
+    let mut spec = package.capabilities.iter().fold(
         ComponentSpec::new(package.id.clone(), module),
         |spec, cap| spec.with_capability(capability_spec(cap)),
     );
+    if provenance == Provenance::Bundled {
+        spec = spec.unbounded_code();
+    }
     let installed = match compile {
         Compile::Now => shared.runtime.install(spec),
         Compile::OnFirstUse => shared.runtime.install_lazy(spec),

@@ -118,9 +118,13 @@ impl Location {
         };
         let write = || -> std::io::Result<()> {
             let dir = path.parent().expect("a file in mcp-catalogs");
-            std::fs::create_dir_all(dir)?;
+            crate::private::create_dir_all(dir)?;
             let staging = dir.join(format!(".{id}.json.tmp"));
-            std::fs::write(&staging, &saved)?;
+            let mut file = crate::private::file_options()
+                .create(true)
+                .truncate(true)
+                .open(&staging)?;
+            std::io::Write::write_all(&mut file, &saved)?;
             std::fs::rename(&staging, &path)
         };
         if let Err(error) = write() {

@@ -3,7 +3,9 @@
 mod accounts;
 mod approvals;
 mod compat;
+mod compile_limits;
 mod connect;
+mod data_dir;
 mod exfil;
 mod first_party;
 mod hosted;

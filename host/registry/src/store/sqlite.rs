@@ -33,6 +33,42 @@ fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(e))
 }
 
+/// Create the database file at `path` as 0600 if it is missing, and take
+/// group and other permissions off it and its side files.
+#[cfg(unix)]
+fn private_files(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    // An empty file is an empty database to SQLite.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        // Not followed: a link is left as it is (and SQLite opens its target).
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        if meta.is_file() && mode & 0o077 != 0 {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & !0o077))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_files(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
 /// An [`ApprovalStore`] in a SQLite database.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -48,7 +84,15 @@ struct Db {
 
 impl SqliteStore {
     /// Opens (creating and migrating as needed) the database at `path`.
+    ///
+    /// The file holds every approval's input and its callers' subjects: it
+    /// is created readable by its owner alone (0600) whatever the umask,
+    /// and an existing one (with its `-wal`, `-shm` and `-journal` files)
+    /// loses any group or other permission. SQLite creates those side files
+    /// with the database file's permissions.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        private_files(path).map_err(|e| StoreError::Backend(Box::new(e)))?;
         Db::setup(Connection::open(path).map_err(backend)?)
     }
 

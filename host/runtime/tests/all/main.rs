@@ -4,6 +4,7 @@
 
 mod cache;
 mod compat;
+mod compile_limits;
 mod concurrency;
 mod echo;
 mod external;
