@@ -11,6 +11,7 @@
 //! - `conformance`: the MCP conformance suite's client scenarios with
 //!   `warden` as the client (Node 22 and the suite via npm).
 //! - `new <name> [--http <host>]`: scaffold a tool (guest crate and package).
+//! - `fuzz --minutes N [--target T]`: the AFL campaign of `tests/fuzz`.
 
 mod bench_mcp;
 mod bundle;
@@ -19,6 +20,7 @@ mod component;
 mod conformance;
 mod demo;
 mod digest;
+mod fuzz;
 mod guests;
 mod new;
 mod setup;
@@ -53,6 +55,8 @@ enum Command {
     Conformance,
     /// Scaffold a new tool: a guest crate and its package.
     New(new::Args),
+    /// Fuzz the parsers of untrusted input with AFL (`tests/fuzz`).
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -65,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Conformance => conformance::run(),
         Command::New(args) => new::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

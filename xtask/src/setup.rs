@@ -44,7 +44,7 @@ pub(crate) fn ensure_npm() -> Result<()> {
 
 /// `apt-get install -y <package>` (updating the package lists once if the
 /// first try fails); `why` is the error when it cannot.
-fn apt_install(package: &str, why: &str) -> Result<()> {
+pub(crate) fn apt_install(package: &str, why: &str) -> Result<()> {
     println!("xtask: installing {package} (apt-get install {package})");
     let apt = |args: &[&str]| {
         std::process::Command::new("apt-get")

@@ -61,6 +61,21 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         &test,
         &[("WARDEN_PYTHON", python.as_os_str())],
     )?;
+    // The fuzz targets over their corpus and every regression input, in a
+    // plain build (`tests/fuzz` is its own workspace; the AFL campaign is
+    // `cargo xtask fuzz`).
+    let fuzz = workspace::root().join("tests/fuzz/Cargo.toml");
+    let fuzz = fuzz.to_str().context("fuzz crate path is not UTF-8")?;
+    if !args.no_lint {
+        step(
+            "cargo fmt --check (tests/fuzz)",
+            &["fmt", "--manifest-path", fuzz, "--", "--check"],
+        )?;
+    }
+    step(
+        "fuzz corpus replay",
+        &["test", "--manifest-path", fuzz, "--test", "replay"],
+    )?;
     // The official MCP conformance suite's client scenarios (auth among
     // them), with the `warden` binary `cargo test` just built.
     println!("xtask test: MCP conformance client scenarios");

@@ -217,7 +217,7 @@ impl<B: Backend> Services<B> {
 }
 
 /// Whether `body` is an `initialize` whose client declares elicitation.
-fn initializes_with_elicitation(body: &[u8]) -> bool {
+pub(crate) fn initializes_with_elicitation(body: &[u8]) -> bool {
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
         return false;
     };

@@ -41,6 +41,13 @@ mod auth;
 mod backend;
 mod catalog;
 mod connect;
+/// Entry points for the fuzz targets in `tests/fuzz` (feature `fuzzing`,
+/// off by default): the line framing, the message guards and the token
+/// checks are crate-private, and reaching them through a server would cost
+/// a connection per input.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod http;
 mod lines;

@@ -221,7 +221,7 @@ async fn write_line<W: AsyncWrite + Unpin>(
 }
 
 /// The line without its `\n`, a `\r` before it, and a UTF-8 byte order mark.
-fn trimmed(line: &[u8]) -> &[u8] {
+pub(crate) fn trimmed(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)

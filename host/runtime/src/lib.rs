@@ -35,6 +35,12 @@ mod config;
 mod engine;
 mod error;
 mod external;
+/// Entry points for the fuzz targets in `tests/fuzz` (feature `fuzzing`,
+/// off by default): the `near:agent` `headers-json` parsing is crate-private,
+/// and reaching it through a guest would cost a component call per input.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod host;
 mod limits;
 mod long_lane;

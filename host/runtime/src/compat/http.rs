@@ -189,7 +189,7 @@ pub(crate) async fn request(
 }
 
 /// `headers-json` as (name, value) pairs: a JSON object of string values.
-fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
     let text = if text.trim().is_empty() { "{}" } else { text };
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
         return Err("headers-json must be a JSON object".to_owned());
@@ -203,7 +203,7 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// The first query parameter of `url` whose name is a credential's.
-fn denied_query(url: &str) -> Option<String> {
+pub(crate) fn denied_query(url: &str) -> Option<String> {
     let url = url::Url::parse(url).ok()?;
     url.query_pairs()
         .map(|(name, _)| name.to_ascii_lowercase())
@@ -253,7 +253,7 @@ fn to_failure(state: &mut CallState, error: HttpError) -> HttpFailure {
 /// The guest's view of a response: `headers-json` with lower-case names,
 /// repeated names joined with ", ", credential-like names and values that
 /// are not visible ASCII left out. The body is already redacted by egress.
-fn to_response(response: GuestResponse) -> HttpResponse {
+pub(crate) fn to_response(response: GuestResponse) -> HttpResponse {
     let mut headers: Map<String, Value> = Map::new();
     for (name, value) in response.headers {
         let name = name.to_ascii_lowercase();
