@@ -128,6 +128,10 @@ pub(crate) enum Command {
         /// line), then the optimized code at a lower priority.
         #[arg(long)]
         baseline: bool,
+        /// Bytes of memory this process may map (its data rlimit), set
+        /// before it reads the component; default `[compile] memory_bytes`.
+        #[arg(long)]
+        memory_limit: Option<u64>,
     },
 }
 

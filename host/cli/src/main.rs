@@ -50,6 +50,12 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Everything this process creates is its owner's alone, whatever umask
+    // it was started with: the data directory holds approvals' inputs, the
+    // audit log, secrets, installed packages and compiled code (SQLite's
+    // side files, lock files and staging directories included).
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = cli::Cli::parse();
     init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
     // One worker (`serve` over stdio by default) is a current-thread

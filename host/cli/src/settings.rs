@@ -21,6 +21,11 @@
 //! [mcp]                                          # hosted MCP servers
 //! refresh_interval_secs = 600                    # list a server's tools again after this long
 //!
+//! [compile]                                      # bounds on compiling a component
+//! max_code_bytes = 16777216                      # function bodies an installed package may hold
+//! timeout_ms = 60000                             # the compiler process is killed past this
+//! memory_bytes = 2147483648                      # memory the compiler process may map
+//!
 //! [auth.github]                                  # the OAuth client `warden auth connect` uses
 //! client_id = "Iv1.0123456789abcdef"
 //! client_secret_env = "WARDEN_GITHUB_CLIENT_SECRET" # optional: confidential clients
@@ -37,6 +42,10 @@ use serde::Deserialize;
 use warden_egress::EgressConfig;
 use warden_egress::resolve::{OverrideResolver, Resolver, SystemResolver};
 use warden_egress::secrets::KeySource;
+
+/// The least `[compile] memory_bytes` (a limit of nothing is a mistake; one
+/// too small to compile anything says so on every compile).
+const MIN_COMPILE_MEMORY: u64 = 1 << 20;
 
 /// The configuration file.
 #[derive(Debug, Default, Deserialize)]
@@ -56,6 +65,26 @@ pub(crate) struct Settings {
     store: StoreSettings,
     #[serde(default)]
     cache: CacheSettings,
+    #[serde(default)]
+    compile: CompileSettings,
+}
+
+/// `[compile]`: bounds on compiling a component (defaults
+/// `warden_runtime::CompileLimits::DEFAULT`). A component past one is
+/// refused as `compile_limit_exceeded`, naming it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompileSettings {
+    /// Bytes of function bodies an installed (not bundled) package's
+    /// component may hold; checked before compiling.
+    #[serde(default)]
+    max_code_bytes: Option<u64>,
+    /// Milliseconds the compiler process may take for one component.
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    /// Bytes of memory the compiler process may map.
+    #[serde(default)]
+    memory_bytes: Option<u64>,
 }
 
 /// `[cache]`: the compiled-component cache in the data directory.
@@ -301,6 +330,30 @@ impl Settings {
             config = config.allow_plain_http(host, port);
         }
         Ok(config)
+    }
+
+    /// The compile limits `[compile]` sets, over `defaults`.
+    pub(crate) fn compile_limits(
+        &self,
+        defaults: warden_runtime::CompileLimits,
+    ) -> Result<warden_runtime::CompileLimits> {
+        let settings = &self.compile;
+        if settings.timeout_ms == Some(0) {
+            bail!("[compile] timeout_ms must be at least 1");
+        }
+        if settings
+            .memory_bytes
+            .is_some_and(|bytes| bytes < MIN_COMPILE_MEMORY)
+        {
+            bail!("[compile] memory_bytes must be at least {MIN_COMPILE_MEMORY} (1 MiB)");
+        }
+        Ok(warden_runtime::CompileLimits {
+            max_code_bytes: settings.max_code_bytes.unwrap_or(defaults.max_code_bytes),
+            timeout: settings
+                .timeout_ms
+                .map_or(defaults.timeout, std::time::Duration::from_millis),
+            memory_bytes: settings.memory_bytes.unwrap_or(defaults.memory_bytes),
+        })
     }
 
     /// `[cache] max_bytes`, when set.

@@ -121,12 +121,14 @@ impl Context {
         adjust: impl FnOnce(warden_egress::EgressConfig) -> warden_egress::EgressConfig,
         secret_store: Option<Arc<dyn warden_egress::secrets::SecretStore>>,
     ) -> Result<Host> {
-        let mut runtime = self.runtime_config();
-        // A cache miss compiles in a `warden compile-component` process.
+        let mut runtime = self.runtime_config()?;
+        // A cache miss compiles in a `warden compile-component` process,
+        // bounded in time and memory.
         runtime.external_compiler = compile::ChildCompiler::new(
             self.data_dir.clone(),
             self.config_file.clone(),
             self.baseline_code,
+            runtime.compile_limits,
         )
         .map(|c| Arc::new(c) as Arc<dyn warden_runtime::ExternalCompiler>);
         let config = HostConfig {
@@ -154,7 +156,7 @@ impl Context {
 
     /// The runtime configuration of this data directory (its cache, the
     /// `serve` options), without an external compiler.
-    pub(crate) fn runtime_config(&self) -> warden_runtime::RuntimeConfig {
+    pub(crate) fn runtime_config(&self) -> Result<warden_runtime::RuntimeConfig> {
         let mut runtime = warden_runtime::RuntimeConfig {
             cache_dir: Some(self.data_dir.join("cache")),
             ..HostConfig::default().runtime
@@ -168,7 +170,8 @@ impl Context {
         if let Some(max) = self.settings.cache_max_bytes() {
             runtime.cache_max_bytes = max;
         }
-        runtime
+        runtime.compile_limits = self.settings.compile_limits(runtime.compile_limits)?;
+        Ok(runtime)
     }
 
     /// The audit log: `<data-dir>/audit.jsonl` (and `audit.jsonl.1`).
@@ -293,6 +296,10 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Grants(command) => grants::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
         Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
-        Command::CompileComponent { name, baseline } => compile::run(&cx, &name, baseline),
+        Command::CompileComponent {
+            name,
+            baseline,
+            memory_limit,
+        } => compile::run(&cx, &name, baseline, memory_limit),
     }
 }
