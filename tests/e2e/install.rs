@@ -150,40 +150,91 @@ fn replace_needs_the_flag_and_uninstall_reveals_the_bundled_package() {
     assert_eq!(again.code, 1, "built-ins cannot be uninstalled: {again:?}");
 }
 
-/// Issue 12 item 8: `describe` shows package text with its control
-/// characters escaped, so a package cannot clear the screen or hide lines.
-#[test]
-fn describe_escapes_control_characters() {
+/// Terminal sequences a package's own text cannot carry (the manifest check
+/// refuses control characters) but text from elsewhere can: OSC (set the
+/// window title), BEL, ESC `[2J` (clear the screen), CR (overwrite the
+/// line), CSI as one C1 character, and a bidi override.
+const SEQUENCES: &str = "Weather\u{1b}]0;pwned\u{7}\u{1b}[2J\rhidden\u{9b}31m\u{202e}evil";
+
+/// Whether `text` holds a character a terminal acts on instead of showing:
+/// a control character other than a newline or tab, or a bidi override or
+/// isolate.
+fn raw_sequence(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// `describe` of a tool whose description a remote MCP server sends: the
+/// manifest check never saw that text, so `describe` is what keeps its
+/// sequences from the terminal. Shown escaped (its visible parts all
+/// there); `--json` keeps the text exactly.
+#[tokio::test(flavor = "multi_thread")]
+async fn describe_escapes_control_characters() {
+    use warden_tests::fake_mcp::{FakeMcp, MCP_URL, Script};
+    let tool = serde_json::json!({
+        "name": "sly",
+        "description": SEQUENCES,
+        "inputSchema": {"type": "object"}
+    });
+    let fake = FakeMcp::start(Script {
+        tools: vec![tool],
+        ..Script::default()
+    })
+    .await;
     let warden = crate::warden();
-    let scratch = tempfile::tempdir().unwrap();
-    let package = echo_variant(
-        scratch.path(),
-        &[("Echo a text back", "Echo\\u001b[2J\\rhidden")],
-    );
-    let run = warden.run(&["install", "--replace", package.to_str().unwrap()]);
-    if run.code != 0 {
-        // A manifest validator that refuses control characters stops it
-        // earlier; that holds as well.
-        assert!(run.stderr.contains("control"), "{run:?}");
-        return;
-    }
-    let described = warden.run(&["describe", "echo.echo"]);
+    fake.configure(&warden);
+    let added = warden.run(&["mcp", "add", "fake", MCP_URL]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let refreshed = warden.run(&["mcp", "refresh", "mcp-fake"]);
+    assert_eq!(refreshed.code, 0, "{refreshed:?}");
+
+    let described = warden.run(&["describe", "mcp-fake.sly"]);
     assert_eq!(described.code, 0, "{described:?}");
+    assert_eq!(raw_sequence(&described.all()), None, "{described:?}");
+    for shown in ["Weather", "pwned", "hidden", "31m", "evil"] {
+        assert!(described.stdout.contains(shown), "{shown}: {described:?}");
+    }
+    let json = warden.run(&["--json", "describe", "mcp-fake.sly"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    assert_eq!(json.json()["description"], SEQUENCES);
+}
+
+/// A guest's failure message is the guest's own text, which no manifest
+/// check saw: `warden call` shows it escaped (its visible parts all there);
+/// `--json` keeps it exactly.
+#[test]
+fn call_escapes_a_guest_failure_message() {
+    let warden = crate::warden();
+    let hostile = root().join("tests/fixtures/packages/hostile");
+    let installed = warden.run(&["install", hostile.to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let input = serde_json::json!({"code": "boom", "message": SEQUENCES}).to_string();
+    let call = ["call", "hostile.fail", "--input", &input, "--approve-once"];
+
+    let failed = warden.run(&call);
+    assert_eq!(failed.code, 1, "{failed:?}");
+    assert_eq!(raw_sequence(&failed.all()), None, "{failed:?}");
+    for shown in ["boom", "Weather", "pwned", "hidden", "31m", "evil"] {
+        assert!(failed.stderr.contains(shown), "{shown}: {failed:?}");
+    }
+    let json = warden.run(&[&["--json"][..], &call[..]].concat());
+    assert_eq!(json.code, 1, "{json:?}");
     assert!(
-        !described.stdout.contains('\x1b') && !described.stdout.contains('\r'),
-        "{described:?}"
+        strings(&json.json()).iter().any(|s| s.contains(SEQUENCES)),
+        "{json:?}"
     );
-    assert!(
-        described.stdout.contains("Echo\\u{1b}[2J\\u{d}hidden"),
-        "{described:?}"
-    );
-    let json = warden.run(&["--json", "describe", "echo.echo"]);
-    assert!(
-        json.json()["description"]
-            .as_str()
-            .unwrap()
-            .starts_with("Echo\u{1b}[2J\r")
-    );
+}
+
+/// Every string in `value`, however deep.
+fn strings(value: &serde_json::Value) -> Vec<&str> {
+    match value {
+        serde_json::Value::String(s) => vec![s.as_str()],
+        serde_json::Value::Array(items) => items.iter().flat_map(strings).collect(),
+        serde_json::Value::Object(map) => map.values().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `check` does not say "ok" for what `install` refuses: here a prompt that

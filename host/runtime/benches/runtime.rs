@@ -7,6 +7,8 @@
 //! - (c) `cold_start/empty_cache` vs `cold_start/warm_cache` (install N packages)
 //! - (d) `fuel/on` vs `fuel/off` (CPU-bound guest)
 //! - (e) `throughput/concurrent_1000` vs `throughput/sequential_1000`
+//! - (f) `deadline/spin_100ms` minus 100 ms: how far past its deadline a
+//!   guest that never stops on its own is stopped
 //!
 //! Run: `cargo bench -p warden-runtime --bench runtime` (after `cargo xtask bundle`).
 
@@ -253,6 +255,41 @@ mod throughput {
                     assert!(echo.call(echo_call()).await.result.is_ok());
                 }
             });
+        });
+    }
+}
+
+mod deadline {
+    use warden_runtime::{RuntimeError, ToolLimits};
+
+    use super::*;
+
+    /// The deadline of the spin below.
+    const DEADLINE_MS: u64 = 100;
+
+    /// How soon a deadline stops a guest that never stops on its own: an
+    /// endless loop with unlimited fuel and a 100 ms deadline. The time past
+    /// 100 ms is the overshoot (an epoch tick, the interrupt, scheduling).
+    /// The hostile tests assert only what stopped the guest (a wall-clock
+    /// bound tight enough to say "promptly" fails on a loaded machine).
+    #[divan::bench(sample_count = 10, sample_size = 1)]
+    fn spin_100ms(b: Bencher<'_, '_>) {
+        let hostile = runtime(RuntimeConfig::default())
+            .install(package("tests/fixtures/packages/hostile", None))
+            .expect("install hostile");
+        let limits = ToolLimits {
+            timeout_ms: Some(DEADLINE_MS),
+            fuel: Some(u64::MAX),
+            ..ToolLimits::default()
+        };
+        b.bench(|| {
+            let call = CallRequest::new("hostile.spin", "{}").limits(limits);
+            let outcome = TOKIO.block_on(hostile.call(call));
+            assert!(
+                matches!(outcome.result, Err(RuntimeError::Timeout { .. })),
+                "{:?}",
+                outcome.result
+            );
         });
     }
 }

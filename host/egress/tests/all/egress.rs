@@ -55,7 +55,13 @@ async fn token_arrives_only_for_its_audience() {
 
 #[tokio::test]
 async fn refused_requests_never_reach_the_server() {
-    let fx = fixture(|_| TestResponse::ok("{}")).await;
+    // evil.test is reachable (resolved to the server, its loopback address
+    // allowed): only the policy keeps the requests to it from arriving.
+    let fx = fixture_with(
+        |c| c.allow_private_address("evil.test", 443),
+        |_| TestResponse::ok("{}"),
+    )
+    .await;
     let session = fx.session().await;
     let mut with_auth = get("https://api.github.com/user");
     with_auth
@@ -337,32 +343,44 @@ async fn egress_byte_allowance_is_enforced() {
     assert_eq!(session.usage().bytes_received, 4096);
 }
 
+/// The call's remaining deadline (200 ms) bounds a request, not only the
+/// configured timeouts, here two minutes: the server holds its answer until
+/// the test lets it go, so the request can end only by a deadline, and the
+/// configured ones are far past the bound checked (the deadline plus
+/// seconds, which a loaded machine keeps).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_server_times_out_within_the_remaining_deadline() {
-    let fx = fixture(|_| {
-        // The handler runs on a worker of the test's runtime: let Tokio move
-        // the client's task off it first, or its timer waits for the sleep
-        // (a task in a blocked worker's LIFO slot cannot be stolen).
-        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(800)));
-        TestResponse::ok("late")
-    })
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    let fx = fixture_with(
+        |mut c| {
+            c.read_timeout = Duration::from_secs(120);
+            c.total_timeout = Duration::from_secs(120);
+            c
+        },
+        move |_| {
+            // The handler runs on a worker of the test's runtime: let Tokio
+            // move the client's task off it first, or its timer waits for
+            // the handler (a task in a blocked worker's LIFO slot cannot be
+            // stolen).
+            tokio::task::block_in_place(|| {
+                let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(120));
+            });
+            TestResponse::ok("late")
+        },
+    )
     .await;
     let session = fx.session().await;
+    let deadline = Duration::from_millis(200);
     let started = std::time::Instant::now();
     let err = session
-        .send(
-            get("https://api.github.com/slow"),
-            None,
-            Duration::from_millis(200),
-        )
+        .send(get("https://api.github.com/slow"), None, deadline)
         .await
         .unwrap_err();
+    let took = started.elapsed();
+    let _ = release.send(());
     assert_eq!(err, HttpError::Timeout);
-    assert!(
-        started.elapsed() < Duration::from_millis(700),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(took < deadline + Duration::from_secs(10), "{took:?}");
 }
 
 #[tokio::test]

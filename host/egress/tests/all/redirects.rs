@@ -25,28 +25,32 @@ fn handler(req: &warden_egress::testing::RecordedRequest) -> TestResponse {
     }
 }
 
+/// evil.test is reachable here (resolved to the local server, its loopback
+/// address allowed, as a public collector's would be): only the policy's
+/// check of the redirect keeps the request from arriving there.
 #[tokio::test]
 async fn redirect_to_another_host_is_refused() {
-    let fx = fixture(handler).await;
-    let err = fx
+    let fx = fixture_with(|c| c.allow_private_address("evil.test", 443), handler).await;
+    let sent = fx
         .session()
         .await
         .send_checked(get("https://api.github.com/to-evil"), Some("gh"), CALL)
-        .await
-        .unwrap_err();
+        .await;
+    let received = fx.server.requests();
+    assert!(
+        received
+            .iter()
+            .all(|r| r.server_name.as_deref() != Some("evil.test")),
+        "the redirect reached evil.test"
+    );
+    assert_eq!(received.len(), 1);
+    let err = sent.unwrap_err();
     let EgressError::Denied(Denial::Redirect(inner)) = &err else {
         panic!("{err:?}")
     };
     assert!(
         matches!(**inner, Denial::HostNotAllowed { ref host, .. } if host == "evil.test"),
         "{inner:?}"
-    );
-    let received = fx.server.requests();
-    assert_eq!(received.len(), 1);
-    assert!(
-        received
-            .iter()
-            .all(|r| r.server_name.as_deref() != Some("evil.test"))
     );
 }
 

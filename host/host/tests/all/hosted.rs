@@ -261,14 +261,30 @@ async fn a_server_announcing_in_every_listing_is_relisted_spaced_not_in_a_loop()
         .unwrap();
     published(&location, "fake-mcp.later").await;
     let first = listings();
+    let since = std::time::Instant::now();
     assert!(first > before);
     let mut changes = location.changes();
     changes.borrow_and_update();
+    // The announcement made during that listing is followed: it is listed
+    // again (waited for, bounded).
+    let again = async {
+        while listings() == first {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), again)
+        .await
+        .expect("the announcement made while listing was lost");
+    // Long enough for a loop to show itself; the listings are counted
+    // against what the spacing (one a second) allows in the time that
+    // actually passed, not within a window a loaded machine overruns.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let more = listings() - first;
+    let passed = since.elapsed();
+    let allowed = 1 + passed.as_secs() as usize;
     assert!(
-        (1..=2).contains(&more),
-        "{more} more listings within 1.5 s of the first"
+        (1..=allowed).contains(&more),
+        "{more} more listings within {passed:?} of the first"
     );
     // Listing the same tools again republishes nothing (clients are not
     // told of a change that did not happen).

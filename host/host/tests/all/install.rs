@@ -233,20 +233,46 @@ async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
     assert_eq!(done.output["text"], "ba");
 }
 
+/// Every built-in package gets the trust the host composition assigns:
+/// first-party by default, third-party when the composition says so. The
+/// bundle is not empty (so "all of them" is not vacuous), and the same
+/// packages are first-party under the default composition (so the cap is
+/// what made them third-party).
 #[test]
 fn the_host_composition_caps_bundled_trust() {
-    let host = Host::builder(HostConfig::default())
-        .bundled_trust(EffectiveTrust::ThirdParty)
-        .build()
-        .unwrap();
-    let location = host.open_location("p");
-    location.install_embedded().unwrap();
-    assert!(
-        location
+    let bundled = |host: Host| {
+        let location = host.open_location("p");
+        location.install_embedded().unwrap();
+        let mut installed: Vec<(String, Provenance, EffectiveTrust)> = location
             .installed()
-            .iter()
-            .all(|p| p.trust == EffectiveTrust::ThirdParty)
+            .into_iter()
+            .map(|p| (p.package.id.clone(), p.provenance, p.trust))
+            .collect();
+        installed.sort_by(|a, b| a.0.cmp(&b.0));
+        installed
+    };
+    let capped = bundled(
+        Host::builder(HostConfig::default())
+            .bundled_trust(EffectiveTrust::ThirdParty)
+            .build()
+            .unwrap(),
     );
+    let ids: Vec<&str> = capped.iter().map(|(id, ..)| id.as_str()).collect();
+    assert!(ids.contains(&"echo"), "{ids:?}");
+    assert_eq!(
+        ids.len(),
+        warden_bundle::PACKAGES.len(),
+        "every bundled package is installed: {ids:?}"
+    );
+    for (id, provenance, trust) in &capped {
+        assert_eq!(*provenance, Provenance::Bundled, "{id}");
+        assert_eq!(*trust, EffectiveTrust::ThirdParty, "{id}");
+    }
+
+    let default = bundled(host());
+    for (id, _, trust) in &default {
+        assert_eq!(*trust, EffectiveTrust::FirstParty, "{id}");
+    }
 }
 
 /// A copy of `packages/echo` whose manifest gets `extra` appended (without

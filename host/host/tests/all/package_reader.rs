@@ -199,19 +199,36 @@ fn echo_dir(scratch: &Path) -> PathBuf {
     warden_tests::package::echo_variant(&scratch.join("echo"), &[])
 }
 
-/// Issue 12 item 5: a 2 GiB (sparse) prompt the manifest does not reference
-/// is never read, and is not part of the package.
+/// Issue 12 item 5: a 2 GiB (sparse) prompt and a schema the manifest does
+/// not reference are never opened or read, and are not part of the package
+/// (nor is a link to `/etc/passwd` beside them). The kernel reports every
+/// open and read of a file in `prompts/` and `schemas/` (inotify), so the
+/// test sees what was read, not how long reading took.
+#[cfg(target_os = "linux")]
 #[test]
 fn unreferenced_directory_files_are_never_read() {
+    use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+
     let scratch = tempfile::tempdir().unwrap();
     let dir = echo_dir(scratch.path());
     let huge = std::fs::File::create(dir.join("prompts/huge.md")).unwrap();
     huge.set_len(2 << 30).unwrap();
+    drop(huge);
+    std::fs::write(dir.join("schemas/unused.json"), "{}").unwrap();
     std::os::unix::fs::symlink("/etc/passwd", dir.join("schemas/passwd.json")).unwrap();
+    let watch = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).unwrap();
+    for sub in ["prompts", "schemas"] {
+        inotify::add_watch(&watch, dir.join(sub), WatchFlags::OPEN | WatchFlags::ACCESS).unwrap();
+    }
 
-    let started = std::time::Instant::now();
-    let loaded = load_package(&PackageSource::Dir(dir), host().validation()).unwrap();
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let loaded = load_package(&PackageSource::Dir(dir.clone()), host().validation()).unwrap();
+    let touched = touched(&watch);
+    for unreferenced in ["huge.md", "unused.json", "passwd.json"] {
+        assert!(
+            !touched.iter().any(|name| name == unreferenced),
+            "{unreferenced} was opened or read: {touched:?}"
+        );
+    }
     let kept: Vec<&str> = loaded.files.keys().map(String::as_str).collect();
     assert_eq!(
         kept,
@@ -223,6 +240,39 @@ fn unreferenced_directory_files_are_never_read() {
             "wasm/echo.wasm",
         ]
     );
+    // The watch sees a read when there is one.
+    let mut head = [0u8; 16];
+    std::io::Read::read(
+        &mut std::fs::File::open(dir.join("prompts/huge.md")).unwrap(),
+        &mut head,
+    )
+    .unwrap();
+    assert!(touched_now(&watch, "huge.md"), "the watch saw nothing");
+}
+
+/// The names of the files `watch` saw opened or read since it was last asked.
+#[cfg(target_os = "linux")]
+fn touched(watch: &rustix::fd::OwnedFd) -> Vec<String> {
+    use rustix::fs::inotify::Reader;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut events = Reader::new(watch, &mut buf);
+    let mut names = Vec::new();
+    loop {
+        match events.next() {
+            Ok(event) => names.extend(
+                event
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned()),
+            ),
+            Err(rustix::io::Errno::AGAIN) => return names,
+            Err(error) => panic!("reading the watch: {error}"),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn touched_now(watch: &rustix::fd::OwnedFd, name: &str) -> bool {
+    touched(watch).iter().any(|n| n == name)
 }
 
 /// Sizes given in PAX headers (the entry's own header saying 0) count

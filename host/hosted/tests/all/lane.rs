@@ -5,7 +5,7 @@ use warden_egress::testing::{TestResponse, TestServer};
 use warden_hosted::{HostedError, HostedServer};
 use warden_tests::fake_mcp::{FakeMcp, MCP_HOST, MCP_TOKEN, Script};
 
-use crate::support::{egress, lane, limits, spec};
+use crate::support::{egress, egress_with, lane, limits, spec};
 
 #[tokio::test]
 async fn lists_and_calls_with_the_credential_injected_and_redacted() {
@@ -114,6 +114,11 @@ async fn list_changed_from_the_server_refreshes_the_catalog() {
 
 /// A server that ends its event stream at once and asks to be reconnected
 /// at once (`retry: 0`) gets its stream reopened ever later, not in a loop.
+/// The openings are counted against what the spacing allows in the time
+/// that actually passed (a loaded machine lets more pass, and allows more),
+/// not within a window a loaded machine overruns; a loop opens hundreds.
+/// The spacing's own schedule is tested with an injected clock in
+/// `transport.rs`.
 #[tokio::test]
 async fn an_event_stream_ended_at_once_is_not_reopened_in_a_loop() {
     let (fake, server) = lane(Script {
@@ -121,9 +126,10 @@ async fn an_event_stream_ended_at_once_is_not_reopened_in_a_loop() {
         ..Script::default()
     })
     .await;
+    // Before the session (and so its first stream) exists.
+    let began = std::time::Instant::now();
     server.catalog().await.unwrap();
     let gets = || fake.requests().iter().filter(|r| r.method == "GET").count();
-    // The stream is opened once the session is, then again after 1 s, 2 s more, ...
     let first = async {
         while gets() == 0 {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -132,25 +138,56 @@ async fn an_event_stream_ended_at_once_is_not_reopened_in_a_loop() {
     tokio::time::timeout(std::time::Duration::from_secs(20), first)
         .await
         .expect("the event stream is opened");
+    // Long enough for a loop to show itself.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let opened = gets();
+    let passed = began.elapsed();
     assert!(
-        (1..=2).contains(&opened),
-        "the stream was opened {opened} times in 1.5 s"
+        (1..=openings_within(passed)).contains(&opened),
+        "the stream was opened {opened} times in {passed:?}"
     );
     // The lane still works meanwhile.
     server.call("weather", json!({})).await.unwrap();
 }
 
+/// How many times a stream that ends at once can be opened within `passed`
+/// of the first: at 0 s, then 1 s, 2 s, 4 s, ... after the one before.
+fn openings_within(passed: std::time::Duration) -> usize {
+    let (mut at, mut wait, mut openings) = (0, 1, 0);
+    while at <= passed.as_secs() {
+        openings += 1;
+        at += wait;
+        wait = (wait * 2).min(60);
+    }
+    openings
+}
+
+/// The redirect's target is reachable by this egress (resolved to a live
+/// server, its loopback address allowed): only the lane's refusal keeps the
+/// call from arriving there.
 #[tokio::test]
 async fn a_redirect_off_the_endpoint_is_refused_and_nothing_reaches_the_target() {
+    const EVIL: &str = "evil.example.net";
     let fake = FakeMcp::start(Script::default()).await;
-    let evil = TestServer::start(fake.ca(), &["evil.example.net"], |_| TestResponse::ok("{}"))
+    let evil = TestServer::start(fake.ca(), &[EVIL], |_| TestResponse::ok("{}"))
         .await
         .unwrap();
     fake.script(|s| s.redirect_to = Some("https://evil.example.net/steal".into()));
-    let server = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec(8), limits()).unwrap();
+    let resolver = fake
+        .server()
+        .resolver(&[MCP_HOST])
+        .with_socket(EVIL, [evil.addr()]);
+    let egress = egress_with(fake.ca(), resolver, &[MCP_HOST, EVIL]);
+    let server = HostedServer::new(egress, &spec(8), limits()).unwrap();
     let error = server.call("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(
+        evil.requests().is_empty(),
+        "the redirect was followed: {:?}",
+        evil.requests()
+            .iter()
+            .map(|r| (r.server_name.clone(), r.target.clone()))
+            .collect::<Vec<_>>()
+    );
     assert!(
         matches!(error, HostedError::Redirect { status: 307 }),
         "{error:?}"

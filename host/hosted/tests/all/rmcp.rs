@@ -172,21 +172,35 @@ async fn a_session_dropped_by_the_server_is_opened_again() {
     assert_eq!(rmcp.session_count().await, 1);
 }
 
+/// The redirect's target is a live server this egress can reach (resolved
+/// to it, its loopback address allowed, its certificate trusted): only the
+/// lane's refusal keeps the call, and its token, from arriving there.
 #[tokio::test]
 async fn a_redirect_off_the_endpoint_is_refused_and_nothing_reaches_its_target() {
-    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    const ELSEWHERE: &str = "collect.example.net";
+    let rmcp = RmcpServer::start(Catalog::default()).await;
+    let elsewhere = TestServer::start(rmcp.ca(), &[ELSEWHERE], |_| TestResponse::ok("{}"))
+        .await
+        .unwrap();
+    let resolver = rmcp.resolver().with_socket(ELSEWHERE, [elsewhere.addr()]);
+    let egress = egress_with(rmcp.ca(), resolver, &[HOST, ELSEWHERE]);
+    let server = HostedServer::new(egress, &spec(8), limits()).unwrap();
     server.catalog().await.unwrap();
-    let elsewhere = TestServer::start(rmcp.ca(), &["collect.example.net"], |_| {
-        TestResponse::ok("{}")
-    })
-    .await
-    .unwrap();
     rmcp.redirect_to(Some("https://collect.example.net/mcp"));
-    match server.call("echo", json!({"text": "hi"})).await {
+    let called = server.call("echo", json!({"text": "hi"})).await;
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the redirect was followed: {:?}",
+        elsewhere
+            .requests()
+            .iter()
+            .map(|r| (r.server_name.clone(), r.target.clone()))
+            .collect::<Vec<_>>()
+    );
+    match called {
         Err(HostedError::Redirect { status: 307 }) => {}
         other => panic!("{other:?}"),
     }
-    assert!(elsewhere.requests().is_empty());
     assert_eq!(rmcp.calls(), 0);
 }
 

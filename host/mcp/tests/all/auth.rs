@@ -450,6 +450,13 @@ async fn a_trickled_request_head_is_cut_off() {
     )
     .await;
     assert!(read.is_ok(), "the server still holds the connection");
+    // Cut off: closed without an answer (an answer, of any status, would
+    // mean the head was taken as a request).
+    assert!(
+        rest.is_empty(),
+        "answered: {}",
+        String::from_utf8_lossy(&rest)
+    );
 }
 
 /// A body sent slower than its time allows is answered `408` and its

@@ -207,8 +207,14 @@ async fn a_tool_change_notifies_the_client(kind: Kind) {
     );
     // The server starts watching once it has handled `initialized`, which the
     // client sends without waiting: tick until a notification arrives.
+    // Bounded by seconds in all (a loaded machine can take a while to
+    // start the watch), not by a count of short tries.
     let mut notified = false;
-    for attempt in 0..50 {
+    let waited = std::time::Instant::now();
+    for attempt in 0.. {
+        if waited.elapsed() > Duration::from_secs(30) {
+            break;
+        }
         backend.add_tool(&format!("later{attempt}"));
         let wait = session.handler.list_changed.notified();
         if tokio::time::timeout(Duration::from_millis(100), wait)

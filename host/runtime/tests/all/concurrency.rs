@@ -1,13 +1,22 @@
 //! Many calls at once: CPU-bound guests cannot starve the executor; queuing is FIFO and bounded.
+//!
+//! The queue tests hold the execution slot or the memory budget with a
+//! call waiting in a [`Gate`] and wait for what has to have happened,
+//! never for a length of time: a loaded machine changes how long they
+//! take, not what they see.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use warden_core::net::{
     BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
 };
-use warden_runtime::{CallRequest, RuntimeConfig, RuntimeError, ToolLimits, Unavailable};
+use warden_runtime::{
+    CallOutcome, CallRequest, RuntimeConfig, RuntimeError, ToolLimits, Unavailable,
+};
 
 use crate::support::{Host, config};
 
@@ -69,52 +78,178 @@ async fn a_probe_returns_while_200_cpu_bound_calls_run() {
     );
 }
 
-/// Hold the only execution slot for `ms` milliseconds with an infinite loop.
-fn hold(host: &Arc<Host>, ms: u64) -> tokio::task::JoinHandle<warden_runtime::CallOutcome> {
-    let host = host.clone();
-    let limits = ToolLimits {
-        timeout_ms: Some(ms),
-        fuel: Some(u64::MAX),
-        ..ToolLimits::default()
-    };
-    tokio::spawn(async move {
-        host.hostile
-            .call(CallRequest::new("hostile.spin", "{}").limits(limits))
-            .await
-    })
+/// A network whose requests wait until the test lets them go. A call that
+/// sends one (`hostile.fetch`) holds its execution slot and its memory for
+/// as long as the test wants, however loaded the machine: the queue tests
+/// below wait for what they need to have happened (a call admitted, a call
+/// queued), never for an amount of time.
+struct Gate {
+    /// Requests that arrived so far.
+    entered: AtomicUsize,
+    /// Requests waiting in the gate now, and the most there ever were.
+    inside: AtomicUsize,
+    most_inside: AtomicUsize,
+    arrived: tokio::sync::Notify,
+    /// One permit lets one request through.
+    open: tokio::sync::Semaphore,
 }
 
+impl Gate {
+    fn new() -> Arc<Gate> {
+        Arc::new(Gate {
+            entered: AtomicUsize::new(0),
+            inside: AtomicUsize::new(0),
+            most_inside: AtomicUsize::new(0),
+            arrived: tokio::sync::Notify::new(),
+            open: tokio::sync::Semaphore::new(0),
+        })
+    }
+
+    /// Wait until `n` requests arrived in all.
+    async fn entered(&self, n: usize) {
+        loop {
+            let arrived = self.arrived.notified();
+            if self.entered.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
+    /// Let `n` more requests through.
+    fn release(&self, n: usize) {
+        self.open.add_permits(n);
+    }
+
+    /// A `hostile.fetch` whose request waits in this gate (a deadline far
+    /// past any test's length, and `memory_bytes` of memory reserved).
+    fn fetch(self: &Arc<Self>, memory_bytes: Option<u64>) -> CallRequest {
+        let limits = ToolLimits {
+            timeout_ms: Some(120_000),
+            memory_bytes,
+            ..ToolLimits::default()
+        };
+        CallRequest::new("hostile.fetch", "{}")
+            .limits(limits)
+            .network(self.clone())
+    }
+}
+
+impl CallNetwork for Gate {
+    fn acquire(&self, _handle: &str) -> Result<(), CredentialError> {
+        Ok(())
+    }
+
+    fn send<'a>(
+        &'a self,
+        _request: GuestRequest,
+        _credential: Option<&'a str>,
+        _remaining: Duration,
+    ) -> BoxFuture<'a, Result<GuestResponse, HttpError>> {
+        Box::pin(async move {
+            let inside = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_inside.fetch_max(inside, Ordering::SeqCst);
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            self.arrived.notify_waiters();
+            self.open.acquire().await.expect("gate open").forget();
+            self.inside.fetch_sub(1, Ordering::SeqCst);
+            Ok(crate::support::empty_json_answer())
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+}
+
+/// Take the only execution slot with a call waiting in `gate`; returns once
+/// the call holds it.
+async fn hold(
+    host: &Arc<Host>,
+    gate: &Arc<Gate>,
+) -> tokio::task::JoinHandle<warden_runtime::CallOutcome> {
+    let holder = {
+        let (host, request) = (host.clone(), gate.fetch(None));
+        tokio::spawn(async move { host.hostile.call(request).await })
+    };
+    gate.entered(1).await;
+    holder
+}
+
+/// Poll `call` once: it must be waiting (for admission, in these tests).
+async fn poll_once(call: &mut Pin<Box<dyn Future<Output = CallOutcome> + Send>>) {
+    let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+    assert!(first.is_pending(), "a call ran while the slot was held");
+}
+
+/// Drive `calls` to their ends together; their outcomes in the order they
+/// ended, with each one's index.
+async fn in_order_of_ending(
+    mut calls: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send>>>,
+) -> Vec<(usize, CallOutcome)> {
+    let mut ended = Vec::new();
+    let mut pending: Vec<usize> = (0..calls.len()).collect();
+    std::future::poll_fn(|cx| {
+        pending.retain(|&i| match calls[i].as_mut().poll(cx) {
+            Poll::Ready(outcome) => {
+                ended.push((i, outcome));
+                false
+            }
+            Poll::Pending => true,
+        });
+        if pending.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    ended
+}
+
+/// `call`, which the queue timeout must end while the gate holds what it
+/// waits for: a call that waited on would never end, and fails here
+/// instead of holding the test.
+async fn refused_in_time(call: impl Future<Output = CallOutcome>) -> CallOutcome {
+    tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("still waiting long past the queue timeout")
+}
+
+/// Calls waiting for the one execution slot get it in the order they
+/// arrived. Each call is polled once, in turn, while another call holds the
+/// slot, so each has joined the queue before the next arrives (the first
+/// poll of a call that cannot be admitted ends in the queue); then the slot
+/// is freed and every call runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_calls_are_served_in_arrival_order() {
     let host = Arc::new(Host::new(RuntimeConfig {
         max_concurrent: 1,
         ..config()
     }));
-    let holder = hold(&host, 300);
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let mut tasks = Vec::new();
+    let gate = Gate::new();
+    let holder = hold(&host, &gate).await;
+    let mut calls: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send>>> = Vec::new();
     for _ in 0..5 {
         let host = host.clone();
-        tasks.push(tokio::spawn(async move {
-            let arrived = std::time::Instant::now();
-            let outcome = host.hostile("healthy", "{}").await;
-            (arrived, outcome)
-        }));
-        // Let this call join the queue before the next one arrives.
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        let mut call: Pin<Box<dyn Future<Output = CallOutcome> + Send>> =
+            Box::pin(async move { host.hostile("healthy", "{}").await });
+        poll_once(&mut call).await;
+        calls.push(call);
     }
-    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
-    let mut started = Vec::new();
-    for task in tasks {
-        let (arrived, outcome) = task.await.unwrap();
-        assert!(outcome.result.is_ok());
-        // When the call got its slot: arrival plus its time in the queue.
-        started.push(arrived + outcome.usage.queue_time);
-    }
-    assert!(
-        started.windows(2).all(|w| w[0] <= w[1]),
-        "calls got their slots out of arrival order: {started:?}"
+    gate.release(1);
+    let ended = in_order_of_ending(calls).await;
+    // One slot: each call ended before the next got it.
+    let order: Vec<usize> = ended.iter().map(|(i, _)| *i).collect();
+    assert_eq!(
+        order,
+        [0, 1, 2, 3, 4],
+        "calls got the slot out of arrival order"
     );
+    for (_, outcome) in &ended {
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    }
+    assert!(holder.await.unwrap().result.is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,9 +259,9 @@ async fn a_full_host_refuses_after_the_queue_timeout_and_shutdown_refuses() {
         queue_timeout: Duration::from_millis(50),
         ..config()
     }));
-    let holder = hold(&host, 1_000);
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    let refused = host.hostile("healthy", "{}").await;
+    let gate = Gate::new();
+    let holder = hold(&host, &gate).await;
+    let refused = refused_in_time(host.hostile("healthy", "{}")).await;
     assert_eq!(
         refused.result.unwrap_err(),
         RuntimeError::HostUnavailable {
@@ -134,7 +269,8 @@ async fn a_full_host_refuses_after_the_queue_timeout_and_shutdown_refuses() {
         }
     );
     assert!(refused.usage.queue_time >= Duration::from_millis(50));
-    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
+    gate.release(1);
+    assert!(holder.await.unwrap().result.is_ok());
 
     host.runtime.shutdown();
     let after = host.hostile("healthy", "{}").await;
@@ -146,6 +282,10 @@ async fn a_full_host_refuses_after_the_queue_timeout_and_shutdown_refuses() {
     );
 }
 
+/// Six calls that each reserve a third of the budget: two run at once,
+/// never three (counted by the calls themselves, in the gate they wait in,
+/// and by the budget's own accounting); one whose limit could never fit is
+/// refused at once, without waiting in the queue, while the two hold it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_calls_never_reserve_more_than_the_memory_budget() {
     const LARGE: u64 = 192 << 20;
@@ -153,54 +293,20 @@ async fn running_calls_never_reserve_more_than_the_memory_budget() {
         memory_budget: 2 * LARGE,
         ..config()
     }));
-    let large = ToolLimits {
-        memory_bytes: Some(LARGE),
-        timeout_ms: Some(200),
-        fuel: Some(u64::MAX),
-        ..ToolLimits::default()
-    };
+    let gate = Gate::new();
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let host = host.clone();
-        tasks.push(tokio::spawn(async move {
-            let arrived = std::time::Instant::now();
-            let outcome = host
-                .hostile
-                .call(CallRequest::new("hostile.spin", "{}").limits(large))
-                .await;
-            (arrived, outcome)
-        }));
+        let (host, request) = (host.clone(), gate.fetch(Some(LARGE)));
+        tasks.push(tokio::spawn(
+            async move { host.hostile.call(request).await },
+        ));
     }
-    let mut runs = Vec::new();
-    for task in tasks {
-        let (arrived, outcome) = task.await.unwrap();
-        assert_eq!(outcome.result.unwrap_err().code(), "timeout");
-        let started = arrived + outcome.usage.queue_time;
-        runs.push((started, started + outcome.usage.wall_time));
-    }
-    let memory = host.runtime.memory();
-    assert_eq!(memory.budget_bytes, 2 * LARGE);
-    assert_eq!(
-        memory.peak_reserved_bytes,
-        2 * LARGE,
-        "two large calls ran at once, never three"
-    );
-    assert_eq!(memory.reserved_bytes, 0, "every reservation was given back");
-    // How many calls were running at the middle of each one (the middles
-    // are far from any start or end, so timing noise cannot move the count).
-    let most_at_once = runs
-        .iter()
-        .map(|(start, end)| {
-            let middle = *start + (*end - *start) / 2;
-            runs.iter()
-                .filter(|(s, e)| *s <= middle && middle < *e)
-                .count()
-        })
-        .max()
-        .unwrap();
-    assert!(most_at_once <= 2, "{most_at_once} large calls overlapped");
+    gate.entered(2).await;
+    assert_eq!(host.runtime.memory().reserved_bytes, 2 * LARGE);
 
-    // A limit that can never fit is refused at once, with both sizes.
+    // A limit that can never fit is refused at once, with both sizes: not
+    // after waiting out the queue timeout (which would end in
+    // `HostUnavailable`).
     let greedy = ToolLimits {
         memory_bytes: Some(512 << 20),
         ..ToolLimits::default()
@@ -219,9 +325,29 @@ async fn running_calls_never_reserve_more_than_the_memory_budget() {
     );
     assert_eq!(error.code(), "memory_budget_exceeded");
     assert!(
-        refused.usage.queue_time < Duration::from_secs(1),
-        "no waiting"
+        refused.usage.queue_time < config().queue_timeout,
+        "it waited in the queue"
     );
+
+    gate.release(6);
+    for task in tasks {
+        let outcome = task.await.unwrap();
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    }
+    assert_eq!(gate.entered.load(Ordering::SeqCst), 6);
+    assert_eq!(
+        gate.most_inside.load(Ordering::SeqCst),
+        2,
+        "two large calls ran at once, never three"
+    );
+    let memory = host.runtime.memory();
+    assert_eq!(memory.budget_bytes, 2 * LARGE);
+    assert_eq!(
+        memory.peak_reserved_bytes,
+        2 * LARGE,
+        "two large calls reserved at once, never three"
+    );
+    assert_eq!(memory.reserved_bytes, 0, "every reservation was given back");
     host.assert_echo_works().await;
 }
 
@@ -232,22 +358,13 @@ async fn a_call_waiting_for_memory_is_refused_after_the_queue_timeout() {
         queue_timeout: Duration::from_millis(50),
         ..config()
     }));
+    let gate = Gate::new();
     let holder = {
-        let host = host.clone();
-        let limits = ToolLimits {
-            memory_bytes: Some(100 << 20),
-            timeout_ms: Some(500),
-            fuel: Some(u64::MAX),
-            ..ToolLimits::default()
-        };
-        tokio::spawn(async move {
-            host.hostile
-                .call(CallRequest::new("hostile.spin", "{}").limits(limits))
-                .await
-        })
+        let (host, request) = (host.clone(), gate.fetch(Some(100 << 20)));
+        tokio::spawn(async move { host.hostile.call(request).await })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let refused = host.hostile("healthy", "{}").await;
+    gate.entered(1).await;
+    let refused = refused_in_time(host.hostile("healthy", "{}")).await;
     assert_eq!(
         refused.result.unwrap_err(),
         RuntimeError::HostUnavailable {
@@ -255,7 +372,9 @@ async fn a_call_waiting_for_memory_is_refused_after_the_queue_timeout() {
         },
         "a free slot, but 64 MiB more does not fit beside 100 MiB in 128 MiB"
     );
-    assert_eq!(holder.await.unwrap().result.unwrap_err().code(), "timeout");
+    assert!(refused.usage.queue_time >= Duration::from_millis(50));
+    gate.release(1);
+    assert!(holder.await.unwrap().result.is_ok());
     host.assert_echo_works().await;
 }
 

@@ -81,7 +81,13 @@ async fn timeout_override_is_capped_by_the_maximum() {
             limit: Duration::from_millis(400)
         }
     );
-    assert!(outcome.usage.wall_time < Duration::from_secs(2));
+    // Stopped by the capped deadline, not the 60 s asked for (seconds of
+    // slack, which a loaded machine keeps).
+    assert!(
+        outcome.usage.wall_time < Duration::from_millis(400) + Duration::from_secs(5),
+        "{:?}",
+        outcome.usage.wall_time
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

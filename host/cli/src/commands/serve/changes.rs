@@ -198,6 +198,16 @@ mod tests {
         {}
     }
 
+    /// [`woken`] by the file watch: watching before and after. With a watch
+    /// set, [`Changes::next`] returns only when the watch reports something
+    /// (or to set a lost watch again), never on the fallback timer, which
+    /// would wake it within the bound as well whatever the watch does.
+    async fn woken_by_the_watch(changes: &mut Changes, what: &str) {
+        assert!(changes.is_watching(), "watching before {what}");
+        woken(changes, what).await;
+        assert!(changes.is_watching(), "watching after {what}");
+    }
+
     #[tokio::test]
     async fn a_watched_directory_that_does_not_change_never_wakes_its_reader() {
         let (_dir, packages) = packages_dir();
@@ -233,9 +243,9 @@ mod tests {
         std::fs::create_dir(&staging).unwrap();
         std::fs::write(staging.join("manifest.toml"), "x").unwrap();
         std::fs::rename(&staging, packages.join("live")).unwrap();
-        woken(&mut changes, "an install").await;
+        woken_by_the_watch(&mut changes, "an install").await;
         std::fs::write(packages.join("live").join("extra.md"), "y").unwrap();
-        woken(&mut changes, "a file added inside a package").await;
+        woken_by_the_watch(&mut changes, "a file added inside a package").await;
     }
 
     /// Two levels: however deep a package's files lie, it costs one watch.
@@ -265,9 +275,9 @@ mod tests {
         let mut changes = Changes::watch(&packages);
         std::fs::remove_dir(&packages).unwrap();
         std::fs::create_dir(&packages).unwrap();
-        woken(&mut changes, "the replacement").await;
+        woken_by_the_watch(&mut changes, "the replacement").await;
         std::fs::create_dir(packages.join("live")).unwrap();
-        woken(&mut changes, "a package in the new directory").await;
+        woken_by_the_watch(&mut changes, "a package in the new directory").await;
     }
 
     #[tokio::test]

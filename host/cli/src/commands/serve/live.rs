@@ -208,7 +208,8 @@ mod tests {
 
     /// A directory in `mcp/` not named `mcp-…` is no registered server:
     /// start-up ignores it, and so does the live reload (which installed
-    /// it, under any id, built-in ones included).
+    /// it, under any id, built-in ones included). One named `mcp-…` beside
+    /// it is installed: the reload does look at the directory.
     #[test]
     fn only_mcp_named_directories_are_registered_servers() {
         let data = tempfile::tempdir().unwrap();
@@ -220,8 +221,18 @@ mod tests {
         .unwrap();
         let location = host.open_location("live");
         let mcp = data.path().join("mcp");
-        warden_tests::fake_mcp::write_package(&mcp.join("fake-mcp"), "https://mcp.example.com/mcp");
+        let url = "https://mcp.example.com/mcp";
+        warden_tests::fake_mcp::write_package(&mcp.join("fake-mcp"), url);
+        // The same package as a registered server: `mcp-fake` throughout.
+        let registered = mcp.join("mcp-fake");
+        warden_tests::fake_mcp::write_package(&registered, url);
+        let manifest = registered.join("manifest.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        std::fs::write(&manifest, text.replace("fake-mcp", "mcp-fake")).unwrap();
+
         reconcile(&location, &mcp, Kind::User);
         assert!(location.package("fake-mcp").is_none());
+        let installed = location.package("mcp-fake").expect("mcp-fake is installed");
+        assert_eq!(installed.package.id, "mcp-fake");
     }
 }
