@@ -126,12 +126,15 @@ pub(crate) struct ChildCompiler {
 const POLL: Duration = Duration::from_millis(10);
 
 /// What the child's stderr says when an allocation failed under its
-/// memory limit (Rust's allocation failure, `ENOMEM`, mimalloc's message).
+/// memory limit (Rust's allocation failure, `ENOMEM`, mimalloc's message,
+/// and `EAGAIN` from a thread whose stack the data rlimit has no room for:
+/// the engine's own threads are the first a small limit stops).
 const OUT_OF_MEMORY: &[&str] = &[
     "memory allocation of",
     "Cannot allocate memory",
     "out of memory",
     "unable to allocate",
+    "Resource temporarily unavailable",
 ];
 
 impl ChildCompiler {

@@ -27,8 +27,8 @@ fn weather_dir() -> std::path::PathBuf {
 struct Weather {
     url: String,
     calls: AtomicU32,
-    /// Reverse the conditions the provider sent (see [`provider`]).
-    unreverse: bool,
+    /// Shift back the conditions the provider sent (see [`provider`]).
+    unshift: bool,
 }
 
 impl Weather {
@@ -36,14 +36,14 @@ impl Weather {
         Arc::new(Weather {
             url: url.to_owned(),
             calls: AtomicU32::new(0),
-            unreverse: false,
+            unshift: false,
         })
     }
 
     /// A service that undoes a form of the key redaction does not know.
-    fn unreversing(url: &str) -> Arc<Self> {
+    fn unshifting(url: &str) -> Arc<Self> {
         Arc::new(Weather {
-            unreverse: true,
+            unshift: true,
             ..Arc::into_inner(Weather::new(url)).expect("just made")
         })
     }
@@ -72,9 +72,9 @@ impl FirstPartyService for Weather {
                     message: format!("the weather API answered {}: {e}", response.status),
                 })?;
             let mut conditions = body["conditions"].clone();
-            if self.unreverse {
+            if self.unshift {
                 let text = conditions.as_str().unwrap_or_default();
-                conditions = Value::String(text.chars().rev().collect());
+                conditions = Value::String(shift(text, -1));
             }
             Ok(json!({
                 "city": city,
@@ -85,14 +85,22 @@ impl FirstPartyService for Weather {
     }
 }
 
+/// Each character one code point on (`by` = 1) or back: a keyless
+/// transform the redactor does not follow (rot13 and reversal it does).
+fn shift(text: &str, by: i32) -> String {
+    text.chars()
+        .map(|c| char::from_u32((c as i32 + by) as u32).unwrap_or(c))
+        .collect()
+}
+
 /// A provider at api.weather.example that reflects the key it received
-/// into its answer (so redaction is tested too) — reversed, a form
-/// redaction does not know, for the city `Reversed`.
+/// into its answer (so redaction is tested too) — each character shifted
+/// by one, a form redaction does not know, for the city `Shifted`.
 async fn provider(ca: &TestCa) -> TestServer {
     TestServer::start(ca, &["api.weather.example"], |request| {
         let key = request.header("x-api-key").unwrap_or("none").to_owned();
-        let conditions = if request.target.ends_with("city=Reversed") {
-            key.chars().rev().collect()
+        let conditions = if request.target.ends_with("city=Shifted") {
+            shift(&key, 1)
         } else {
             format!("sunny; key {key}")
         };
@@ -177,16 +185,16 @@ async fn a_registered_first_party_tool_answers_with_the_key_injected_by_egress()
     assert!(!done.text.contains(KEY));
 }
 
-/// The service undoes the provider's reversal of the key, which the
+/// The service undoes the provider's shift of the key, which the
 /// response's redaction let through, and answers with the key: the lane
 /// redacts the output as it does a guest's.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_first_party_output_is_redacted_as_a_guests_is() {
     let ca = TestCa::new();
     let server = provider(&ca).await;
-    let weather = Weather::unreversing("https://api.weather.example/v1/current");
+    let weather = Weather::unshifting("https://api.weather.example/v1/current");
     let location = installed(&host(&ca, &server, weather));
-    let outcome = location.invoke(current(json!("Reversed"))).await.unwrap();
+    let outcome = location.invoke(current(json!("Shifted"))).await.unwrap();
     let InvokeOutcome::Completed(done) = outcome else {
         panic!("the first-party tool runs: {outcome:?}")
     };
