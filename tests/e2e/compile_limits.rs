@@ -22,23 +22,7 @@ fn other_echo(dir: &Path) -> PathBuf {
 
 /// Compiled components in the data directory's cache.
 fn compiled(warden: &warden_tests::Warden) -> usize {
-    fn count(dir: &Path) -> usize {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return 0;
-        };
-        entries
-            .filter_map(Result::ok)
-            .map(|e| {
-                let path = e.path();
-                if path.is_dir() {
-                    count(&path)
-                } else {
-                    usize::from(path.extension().is_some_and(|x| x == "cwasm"))
-                }
-            })
-            .sum()
-    }
-    count(&warden.data_dir().join("cache"))
+    warden_tests::files::compiled_artifacts(&warden.data_dir().join("cache"))
 }
 
 /// `install` and `check` of `other` both fail, saying `expected`; nothing

@@ -4,9 +4,10 @@
 //! every approval's input and its callers' subjects.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use warden_tests::files::readable_by_others;
 use warden_tests::package::echo_variant;
 
 /// `warden --data-dir <data> <args>` started with umask 022, as from an
@@ -27,26 +28,6 @@ fn warden_022(data: &Path, args: &[&str]) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
-}
-
-/// Every file and directory under `dir` (itself included) with a group or
-/// other permission bit, and its mode; links are not followed.
-fn readable_by_others(dir: &Path) -> Vec<(PathBuf, u32)> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(path) = pending.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            found.push((path.clone(), mode));
-        }
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                pending.push(entry.unwrap().path());
-            }
-        }
-    }
-    found
 }
 
 #[test]

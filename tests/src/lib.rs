@@ -12,6 +12,7 @@ pub mod archive;
 pub mod direct_mcp;
 mod fake_github;
 pub mod fake_mcp;
+pub mod files;
 pub mod jwt_issuer;
 pub mod package;
 pub mod postgres;

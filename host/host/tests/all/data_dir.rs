@@ -4,32 +4,13 @@
 //! any local user could read them.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 use warden_host::{
     AuditLog, DEFAULT_AUDIT_MAX_BYTES, Host, HostConfig, Invocation, Origin, PackageSource,
 };
-
-/// Every file and directory under `dir` (itself included) with a group or
-/// other permission, and its mode; links are not followed.
-fn readable_by_others(dir: &Path) -> Vec<(PathBuf, u32)> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(path) = pending.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            found.push((path.clone(), mode));
-        }
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                pending.push(entry.unwrap().path());
-            }
-        }
-    }
-    found
-}
+use warden_tests::files::readable_by_others;
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777

@@ -53,12 +53,7 @@ async fn exchange_as(
     path: &str,
     authorization: Option<&str>,
 ) -> (u16, Option<String>, String) {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}
-    })
-    .to_string();
+    let body = initialize_body();
     let auth = authorization
         .map(|value| format!("Authorization: {value}\r\n"))
         .unwrap_or_default();
@@ -333,6 +328,8 @@ struct Callers {
     bob: String,
     /// An `initialize` request body.
     init: String,
+    /// Their tokens' issuer.
+    issuer: Issuer,
 }
 
 async fn two_callers() -> Callers {
@@ -344,18 +341,23 @@ async fn two_callers() -> Callers {
     let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
         .await
         .expect("bind");
-    let init = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}
-    })
-    .to_string();
     Callers {
         server,
         alice: issuer.bearer_for("alice", AUDIENCE, "", 300),
         bob: issuer.bearer_for("bob", AUDIENCE, "", 300),
-        init,
+        init: initialize_body(),
+        issuer,
     }
+}
+
+/// An `initialize` request body.
+fn initialize_body() -> String {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    })
+    .to_string()
 }
 
 /// A session is its opener's: another caller with a valid token and the
@@ -369,6 +371,7 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
         alice,
         bob,
         init,
+        ..
     } = two_callers().await;
     let addr = server.local_addr();
     let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
@@ -399,6 +402,7 @@ async fn a_caller_holds_a_bounded_number_of_sessions() {
         alice,
         bob,
         init,
+        ..
     } = two_callers().await;
     let addr = server.local_addr();
     let mut sessions = Vec::new();
@@ -578,12 +582,7 @@ async fn a_request_naming_two_hosts_is_refused() {
     let addr = server.local_addr();
     let good = addr.to_string();
     let bearer = "Bearer none";
-    let init = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}
-    })
-    .to_string();
+    let init = initialize_body();
     let (status, session) = in_session(addr, "POST", None, bearer, &init).await;
     assert_eq!(status, 200);
     let session = session.expect("a session id");
@@ -619,22 +618,14 @@ async fn a_request_naming_two_hosts_is_refused() {
 #[tokio::test]
 async fn an_event_stream_ends_when_the_token_that_opened_it_expires() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let issuer = Issuer::new(ISSUER);
-    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &issuer.jwks(), vec![]).unwrap();
-    let config = HttpConfig::default()
-        .with_auth(HttpAuth::Jwt(jwt))
-        .with_sessions(warden_mcp::Sessions::All);
-    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
-        .await
-        .expect("bind");
+    let Callers {
+        server,
+        alice: lasting,
+        init,
+        issuer,
+        ..
+    } = two_callers().await;
     let addr = server.local_addr();
-    let init = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "0"}}
-    })
-    .to_string();
-    let lasting = issuer.bearer_for("alice", AUDIENCE, "", 300);
     let (status, session) = in_session(addr, "POST", None, &lasting, &init).await;
     assert_eq!(status, 200);
     let session = session.expect("a session id");
