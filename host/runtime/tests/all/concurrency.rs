@@ -378,31 +378,39 @@ async fn a_call_waiting_for_memory_is_refused_after_the_queue_timeout() {
     host.assert_echo_works().await;
 }
 
-/// Start `n` CPU-bound calls of at least a few epoch ticks each.
+/// Start `n` CPU-bound calls of `rounds` each.
 fn start_burns(
     host: &Arc<Host>,
     n: usize,
+    rounds: u64,
 ) -> Vec<tokio::task::JoinHandle<warden_runtime::CallOutcome>> {
     (0..n)
         .map(|_| {
             let host = host.clone();
             let generous = ToolLimits {
                 timeout_ms: Some(60_000),
+                fuel: Some(u64::MAX),
                 ..ToolLimits::default()
             };
-            tokio::spawn(async move { host.hostile.call(burn(ROUNDS).limits(generous)).await })
+            tokio::spawn(async move { host.hostile.call(burn(rounds).limits(generous)).await })
         })
         .collect()
 }
 
-// One thread: without the long-call lane every guest would run here.
+// One thread: without the long-call lane every guest would run here. A
+// 10 ms tick: a call moves after two ticks on a CPU, which these burns (ten
+// times `ROUNDS`, a second or so of CPU each) always run and an echo call
+// never does, however loaded the machine (with the default 1 ms tick, an
+// echo call on a loaded machine was seen to move; with `ROUNDS`, a burn
+// sharing the thread with three others was seen to end before it moved).
 #[tokio::test(flavor = "current_thread")]
 async fn cpu_bound_calls_move_to_the_long_call_lane_and_cheap_ones_stay() {
     let host = Arc::new(Host::new(RuntimeConfig {
         long_call_threads: 1,
+        epoch_tick: Duration::from_millis(10),
         ..config()
     }));
-    let burns = start_burns(&host, 4);
+    let burns = start_burns(&host, 4, 10 * ROUNDS);
     // Each burn yields here at every tick until it has run LONG_CALL_SLICES.
     while host.runtime.stats().long_calls < 4 && !burns.iter().all(|b| b.is_finished()) {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -512,7 +520,7 @@ async fn without_long_call_threads_every_call_stays_where_it_started() {
         long_call_threads: 0,
         ..config()
     }));
-    for burn in start_burns(&host, 2) {
+    for burn in start_burns(&host, 2, ROUNDS) {
         assert!(burn.await.expect("task").result.is_ok());
     }
     assert_eq!(host.runtime.stats().long_calls, 0);
