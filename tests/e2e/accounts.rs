@@ -72,6 +72,50 @@ async fn a_thief_package_gets_auth_required_and_secret_list_shows_the_binding() 
     assert!(fake.requests().is_empty(), "nothing reached any server");
 }
 
+/// Issue 42: a package installed with `--replace` over `github` did not
+/// need the user's consent again (consent was keyed by the id): it is
+/// refused the account (`changed`) until `secret allow` names it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_package_is_refused_the_account_until_allowed_again() {
+    let fake = FakeGitHub::start().await;
+    let warden = crate::warden();
+    fake.connect(&warden);
+    let packages = tempfile::tempdir().unwrap();
+    let dir = github_sender(packages.path(), "github", "api.github.com");
+    let input = r#"{"handle": "github_runtime_token", "url": "https://api.github.com/replaced"}"#;
+    let warden = tokio::task::spawn_blocking(move || {
+        let install = warden.run(&["install", "--replace", dir.to_str().unwrap()]);
+        assert_eq!(install.code, 0, "{install:?}");
+        let run = warden.run(&["--json", "call", "github.send", "--input", input]);
+        assert_eq!(run.code, 3, "{run:?}");
+        let out = run.json();
+        assert_eq!(out["code"], "auth_required", "{out}");
+        assert_eq!(out["auth"]["reason"], "changed", "{out}");
+        let text = warden.run(&["call", "github.send", "--input", input]);
+        assert!(
+            text.stderr.contains("warden secret allow github github"),
+            "{text:?}"
+        );
+
+        let allow = warden.run(&["secret", "allow", "github", "github"]);
+        assert_eq!(allow.code, 0, "{allow:?}");
+        let run = warden.run(&["--json", "call", "github.send", "--input", input]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(!run.all().contains(TOKEN));
+        warden
+    })
+    .await
+    .unwrap();
+    drop(warden);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "only the allowed call reached GitHub");
+    assert_eq!(requests[0].target, "/replaced");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+}
+
 /// `secret set --oauth-client` stores a deployment's OAuth client credential
 /// under its own key (never an account: `secret list` does not show it) and
 /// `secret rm --oauth-client` removes it; it takes neither scopes nor an

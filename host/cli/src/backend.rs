@@ -183,7 +183,8 @@ const URL_CONNECT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Start connecting the account an `auth_required` names, when its
 /// extension's recipe for the vendor is `oauth2_code` (the same connection
 /// `warden auth connect` runs; a 403's scopes are asked for as a step-up).
-/// A consent refusal is not a connection: it needs `warden secret allow`.
+/// A consent refusal (`consent`, or `changed` for a package replaced since
+/// it was allowed) is not a connection: it needs `warden secret allow`.
 async fn connect_by_url(
     location: &Location,
     clients: &OAuthClients,
@@ -192,7 +193,7 @@ async fn connect_by_url(
     let extension = details["extension"].as_str()?;
     let vendor = details["vendor"].as_str()?;
     let reason = details["reason"].as_str();
-    if reason == Some("consent") {
+    if matches!(reason, Some("consent" | "changed")) {
         return None;
     }
     let mut target = location.auth_target(extension, Some(vendor)).ok()?;

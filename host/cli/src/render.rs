@@ -57,6 +57,26 @@ pub(crate) fn is_terminal_control(c: char) -> bool {
 }
 
 /// `a, b, c`, or `none`.
+/// The extensions allowed to use an account, each with the package content
+/// the consent is pinned to (`github (built-in)`, `gh (sha256 0123456789ab)`).
+pub(crate) fn allowed(binding: &warden_egress::secrets::AccountBinding) -> String {
+    let named: Vec<String> = binding
+        .extensions
+        .iter()
+        .map(|extension| match binding.pins.get(extension) {
+            Some(pin) if pin == warden_egress::secrets::BUNDLED => {
+                format!("{extension} (built-in)")
+            }
+            Some(digest) => format!(
+                "{extension} (sha256 {})",
+                digest.get(..12).unwrap_or(digest)
+            ),
+            None => extension.clone(),
+        })
+        .collect();
+    words(&named)
+}
+
 pub(crate) fn words<T: Display>(items: &[T]) -> String {
     if items.is_empty() {
         return "none".into();

@@ -39,7 +39,8 @@ use std::sync::Mutex;
 use secrecy::SecretString;
 
 pub use account::{
-    Account, AccountAudience, AccountBinding, AuthReason, CredentialRequest, Lookup,
+    Account, AccountAudience, AccountBinding, AuthReason, BUNDLED, CredentialRequest, Lookup,
+    Requester,
 };
 pub use env::EnvStore;
 pub use file::{EncryptedFileStore, KeySource};
@@ -226,10 +227,15 @@ pub trait SecretStore: Send + Sync + fmt::Debug {
         account::lookup(self, request).await
     }
 
-    /// Allow `extension` to use every bound account of `vendor` (toward
-    /// those accounts' own audiences only); the accounts it now may use.
-    async fn allow(&self, vendor: &str, extension: &str) -> Result<Vec<Account>, SecretError> {
-        account::allow(self, vendor, extension).await
+    /// Allow `requester` to use every bound account of `vendor` (toward
+    /// those accounts' own audiences only), pinned to its package's
+    /// content; the accounts it now may use.
+    async fn allow(
+        &self,
+        vendor: &str,
+        requester: Requester<'_>,
+    ) -> Result<Vec<Account>, SecretError> {
+        account::allow(self, vendor, requester).await
     }
 }
 
@@ -336,7 +342,7 @@ mod tests {
             vendor: "github",
             handle,
             scopes,
-            extension,
+            requester: extension.into(),
             audience: api(host),
         }
     }
@@ -410,13 +416,13 @@ mod tests {
             AuthReason::Consent
         );
 
-        let allowed = store.allow("github", "thief").await.unwrap();
+        let allowed = store.allow("github", "thief".into()).await.unwrap();
         assert_eq!(allowed[0].binding.extensions, ["github", "thief"]);
         assert_eq!(
             refused(store.lookup(&thief).await.unwrap()),
             AuthReason::Audience
         );
-        store.allow("github", "github_extra").await.unwrap();
+        store.allow("github", "github_extra".into()).await.unwrap();
         assert_eq!(found(store.lookup(&shared).await.unwrap()), "ghp_value");
         // Allowing never widened the audiences.
         assert_eq!(
@@ -436,7 +442,13 @@ mod tests {
             AuthReason::Unbound
         );
         // Nobody can claim it by allowing it either.
-        assert!(store.allow("github", "github").await.unwrap().is_empty());
+        assert!(
+            store
+                .allow("github", "github".into())
+                .await
+                .unwrap()
+                .is_empty()
+        );
 
         let key = AccountKey::new("google", "g", Vec::<String>::new());
         let created = AccountBinding {
@@ -463,6 +475,65 @@ mod tests {
             refused(store.lookup(&moved).await.unwrap()),
             AuthReason::Audience
         );
+    }
+
+    #[tokio::test]
+    async fn consent_is_pinned_to_the_package_content_it_was_given_for() {
+        let key = AccountKey::new("github", "gh", ["repo"]);
+        let bound = AccountBinding::new("github", [api("api.github.com")])
+            .pinned(Requester::new("github", "digest-one"));
+        let store = MemoryStore::new().with(key.clone(), bound, "ghp_value");
+        let repo = ["repo".to_owned()];
+        let mut call = request("github", "gh", &repo, "api.github.com");
+        call.requester = Requester::new("github", "digest-one");
+        assert_eq!(found(store.lookup(&call).await.unwrap()), "ghp_value");
+
+        // The same id, other content: a package installed over it.
+        let mut replaced = call.clone();
+        replaced.requester = Requester::new("github", "digest-two");
+        assert_eq!(
+            refused(store.lookup(&replaced).await.unwrap()),
+            AuthReason::Changed
+        );
+        let mut bundled = call.clone();
+        bundled.requester = Requester::new("github", BUNDLED);
+        assert_eq!(
+            refused(store.lookup(&bundled).await.unwrap()),
+            AuthReason::Changed
+        );
+
+        // Allowing the new content moves the pin: the old content is out.
+        store
+            .allow("github", Requester::new("github", "digest-two"))
+            .await
+            .unwrap();
+        assert_eq!(found(store.lookup(&replaced).await.unwrap()), "ghp_value");
+        assert_eq!(
+            refused(store.lookup(&call).await.unwrap()),
+            AuthReason::Changed
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unpinned_consent_is_pinned_by_its_next_call() {
+        let key = AccountKey::new("github", "gh", ["repo"]);
+        let bound = AccountBinding::new("github", [api("api.github.com")]);
+        assert!(bound.pins.is_empty());
+        let store = MemoryStore::new().with(key.clone(), bound, "ghp_value");
+        let repo = ["repo".to_owned()];
+        let mut call = request("github", "gh", &repo, "api.github.com");
+        call.requester = Requester::new("github", "digest-one");
+        assert_eq!(found(store.lookup(&call).await.unwrap()), "ghp_value");
+        let pins = store.binding(&key).await.unwrap().unwrap().pins;
+        assert_eq!(pins.get("github").map(String::as_str), Some("digest-one"));
+        call.requester = Requester::new("github", "digest-two");
+        assert_eq!(
+            refused(store.lookup(&call).await.unwrap()),
+            AuthReason::Changed
+        );
+        // A requester that names no content is judged by its id alone.
+        call.requester = "github".into();
+        assert_eq!(found(store.lookup(&call).await.unwrap()), "ghp_value");
     }
 
     #[tokio::test]

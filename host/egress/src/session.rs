@@ -21,7 +21,7 @@ use crate::config::EgressConfig;
 use crate::policy::{Denial, NetworkPolicy, bounded};
 use crate::redact::Redactor;
 use crate::resolve::{AddressError, Resolver};
-use crate::secrets::{AuthReason, SecretError, SecretStore};
+use crate::secrets::{AuthReason, Requester, SecretError, SecretStore};
 use crate::staging::Staged;
 
 /// Why an egress operation failed. [`CallNetwork::send`] maps it to the
@@ -125,20 +125,22 @@ impl Egress {
         &self.inner.flights
     }
 
-    /// The network service of one call of `capability_id` (from extension
-    /// `extension_id`), staging the secrets its credentials name.
-    pub async fn session(
+    /// The network service of one call of `capability_id` (from
+    /// `requester`: an extension id, with its package's content when the
+    /// host knows it), staging the secrets its credentials name.
+    pub async fn session<'r>(
         &self,
         capability_id: &str,
-        extension_id: &str,
+        requester: impl Into<Requester<'r>>,
         credentials: &[CredentialSpec],
         targets: &[NetworkTarget],
         max_egress_bytes: u64,
     ) -> Result<CallSession, EgressError> {
-        let staged = Staged::stage(self.inner.store.as_ref(), extension_id, credentials).await?;
+        let requester = requester.into();
+        let staged = Staged::stage(self.inner.store.as_ref(), requester, credentials).await?;
         Ok(self.session_with(
             capability_id,
-            extension_id,
+            requester.extension,
             credentials,
             targets,
             max_egress_bytes,

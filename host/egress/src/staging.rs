@@ -10,7 +10,7 @@ use secrecy::{ExposeSecret, SecretString};
 use warden_core::spec::CredentialSpec;
 
 use crate::redact::Redactor;
-use crate::secrets::{AuthReason, CredentialRequest, Lookup, SecretError, SecretStore};
+use crate::secrets::{AuthReason, CredentialRequest, Lookup, Requester, SecretError, SecretStore};
 
 /// One declared credential and its value, if one may be used.
 #[derive(Debug)]
@@ -28,16 +28,16 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    /// Look up every credential `specs` of `extension` declares in `store`.
+    /// Look up every credential `specs` of `requester` declares in `store`.
     pub(crate) async fn stage(
         store: &dyn SecretStore,
-        extension: &str,
+        requester: Requester<'_>,
         specs: &[CredentialSpec],
     ) -> Result<Self, SecretError> {
         let mut entries = Vec::with_capacity(specs.len());
         for spec in specs {
             let (secret, refusal) = match store
-                .lookup(&CredentialRequest::of(spec, extension))
+                .lookup(&CredentialRequest::of(spec, requester))
                 .await?
             {
                 Lookup::Found(s) if !s.expose_secret().is_empty() => (Some(s), None),

@@ -62,6 +62,7 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
         .unwrap();
         let spec = warden_hosted::ServerSpec {
             extension_id: "fake-mcp".into(),
+            content: None,
             server: URL.into(),
             credentials: vec![warden_core::spec::CredentialSpec::bearer(
                 "mcp_token",

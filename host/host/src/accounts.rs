@@ -3,15 +3,20 @@
 //! declares, at the moment it is connected, and to that extension; other
 //! extensions use it only once the user allows them, and only toward those
 //! audiences (the rule itself is [`warden_egress::secrets::account`]).
+//! Both gestures, connecting and allowing, are consent to the package
+//! installed under the extension's id now: its content is pinned, and a
+//! package installed over it later must be allowed again.
 
 use std::collections::BTreeSet;
 
 use secrecy::SecretString;
 use warden_core::spec::CredentialSpec;
-use warden_egress::secrets::{Account, AccountAudience, AccountBinding, AccountKey, SecretError};
+use warden_egress::secrets::{
+    Account, AccountAudience, AccountBinding, AccountKey, Requester, SecretError,
+};
 use warden_manifest::{Implementation, Package};
 
-use crate::location::Location;
+use crate::location::{InstalledPackage, Location};
 
 /// Why an account could not be connected or shared.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +70,10 @@ pub enum AccountError {
 pub struct DeclaredCredential {
     /// The extension.
     pub extension: String,
+    /// The content of its installed package that consent is pinned to (see
+    /// [`InstalledPackage::consent_content`]); `None` for a server no
+    /// package declares (a probe).
+    pub content: Option<String>,
     /// Every audience its manifest declares for the credential.
     pub audiences: Vec<AccountAudience>,
     /// Every scope its capabilities ask for with it.
@@ -75,9 +84,9 @@ impl Location {
     /// The installed extensions that declare credential `vendor`/`handle`,
     /// with the audiences and scopes they declare for it.
     pub fn credential_declarations(&self, vendor: &str, handle: &str) -> Vec<DeclaredCredential> {
-        self.packages()
+        self.installed()
             .iter()
-            .filter_map(|package| declared(package, vendor, handle))
+            .filter_map(|installed| declared(installed, vendor, handle))
             .collect()
     }
 
@@ -125,20 +134,26 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let extension = declared.extension.as_str();
-        let declared = declared.clone();
+        let requester = Requester {
+            extension,
+            content: declared.content.as_deref(),
+        };
+        let audiences = declared.audiences.clone();
         let store = self.shared.egress.store();
-        let binding = match store.binding(key).await? {
+        let mut binding = match store.binding(key).await? {
             Some(mut existing) => {
                 refuse_others(key, extension, &existing)?;
                 if existing.audiences.is_empty() {
-                    AccountBinding::new(extension, declared.audiences)
+                    AccountBinding::new(extension, audiences)
                 } else {
-                    existing.add_audiences(declared.audiences);
+                    existing.add_audiences(audiences);
                     existing
                 }
             }
-            None => AccountBinding::new(extension, declared.audiences),
+            None => AccountBinding::new(extension, audiences),
         };
+        // Connecting is consent to the package installed now.
+        binding.pin(requester);
         store.put_bound(key, &binding, value).await?;
         Ok(Account {
             key: key.clone(),
@@ -168,10 +183,13 @@ impl Location {
         extension: &str,
         vendor: &str,
     ) -> Result<Vec<Account>, AccountError> {
-        if !self.packages().iter().any(|p| p.id == extension) {
-            return Err(AccountError::UnknownExtension(extension.to_owned()));
-        }
-        let accounts = self.shared.egress.store().allow(vendor, extension).await?;
+        let installed = self.installed();
+        let package = installed
+            .iter()
+            .find(|p| p.package.id == extension)
+            .ok_or_else(|| AccountError::UnknownExtension(extension.to_owned()))?;
+        let requester = Requester::new(extension, package.consent_content());
+        let accounts = self.shared.egress.store().allow(vendor, requester).await?;
         if accounts.is_empty() {
             return Err(AccountError::NoAccount(vendor.to_owned()));
         }
@@ -184,10 +202,10 @@ impl Location {
         vendor: &str,
         handle: &str,
     ) -> Result<DeclaredCredential, AccountError> {
-        let packages = self.packages();
-        let package = packages
+        let installed = self.installed();
+        let package = installed
             .iter()
-            .find(|p| p.id == extension)
+            .find(|p| p.package.id == extension)
             .ok_or_else(|| AccountError::UnknownExtension(extension.to_owned()))?;
         declared(package, vendor, handle).ok_or_else(|| AccountError::NotDeclared {
             extension: extension.to_owned(),
@@ -256,7 +274,12 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCredential> {
+fn declared(
+    installed: &InstalledPackage,
+    vendor: &str,
+    handle: &str,
+) -> Option<DeclaredCredential> {
+    let package: &Package = &installed.package;
     let mcp = match &package.implementation {
         Implementation::Mcp(server) => server.credentials.as_slice(),
         _ => &[],
@@ -278,6 +301,7 @@ fn declared(package: &Package, vendor: &str, handle: &str) -> Option<DeclaredCre
     let scopes: BTreeSet<String> = specs.iter().flat_map(|c| c.scopes.clone()).collect();
     Some(DeclaredCredential {
         extension: package.id.clone(),
+        content: Some(installed.consent_content().to_owned()),
         audiences: audiences.into_iter().collect(),
         scopes: scopes.into_iter().collect(),
     })

@@ -366,12 +366,13 @@ impl Location {
 
 impl crate::outcome::AuthDetails {
     /// The command a user runs about it: `warden secret allow …` when the
-    /// account exists but this extension may not use it, otherwise
+    /// account exists but this extension (or the package now installed
+    /// under its id) may not use it, otherwise
     /// `warden auth connect <extension>`.
     pub fn connect_command(&self) -> String {
         use warden_egress::secrets::AuthReason;
         match (self.reason, &self.vendor) {
-            (Some(AuthReason::Consent), Some(vendor)) => {
+            (Some(AuthReason::Consent | AuthReason::Changed), Some(vendor)) => {
                 format!("warden secret allow {} {vendor}", self.extension)
             }
             // Step-up: ask again, for the scopes the server named.

@@ -315,6 +315,7 @@ impl Host {
     > {
         let spec = warden_hosted::ServerSpec {
             extension_id: "warden-probe".into(),
+            content: None,
             server: server.to_owned(),
             credentials: Vec::new(),
             max_tools,

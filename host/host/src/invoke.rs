@@ -253,7 +253,7 @@ impl Location {
                 .egress
                 .session(
                     &capability.id,
-                    &binding.extension_id,
+                    binding.requester(),
                     &capability.credentials,
                     &capability.network_targets,
                     capability.max_egress_bytes.unwrap_or(u64::MAX),

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
+use warden_egress::secrets::{BUNDLED, Requester};
 use warden_manifest::{Capability, Package};
 use warden_registry::{
     Executor, LaneId, LocationId, PackageIdentity, RegisteredTool, Registration, Registry,
@@ -29,11 +30,18 @@ use warden_manifest::Implementation;
 #[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) extension_id: String,
+    /// What consent to its accounts is pinned to ([`consent_content`]).
+    pub(crate) content: String,
     pub(crate) capability: Capability,
     pub(crate) lane: Arc<dyn Lane>,
 }
 
 impl Binding {
+    /// Who asks for the call's accounts.
+    pub(crate) fn requester(&self) -> Requester<'_> {
+        Requester::new(&self.extension_id, &self.content)
+    }
+
     /// Whether the capability declares any credential or network target;
     /// without either, every request would be denied.
     pub(crate) fn declares_network(&self) -> bool {
@@ -80,6 +88,21 @@ pub struct InstalledPackage {
     /// (Warden's own or the `near:agent@0.4.1` compatibility world); `None`
     /// for a package no component implements.
     pub world: Option<ComponentWorld>,
+}
+
+impl InstalledPackage {
+    /// What a user's consent to this package's use of an account is pinned
+    /// to: its digest, or [`BUNDLED`] for the package built into the binary
+    /// (as trusted as the binary, so an upgrade of warden keeps the consent;
+    /// a package installed over it does not).
+    pub fn consent_content(&self) -> &str {
+        consent_content(self.provenance == Provenance::Bundled, &self.digest)
+    }
+}
+
+/// See [`InstalledPackage::consent_content`].
+pub(crate) fn consent_content(bundled: bool, digest: &str) -> &str {
+    if bundled { BUNDLED } else { digest }
 }
 
 /// What to do when the id of a package being installed is already taken.
@@ -277,6 +300,7 @@ impl Location {
             }
         }
         let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
+        let content = consent_content(provenance == Provenance::Bundled, &digest).to_owned();
         let identity = PackageIdentity {
             extension_id: package.id.clone(),
             digest: digest.clone(),
@@ -301,6 +325,7 @@ impl Location {
             .zip(lanes)
             .map(|(capability, lane)| Binding {
                 extension_id: package.id.clone(),
+                content: content.clone(),
                 capability: capability.clone(),
                 lane,
             })

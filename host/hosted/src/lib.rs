@@ -17,6 +17,7 @@
 //! use warden_hosted::{HostedServer, LaneLimits, ServerSpec};
 //! let spec = ServerSpec {
 //!     extension_id: "notion".into(),
+//!     content: None,
 //!     server: "https://mcp.notion.com/mcp".into(),
 //!     credentials: Vec::new(),
 //!     max_tools: 64,

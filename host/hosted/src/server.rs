@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
+use warden_egress::secrets::Requester;
 
 use crate::discovery::{self, BoundError, Bounds, RemoteTool};
 use crate::endpoint::Endpoint;
@@ -49,6 +50,11 @@ pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(600);
 pub struct ServerSpec {
     /// The extension the server implements (`notion`).
     pub extension_id: String,
+    /// The content of the package it comes from (its digest, or
+    /// [`BUNDLED`](warden_egress::secrets::BUNDLED)): the user's consent
+    /// to its accounts is pinned to it. `None` for a server no package
+    /// declares (a probe).
+    pub content: Option<String>,
     /// The manifest's `[mcp] server`.
     pub server: String,
     /// `[[mcp.credentials]]`.
@@ -162,7 +168,10 @@ impl HostedServer {
         let http = EgressHttp::new(
             egress,
             endpoint,
-            &spec.extension_id,
+            Requester {
+                extension: &spec.extension_id,
+                content: spec.content.as_deref(),
+            },
             spec.credentials.clone(),
             limits.max_response_bytes,
             limits.call_timeout,

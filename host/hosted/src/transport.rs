@@ -33,6 +33,7 @@ use sse_stream::{Sse, SseStream};
 use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
 use warden_core::spec::CredentialSpec;
 use warden_egress::auth::challenge::BearerChallenge;
+use warden_egress::secrets::Requester;
 use warden_egress::{CallSession, Egress, EgressError};
 
 use crate::endpoint::Endpoint;
@@ -73,6 +74,8 @@ struct Inner {
     egress: Egress,
     endpoint: Endpoint,
     extension_id: String,
+    /// The package content consent is pinned to (see `ServerSpec::content`).
+    content: Option<String>,
     /// The capability label egress logs and counts under (`<ext>.mcp`).
     label: String,
     credentials: Vec<CredentialSpec>,
@@ -90,11 +93,11 @@ pub struct EgressHttp {
 
 impl EgressHttp {
     /// A backend for `endpoint`, sending `credentials` (already bound to the
-    /// endpoint's origin) as extension `extension_id`.
+    /// endpoint's origin) as `requester`.
     pub fn new(
         egress: Egress,
         endpoint: Endpoint,
-        extension_id: &str,
+        requester: Requester<'_>,
         credentials: Vec<CredentialSpec>,
         max_response_bytes: u64,
         timeout: Duration,
@@ -102,8 +105,9 @@ impl EgressHttp {
         Self {
             inner: Arc::new(Inner {
                 egress,
-                label: format!("{extension_id}.mcp"),
-                extension_id: extension_id.to_owned(),
+                label: format!("{}.mcp", requester.extension),
+                extension_id: requester.extension.to_owned(),
+                content: requester.content.map(str::to_owned),
                 credentials: endpoint.bind(&credentials),
                 endpoint,
                 max_response_bytes,
@@ -148,7 +152,10 @@ impl EgressHttp {
             .egress
             .session(
                 &inner.label,
-                &inner.extension_id,
+                Requester {
+                    extension: &inner.extension_id,
+                    content: inner.content.as_deref(),
+                },
                 &inner.credentials,
                 &[inner.endpoint.target()],
                 inner.max_response_bytes,

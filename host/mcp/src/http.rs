@@ -519,6 +519,7 @@ async fn route<B: Backend>(
     else {
         return dispatch(services, request).await;
     };
+    let watch = auth.and_then(|auth| auth.stream_watch(request.headers()));
     // A session is its opener's: another caller is told it does not exist.
     let session = request
         .headers()
@@ -530,7 +531,7 @@ async fn route<B: Backend>(
         return status(StatusCode::NOT_FOUND);
     }
     let ending = request.method() == Method::DELETE;
-    let answer = expiry::end_stream_at(dispatch(services, request).await, expires_at);
+    let answer = expiry::end_stream_at(dispatch(services, request).await, expires_at, watch);
     match session {
         None => {
             if let Some(opened) = answer.headers().get(SESSION_HEADER) {

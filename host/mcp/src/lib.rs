@@ -62,8 +62,8 @@ pub mod tls;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use auth::{
-    AuthConfigError, BearerToken, Caller, HttpAuth, JwksSource, JwtAuth, KEY_REFETCH_INTERVAL,
-    LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN,
+    AuthConfigError, BearerToken, Caller, HttpAuth, JwksSource, JwtAuth, KEY_MAX_AGE,
+    KEY_REFETCH_INTERVAL, LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN, STREAM_RECHECK_INTERVAL,
 };
 pub use backend::{
     ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,

@@ -81,10 +81,7 @@ pub(crate) async fn run(cx: &Context, command: AuthCommand) -> Result<ExitCode> 
                     "  audiences   {}",
                     render::words(&status.account.binding.audiences)
                 );
-                out!(
-                    "  allowed     {}",
-                    render::words(&status.account.binding.extensions)
-                );
+                out!("  allowed     {}", render::allowed(&status.account.binding));
                 out!("  used by     {}", render::words(&status.used_by));
             }
         }

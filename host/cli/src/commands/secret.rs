@@ -194,7 +194,7 @@ fn print_account(account: &Account) {
     } else {
         out!("  audiences   {}", render::words(&binding.audiences));
     }
-    out!("  extensions  {}", render::words(&binding.extensions));
+    out!("  extensions  {}", render::allowed(binding));
 }
 
 fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {

@@ -24,7 +24,7 @@ use warden_core::spec::{CredentialSpec, OAuth2Recipe};
 use super::AuthError;
 use super::identity::Claims;
 use super::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
-use crate::secrets::{AccountAudience, AccountKey, AuthReason, SecretStore};
+use crate::secrets::{AccountAudience, AccountKey, AuthReason, Requester, SecretStore};
 use crate::session::{AuthRequired, Egress};
 
 /// Suffix of the handle a grant is stored under.
@@ -391,15 +391,16 @@ pub async fn revoke(
         .await
 }
 
-/// Refresh, before a call of `extension` stages `credentials`, every OAuth
+/// Refresh, before a call of `requester` stages `credentials`, every OAuth
 /// account that would serve it and expires soon. The credentials whose
 /// refresh the provider refused (the user must connect again).
-pub async fn refresh_due(
+pub async fn refresh_due<'r>(
     egress: &Egress,
-    extension: &str,
+    requester: impl Into<Requester<'r>>,
     credentials: &[CredentialSpec],
     now: SystemTime,
 ) -> Result<Vec<AuthRequired>, AuthError> {
+    let requester = requester.into();
     let store = egress.store().as_ref();
     let mut expired = Vec::new();
     let keys = store.list().await?;
@@ -414,7 +415,7 @@ pub async fn refresh_due(
             let allowed = store
                 .binding(key)
                 .await?
-                .is_some_and(|b| b.check(extension, &audience).is_ok());
+                .is_some_and(|b| b.check(requester, &audience).is_ok());
             if !allowed {
                 continue;
             }
@@ -427,7 +428,7 @@ pub async fn refresh_due(
                 Err(error) if error.is_refusal() => {
                     tracing::warn!(account = %key, %error, "the provider refused to refresh an account");
                     expired.push(AuthRequired {
-                        extension_id: extension.to_owned(),
+                        extension_id: requester.extension.to_owned(),
                         handle: spec.handle.clone(),
                         needed: AuthNeeded {
                             vendor: spec.vendor.clone(),

@@ -9,11 +9,22 @@
 //! (reason [`AuthReason::Consent`]), and even then only toward the account's
 //! own audiences ([`AuthReason::Audience`]).
 //!
+//! Consent is given to a package's content, not to its id: the binding pins,
+//! for each allowed extension, the content the user consented to (the
+//! package digest, or [`BUNDLED`] for a package shipped in the binary). A
+//! package replaced under the same id gets nothing until the user allows it
+//! again ([`AuthReason::Changed`]), as a grant of approval is bound to the
+//! digest it was given for. A request that names no content (an embedder
+//! that does not track packages) is judged by the id alone.
+//!
 //! Migration: an account with no recorded audience is bound on its first use
 //! by the extension recorded as its creator; an account with no creator
 //! either (stored before bindings existed) is refused
-//! ([`AuthReason::Unbound`]) until the user stores it again.
+//! ([`AuthReason::Unbound`]) until the user stores it again. An allowed
+//! extension with no pin (stored before consent was pinned) is pinned to the
+//! content of its next call.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use secrecy::{ExposeSecret as _, SecretString};
@@ -65,6 +76,45 @@ pub struct AccountBinding {
     /// when no audience is recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// The content each allowed extension had when the user consented:
+    /// extension id → package digest (or [`BUNDLED`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pins: BTreeMap<String, String>,
+}
+
+/// The pin of a package shipped inside the warden binary: as trusted as the
+/// binary, so consent to it carries over when the binary (and with it the
+/// package's digest) is upgraded, but not to a package installed over it.
+pub const BUNDLED: &str = "bundled";
+
+/// Who asks to use an account: an extension id and the content of the
+/// package the call runs, when the host knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requester<'a> {
+    /// The calling extension (from the host, never from a manifest field).
+    pub extension: &'a str,
+    /// The package's digest, or [`BUNDLED`]; `None` judges by the id alone.
+    pub content: Option<&'a str>,
+}
+
+impl<'a> Requester<'a> {
+    /// `extension` running `content` (a digest or [`BUNDLED`]).
+    pub fn new(extension: &'a str, content: &'a str) -> Self {
+        Self {
+            extension,
+            content: Some(content),
+        }
+    }
+}
+
+impl<'a> From<&'a str> for Requester<'a> {
+    /// An extension judged by its id alone (embedders without packages, tests).
+    fn from(extension: &'a str) -> Self {
+        Self {
+            extension,
+            content: None,
+        }
+    }
 }
 
 impl AccountBinding {
@@ -78,19 +128,49 @@ impl AccountBinding {
             audiences: audiences.into_iter().collect(),
             extensions: vec![extension.clone()],
             created_by: Some(extension),
+            pins: BTreeMap::new(),
         };
         binding.normalize();
         binding
     }
 
-    /// Allow `extension` too; whether it was new.
-    pub fn allow(&mut self, extension: &str) -> bool {
-        if self.extensions.iter().any(|e| e == extension) {
-            return false;
+    /// Pin `requester`'s consent to its content (builder style).
+    pub fn pinned(mut self, requester: Requester<'_>) -> Self {
+        self.pin(requester);
+        self
+    }
+
+    /// Allow `requester` too, pinned to its content; whether that changed
+    /// anything.
+    pub fn allow<'r>(&mut self, requester: impl Into<Requester<'r>>) -> bool {
+        let requester = requester.into();
+        let mut changed = false;
+        if !self.extensions.iter().any(|e| e == requester.extension) {
+            self.extensions.push(requester.extension.to_owned());
+            self.normalize();
+            changed = true;
         }
-        self.extensions.push(extension.to_owned());
-        self.normalize();
-        true
+        self.pin(requester) || changed
+    }
+
+    /// Record `requester`'s content as what its consent covers; whether the
+    /// pin changed.
+    pub fn pin(&mut self, requester: Requester<'_>) -> bool {
+        let Some(content) = requester.content else {
+            return false;
+        };
+        let previous = self
+            .pins
+            .insert(requester.extension.to_owned(), content.to_owned());
+        previous.as_deref() != Some(content)
+    }
+
+    /// Whether `requester` is allowed but its consent is not pinned yet (an
+    /// account stored before consent was pinned: its next call pins it).
+    pub(crate) fn needs_pin(&self, requester: Requester<'_>) -> bool {
+        requester.content.is_some()
+            && self.extensions.iter().any(|e| e == requester.extension)
+            && !self.pins.contains_key(requester.extension)
     }
 
     /// Add audiences (a user re-connecting the account for another extension).
@@ -99,8 +179,14 @@ impl AccountBinding {
         self.normalize();
     }
 
-    /// Whether `extension` may send the value to `audience`.
-    pub fn check(&self, extension: &str, audience: &AccountAudience) -> Result<(), AuthReason> {
+    /// Whether `requester` may send the value to `audience`.
+    pub fn check<'r>(
+        &self,
+        requester: impl Into<Requester<'r>>,
+        audience: &AccountAudience,
+    ) -> Result<(), AuthReason> {
+        let requester = requester.into();
+        let extension = requester.extension;
         if self.audiences.is_empty() {
             return Err(match &self.created_by {
                 None => AuthReason::Unbound,
@@ -111,6 +197,11 @@ impl AccountBinding {
         }
         if !self.extensions.iter().any(|e| e == extension) {
             return Err(AuthReason::Consent);
+        }
+        if let (Some(pinned), Some(content)) = (self.pins.get(extension), requester.content)
+            && pinned != content
+        {
+            return Err(AuthReason::Changed);
         }
         if !self.audiences.contains(audience) {
             return Err(AuthReason::Audience);
@@ -150,6 +241,9 @@ pub enum AuthReason {
     /// An account exists but this extension is not allowed to use it
     /// (`warden secret allow <extension> <vendor>`).
     Consent,
+    /// The extension was allowed, but the package installed under its id
+    /// is not the one the user consented to (replaced since): allow it again.
+    Changed,
     /// The extension is allowed, but the credential's audience is not one
     /// of the account's.
     Audience,
@@ -168,6 +262,7 @@ impl AuthReason {
             AuthReason::Missing => "missing",
             AuthReason::Unbound => "unbound",
             AuthReason::Consent => "consent",
+            AuthReason::Changed => "changed",
             AuthReason::Audience => "audience",
             AuthReason::Expired => "expired",
             AuthReason::InsufficientScope => "insufficient_scope",
@@ -187,6 +282,10 @@ impl AuthReason {
             AuthReason::Consent => format!(
                 "`{extension}` is not allowed to use the `{vendor}` account; \
                  allow it with `warden secret allow {extension} {vendor}`"
+            ),
+            AuthReason::Changed => format!(
+                "`{extension}` was replaced by another package since it was allowed the \
+                 `{vendor}` account; allow the new one with `warden secret allow {extension} {vendor}`"
             ),
             AuthReason::Audience => format!(
                 "`{extension}` asks to send the `{vendor}` account to a host it is not bound to"
@@ -208,9 +307,10 @@ impl AuthReason {
             AuthReason::Missing => 0,
             AuthReason::Unbound => 1,
             AuthReason::Consent => 2,
-            AuthReason::Audience => 3,
-            AuthReason::Expired => 4,
-            AuthReason::InsufficientScope => 5,
+            AuthReason::Changed => 3,
+            AuthReason::Audience => 4,
+            AuthReason::Expired => 5,
+            AuthReason::InsufficientScope => 6,
         }
     }
 }
@@ -230,20 +330,20 @@ pub struct CredentialRequest<'a> {
     pub handle: &'a str,
     /// Scopes the capability needs.
     pub scopes: &'a [String],
-    /// The calling extension (from the host, never from a manifest field).
-    pub extension: &'a str,
+    /// The calling extension and its package's content.
+    pub requester: Requester<'a>,
     /// The audience the manifest would send it to.
     pub audience: AccountAudience,
 }
 
 impl<'a> CredentialRequest<'a> {
-    /// The request `spec` of `extension` makes.
-    pub fn of(spec: &'a CredentialSpec, extension: &'a str) -> Self {
+    /// The request `spec` of `requester` makes.
+    pub fn of(spec: &'a CredentialSpec, requester: impl Into<Requester<'a>>) -> Self {
         Self {
             vendor: &spec.vendor,
             handle: &spec.handle,
             scopes: &spec.scopes,
-            extension,
+            requester: requester.into(),
             audience: AccountAudience::of(&spec.audience),
         }
     }
@@ -301,11 +401,19 @@ async fn try_account<S: SecretStore + ?Sized>(
         return Ok(None);
     }
     let mut binding = store.binding(key).await?.unwrap_or_default();
-    match binding.check(request.extension, &request.audience) {
-        Ok(()) => Ok(Some(value)),
-        Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(request.extension) => {
+    let requester = request.requester;
+    match binding.check(requester, &request.audience) {
+        Ok(()) => {
+            if binding.needs_pin(requester) {
+                binding.pin(requester);
+                store.set_binding(key, &binding).await?;
+                tracing::info!(account = %key, extension = requester.extension, "consent pinned to the package's content on first use");
+            }
+            Ok(Some(value))
+        }
+        Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(requester.extension) => {
             binding.add_audiences([request.audience.clone()]);
-            binding.allow(request.extension);
+            binding.allow(requester);
             store.set_binding(key, &binding).await?;
             tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
             Ok(Some(value))
@@ -319,11 +427,12 @@ async fn try_account<S: SecretStore + ?Sized>(
     }
 }
 
-/// Allow `extension` to use every account of `vendor`; the accounts changed.
+/// Allow `requester` to use every account of `vendor`, pinned to its
+/// content; the accounts it may now use.
 pub(crate) async fn allow<S: SecretStore + ?Sized>(
     store: &S,
     vendor: &str,
-    extension: &str,
+    requester: Requester<'_>,
 ) -> Result<Vec<Account>, SecretError> {
     let mut accounts = Vec::new();
     for key in store
@@ -337,7 +446,7 @@ pub(crate) async fn allow<S: SecretStore + ?Sized>(
             // Allowing an unbound account would let the first caller pick its audience.
             continue;
         }
-        if binding.allow(extension) {
+        if binding.allow(requester) {
             store.set_binding(&key, &binding).await?;
         }
         accounts.push(Account { key, binding });

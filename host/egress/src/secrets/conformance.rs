@@ -7,8 +7,8 @@
 use secrecy::{ExposeSecret, SecretString};
 
 use super::{
-    AccountAudience, AccountBinding, AccountKey, CredentialRequest, Lookup, SecretError,
-    SecretStore,
+    AccountAudience, AccountBinding, AccountKey, AuthReason, CredentialRequest, Lookup, Requester,
+    SecretError, SecretStore,
 };
 
 fn audience(host: &str) -> AccountAudience {
@@ -70,15 +70,15 @@ pub async fn run(store: &dyn SecretStore) {
 
     // The lookup a call makes applies the binding.
     let scopes = vec!["repo".to_owned()];
-    let request = |extension, host| CredentialRequest {
+    let request = |extension: Requester<'static>, host| CredentialRequest {
         vendor: "github",
         handle: "github_token",
         scopes: &scopes,
-        extension,
+        requester: extension,
         audience: audience(host),
     };
     match store
-        .lookup(&request("github", "api.github.com"))
+        .lookup(&request("github".into(), "api.github.com"))
         .await
         .unwrap()
     {
@@ -87,14 +87,14 @@ pub async fn run(store: &dyn SecretStore) {
     }
     assert!(matches!(
         store
-            .lookup(&request("thief", "api.github.com"))
+            .lookup(&request("thief".into(), "api.github.com"))
             .await
             .unwrap(),
         Lookup::Refused(_)
     ));
     assert!(matches!(
         store
-            .lookup(&request("github", "evil.example"))
+            .lookup(&request("github".into(), "evil.example"))
             .await
             .unwrap(),
         Lookup::Refused(_)
@@ -106,7 +106,23 @@ pub async fn run(store: &dyn SecretStore) {
         ..binding.clone()
     };
     store.set_binding(&repo, &shared).await.unwrap();
-    assert_eq!(store.binding(&repo).await.unwrap(), Some(shared));
+    assert_eq!(store.binding(&repo).await.unwrap(), Some(shared.clone()));
+
+    // A pinned consent persists, and other content under the same id is
+    // refused until allowed again.
+    let pinned = shared.pinned(Requester::new("github", "digest-one"));
+    store.set_binding(&repo, &pinned).await.unwrap();
+    assert_eq!(store.binding(&repo).await.unwrap(), Some(pinned));
+    assert!(matches!(
+        store
+            .lookup(&request(
+                Requester::new("github", "digest-two"),
+                "api.github.com"
+            ))
+            .await
+            .unwrap(),
+        Lookup::Refused(AuthReason::Changed)
+    ));
     let missing = AccountKey::new("gitlab", "token", ["api"]);
     assert!(matches!(
         store.set_binding(&missing, &binding).await,

@@ -97,7 +97,7 @@ impl SecretStore for EnvStore {
             return Ok(Lookup::Refused(AuthReason::Missing));
         };
         let binding = self.binding(&key).await?.unwrap_or_default();
-        Ok(match binding.check(request.extension, &request.audience) {
+        Ok(match binding.check(request.requester, &request.audience) {
             Ok(()) => Lookup::Found(value),
             Err(reason) => Lookup::Refused(reason),
         })

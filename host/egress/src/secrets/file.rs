@@ -587,7 +587,7 @@ mod tests {
             vendor: "github",
             handle: "gh",
             scopes: &scopes,
-            extension: "github",
+            requester: "github".into(),
             audience: api,
         };
         assert!(matches!(

@@ -99,6 +99,7 @@ impl Location {
         credential.required = false;
         let spec = ServerSpec {
             extension_id: PROBE_EXTENSION.into(),
+            content: None,
             server: server.to_owned(),
             credentials: vec![credential],
             max_tools,
@@ -144,6 +145,7 @@ impl Location {
                     HANDLE.into(),
                     DeclaredCredential {
                         extension: PROBE_EXTENSION.into(),
+                        content: None,
                         audiences: vec![AccountAudience::of(&audience)],
                         scopes,
                     },

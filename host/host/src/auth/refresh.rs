@@ -20,7 +20,7 @@ impl Location {
         }
         match grant::refresh_due(
             &self.shared.egress,
-            &binding.extension_id,
+            binding.requester(),
             credentials,
             SystemTime::now(),
         )

@@ -28,9 +28,10 @@ use warden_hosted::{HostedServer, InputCheck, RemoteTool, ServerSpec};
 use warden_manifest::{AssetRefs, Capability, McpServer, Package, ToolLimits};
 use warden_registry::PackageIdentity;
 
-use super::{Binding, Location, Published, Replace, next_lane_id, tool_def};
+use super::{Binding, Location, Published, Replace, consent_content, next_lane_id, tool_def};
 use crate::error::HostError;
 use crate::lane::mcp::{ListingRefused, McpLane};
+use warden_egress::secrets::Requester;
 
 /// The server of an installed `[mcp]` package and what was published.
 #[derive(Debug)]
@@ -53,8 +54,10 @@ impl Location {
         published: Published,
         replace: Replace,
     ) -> Result<Arc<Package>, HostError> {
+        let content = consent_content(published.identity.bundled, &published.digest).to_owned();
         let spec = ServerSpec {
             extension_id: package.id.clone(),
+            content: Some(content.clone()),
             server: mcp.server.clone(),
             credentials: mcp.credentials.clone(),
             max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
@@ -66,7 +69,7 @@ impl Location {
                 source,
             })?;
         let server = Arc::new(server);
-        let bindings = bindings(&package, mcp, &server, None)?;
+        let bindings = bindings(&package, mcp, &server, &content, None)?;
         let id = package.id.clone();
         let package = self.publish(package, published, replace, bindings, Some(server.clone()))?;
         // The catalog an earlier process listed is published at once (so
@@ -330,13 +333,16 @@ impl Location {
     /// lists regardless, and the next interval's check finds an account
     /// connected meanwhile.
     async fn account_ready(&self, id: &str, server: &Arc<HostedServer>) -> bool {
-        let credentials = {
+        let (credentials, content) = {
             let installed = self.installed.lock().expect("installed lock");
             let Some(top) = installed.get(id).and_then(|stack| stack.last()) else {
                 return false;
             };
             match &top.info.package.implementation {
-                warden_manifest::Implementation::Mcp(mcp) => mcp.credentials.clone(),
+                warden_manifest::Implementation::Mcp(mcp) => (
+                    mcp.credentials.clone(),
+                    top.info.consent_content().to_owned(),
+                ),
                 _ => return false,
             }
         };
@@ -346,7 +352,13 @@ impl Location {
         let staged = self
             .shared
             .egress
-            .session(&format!("{id}.tools/list"), id, &credentials, &[], 0)
+            .session(
+                &format!("{id}.tools/list"),
+                Requester::new(id, &content),
+                &credentials,
+                &[],
+                0,
+            )
             .await;
         match staged {
             Ok(session) if session.missing_required().is_empty() => true,
@@ -427,7 +439,8 @@ impl Location {
         let warden_manifest::Implementation::Mcp(mcp) = &package.implementation else {
             return Ok(false);
         };
-        let bindings = bindings(&package, mcp, server, Some(&catalog))?;
+        let content = consent_content(hosted.identity.bundled, &hosted.identity.digest);
+        let bindings = bindings(&package, mcp, server, content, Some(&catalog))?;
         let capabilities: Vec<Capability> = bindings.iter().map(|b| b.capability.clone()).collect();
         self.review(&package.id, &capabilities, &hosted.identity)?;
         let bindings: Vec<_> = bindings
@@ -535,6 +548,7 @@ fn bindings(
     package: &Package,
     mcp: &McpServer,
     server: &Arc<HostedServer>,
+    content: &str,
     catalog: Option<&[RemoteTool]>,
 ) -> Result<Vec<Binding>, HostError> {
     let pinned = |name: &str| {
@@ -597,6 +611,7 @@ fn bindings(
             };
             Ok(Binding {
                 extension_id: package.id.clone(),
+                content: content.to_owned(),
                 capability,
                 lane: Arc::new(lane),
             })

@@ -11,7 +11,7 @@ use warden_egress::secrets::{AccountKey, AuthReason, MemoryStore};
 use warden_egress::testing::{TestCa, TestResponse, TestServer};
 use warden_host::{
     CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Location, Origin, PackageSource,
-    Resolution,
+    Replace, Resolution,
 };
 use warden_registry::now_millis;
 use warden_tests::package::github_sender;
@@ -176,6 +176,56 @@ async fn two_extensions_share_a_vendor_once_the_user_allows_it() {
         requests[0].header("authorization"),
         Some(format!("Bearer {TOKEN}").as_str())
     );
+}
+
+/// Issue 42: consent was keyed by extension id, so a package installed
+/// over the bundled `github` under the same id inherited the user's consent
+/// and sent the account's token. Consent is pinned to the package content.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_package_installed_over_an_allowed_one_must_be_allowed_again() {
+    let world @ World {
+        location,
+        server,
+        dir,
+        ..
+    } = &world().await;
+    store_github_token(location).await;
+    let replacement = github_sender(dir.path(), "github", "api.github.com");
+    location
+        .install_with(&PackageSource::Dir(replacement.clone()), Replace::Yes)
+        .unwrap();
+    let url = "https://api.github.com/replaced";
+    let outcome = send(world, "github", url).await;
+    assert_eq!(auth_reason(&outcome, "github"), AuthReason::Changed);
+    let InvokeOutcome::Failed(failure) = &outcome else {
+        unreachable!()
+    };
+    assert_eq!(
+        failure.auth_details().unwrap().connect_command(),
+        "warden secret allow github github"
+    );
+    assert!(server.requests().is_empty(), "the replacement never ran");
+
+    // The user allows the package installed now: it runs with the account.
+    let accounts = location.allow_account("github", "github").await.unwrap();
+    let digest = &location.package("github").unwrap().digest;
+    assert_eq!(accounts[0].binding.pins["github"], *digest);
+    let InvokeOutcome::Completed(_) = send(world, "github", url).await else {
+        panic!("the allowed replacement runs")
+    };
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+
+    // Other content under the same id again: refused again.
+    std::fs::write(replacement.join("prompts/github/send.md"), "Another.\n").unwrap();
+    location
+        .install_with(&PackageSource::Dir(replacement), Replace::Yes)
+        .unwrap();
+    let outcome = send(world, "github", url).await;
+    assert_eq!(auth_reason(&outcome, "github"), AuthReason::Changed);
+    assert_eq!(server.requests().len(), 1, "nothing more was sent");
 }
 
 #[tokio::test(flavor = "multi_thread")]

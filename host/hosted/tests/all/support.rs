@@ -33,6 +33,7 @@ pub(crate) fn egress_with(ca: &TestCa, resolver: OverrideResolver, hosts: &[&str
 pub(crate) fn spec(max_tools: usize) -> ServerSpec {
     ServerSpec {
         extension_id: EXT.into(),
+        content: None,
         server: MCP_URL.into(),
         credentials: vec![CredentialSpec::bearer(
             "mcp_token",

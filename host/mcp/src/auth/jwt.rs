@@ -14,7 +14,10 @@
 //! know makes it fetch the keys again (at most once per
 //! [`KEY_REFETCH_INTERVAL`], so made-up `kid`s cannot flood the issuer) and
 //! check the token against the new set, which replaces the old one: a key
-//! the issuer withdrew stops verifying.
+//! the issuer withdrew stops verifying. While an event stream is open, the
+//! token that opened it is checked again every [`STREAM_RECHECK_INTERVAL`],
+//! with the keys fetched again once they are [`KEY_MAX_AGE`] old: a stream
+//! opened with a token signed by a withdrawn key ends.
 
 mod rotation;
 
@@ -27,10 +30,14 @@ use serde_json::Value;
 
 use super::{AuthConfigError, Caller, Rejection};
 use rotation::Rotation;
-pub use rotation::{JwksSource, KEY_REFETCH_INTERVAL};
+pub use rotation::{JwksSource, KEY_MAX_AGE, KEY_REFETCH_INTERVAL};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECS: i64 = 60;
+
+/// How often the token of an open event stream is checked again (see
+/// [`JwtAuth::with_stream_recheck`]).
+pub const STREAM_RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The resource server's settings.
 #[derive(Debug, Clone)]
@@ -42,6 +49,7 @@ pub struct JwtAuth {
     keys: Arc<RwLock<Arc<[Key]>>>,
     required_scopes: Vec<String>,
     rotation: Option<Arc<Rotation>>,
+    stream_recheck: std::time::Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +95,7 @@ impl JwtAuth {
             keys: Arc::new(RwLock::new(parse_keys(jwks)?)),
             required_scopes,
             rotation: None,
+            stream_recheck: STREAM_RECHECK_INTERVAL,
         })
     }
 
@@ -95,6 +104,17 @@ impl JwtAuth {
     pub fn with_rotation(mut self, source: Arc<dyn JwksSource>) -> Self {
         self.rotation = Some(Arc::new(Rotation::new(source)));
         self
+    }
+
+    /// Check the token of an open event stream again every `every` (default
+    /// [`STREAM_RECHECK_INTERVAL`]); the stream ends once it fails.
+    pub fn with_stream_recheck(mut self, every: std::time::Duration) -> Self {
+        self.stream_recheck = every;
+        self
+    }
+
+    pub(crate) fn stream_recheck(&self) -> std::time::Duration {
+        self.stream_recheck
     }
 
     fn keys(&self) -> Arc<[Key]> {

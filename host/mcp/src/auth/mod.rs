@@ -27,7 +27,9 @@ use hyper::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-pub use jwt::{JwksSource, JwtAuth, KEY_REFETCH_INTERVAL, LEEWAY_SECS};
+pub use jwt::{
+    JwksSource, JwtAuth, KEY_MAX_AGE, KEY_REFETCH_INTERVAL, LEEWAY_SECS, STREAM_RECHECK_INTERVAL,
+};
 
 /// Where the protected-resource metadata (RFC 9728) is served in OAuth mode.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -186,6 +188,19 @@ impl HttpAuth {
         }
     }
 
+    /// What checks the credential of a request again while an event stream
+    /// it opened is open: a JWT can be withdrawn (its key leaves the
+    /// issuer's set); the static token cannot while the server runs.
+    pub(crate) fn stream_watch(&self, headers: &HeaderMap) -> Option<StreamWatch> {
+        match (self, bearer(headers)) {
+            (HttpAuth::Jwt(jwt), Ok(token)) => Some(StreamWatch {
+                jwt: jwt.clone(),
+                token: token.to_vec(),
+            }),
+            _ => None,
+        }
+    }
+
     /// The `WWW-Authenticate` challenge answering `rejection`.
     pub(crate) fn challenge(&self, rejection: Rejection) -> String {
         let mut challenge = String::from("Bearer realm=\"warden\"");
@@ -208,6 +223,27 @@ impl HttpAuth {
             challenge.push_str(&format!(", resource_metadata=\"{}\"", jwt.metadata_url()));
         }
         challenge
+    }
+}
+
+/// The token an event stream was opened with, checked again while it is
+/// open ([`HttpAuth::stream_watch`]).
+pub(crate) struct StreamWatch {
+    jwt: JwtAuth,
+    token: Vec<u8>,
+}
+
+impl StreamWatch {
+    /// How long to wait between two checks.
+    pub(crate) fn every(&self) -> std::time::Duration {
+        self.jwt.stream_recheck()
+    }
+
+    /// Whether the token is still accepted at `now` (Unix seconds), with
+    /// the keys fetched again first when they are old.
+    pub(crate) async fn still_accepted(&self, now: i64) -> bool {
+        self.jwt.refresh_stale_keys().await;
+        self.jwt.verify(&self.token, now).is_ok()
     }
 }
 

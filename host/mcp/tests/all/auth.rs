@@ -377,13 +377,12 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
     let (status, session) = in_session(addr, "POST", None, &alice, &init).await;
     assert_eq!(status, 200);
     let session = session.expect("a session id");
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let as_bob = in_session(addr, "POST", Some(&session), &bob, initialized).await;
+    let as_bob = in_session(addr, "POST", Some(&session), &bob, INITIALIZED).await;
     assert_eq!(as_bob.0, 404, "bob posts into alice's session");
     let as_bob = in_session(addr, "DELETE", Some(&session), &bob, "").await;
     assert_eq!(as_bob.0, 404, "bob ends alice's session");
-    let as_alice = in_session(addr, "POST", Some(&session), &alice, initialized).await;
+    let as_alice = in_session(addr, "POST", Some(&session), &alice, INITIALIZED).await;
     assert_eq!(as_alice.0, 202);
     let as_alice = in_session(addr, "POST", Some(&session), &alice, list).await;
     assert_eq!(as_alice.0, 200, "alice's session is still there");
@@ -423,8 +422,7 @@ async fn a_caller_holds_a_bounded_number_of_sessions() {
         (&newest.unwrap(), &alice),
         (&bobs.unwrap(), &bob),
     ] {
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        let status = in_session(addr, "POST", Some(session), token, initialized)
+        let status = in_session(addr, "POST", Some(session), token, INITIALIZED)
             .await
             .0;
         assert_eq!(status, 202, "{session} is still open");
@@ -602,8 +600,7 @@ async fn a_request_naming_two_hosts_is_refused() {
         400,
         "an absolute-form target naming another host"
     );
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    let alive = || in_session(addr, "POST", Some(&session), bearer, initialized);
+    let alive = || in_session(addr, "POST", Some(&session), bearer, INITIALIZED);
     assert_eq!(alive().await.0, 202, "the session was not ended");
     let absolute = format!("http://{good}{MCP_PATH}");
     let ended = end(absolute, one).await;
@@ -617,44 +614,129 @@ async fn a_request_naming_two_hosts_is_refused() {
 /// Before, a stream opened with a token about to expire stayed open.
 #[tokio::test]
 async fn an_event_stream_ends_when_the_token_that_opened_it_expires() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Callers {
         server,
         alice: lasting,
-        init,
         issuer,
         ..
     } = two_callers().await;
     let addr = server.local_addr();
-    let (status, session) = in_session(addr, "POST", None, &lasting, &init).await;
-    assert_eq!(status, 200);
-    let session = session.expect("a session id");
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    assert_eq!(
-        in_session(addr, "POST", Some(&session), &lasting, initialized)
-            .await
-            .0,
-        202
-    );
+    let session = initialized_session(addr, &lasting).await;
     // Accepted for two more seconds (expired, within the leeway).
     let leeway = warden_mcp::LEEWAY_SECS;
     let ending = issuer.bearer_for("alice", AUDIENCE, "", 2 - leeway);
+    let mut stream = open_event_stream(addr, &session, &ending).await;
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        stream.read_to_end(&mut answer),
+    )
+    .await
+    .expect("the stream ended")
+    .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("text/event-stream"), "{answer}");
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A session opened and initialized by the caller with `authorization`.
+async fn initialized_session(addr: SocketAddr, authorization: &str) -> String {
+    let (status, session) = in_session(addr, "POST", None, authorization, &initialize_body()).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let (status, _) = in_session(addr, "POST", Some(&session), authorization, INITIALIZED).await;
+    assert_eq!(status, 202);
+    session
+}
+
+/// The connection of a `GET` event stream on `session`, its request sent.
+async fn open_event_stream(
+    addr: SocketAddr,
+    session: &str,
+    authorization: &str,
+) -> tokio::net::TcpStream {
     let request = format!(
         "GET {MCP_PATH} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
-         Authorization: {ending}\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+         Authorization: {authorization}\r\nMCP-Protocol-Version: 2025-06-18\r\n\
          Mcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
     );
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
-    let read_to_end = async {
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.map(|_| answer)
-    };
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), read_to_end)
+    stream
+}
+
+/// The issuer's current key set, as an operator's JWKS file or `jwks_uri`
+/// would serve it.
+#[derive(Debug)]
+struct Published(std::sync::Mutex<String>);
+
+#[async_trait::async_trait]
+impl warden_mcp::JwksSource for Published {
+    async fn fetch(&self) -> Result<String, String> {
+        Ok(self.0.lock().unwrap().clone())
+    }
+}
+
+/// Issue 42: an event stream was checked once, when it opened, so it
+/// outlived the withdrawal of its token's signing key (a revocation): it now
+/// ends at the first periodic check after the key left the issuer's set,
+/// while a stream whose token stays good stays open.
+#[tokio::test]
+async fn an_event_stream_ends_when_the_key_of_its_token_is_withdrawn() {
+    let old = Issuer::with_kid(ISSUER, "k1");
+    let new = Issuer::with_kid(ISSUER, "k2");
+    let published = std::sync::Arc::new(Published(std::sync::Mutex::new(old.jwks())));
+    let jwt = warden_mcp::JwtAuth::new(ISSUER, AUDIENCE, &old.jwks(), vec![])
+        .unwrap()
+        .with_rotation(published.clone())
+        .with_stream_recheck(std::time::Duration::from_millis(100));
+    let config = HttpConfig::default()
+        .with_auth(HttpAuth::Jwt(jwt))
+        .with_sessions(warden_mcp::Sessions::All);
+    let server = warden_mcp::serve_http_with(Fake::new(), "127.0.0.1:0".parse().unwrap(), config)
         .await
-        .expect("the stream ended")
-        .expect("read");
+        .expect("bind");
+    let addr = server.local_addr();
+    let alice = old.bearer_for("alice", AUDIENCE, "", 3600);
+    let session = initialized_session(addr, &alice).await;
+    let mut stream = open_event_stream(addr, &session, &alice).await;
+    let mut answer = Vec::new();
+    // Several checks pass while the key is published: the stream stays open.
+    let open = tokio::time::timeout(
+        std::time::Duration::from_millis(800),
+        stream.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(open.is_err(), "a stream whose token is good stays open");
+
+    // The issuer rotates: k1 is withdrawn, and a token signed with k2 makes
+    // the server fetch the keys again.
+    *published.0.lock().unwrap() = new.jwks();
+    let rotated = new.bearer_for("carol", AUDIENCE, "", 3600);
+    assert_eq!(
+        in_session(addr, "POST", None, &rotated, &initialize_body())
+            .await
+            .0,
+        200
+    );
+    let ended = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        stream.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(
+        matches!(ended, Ok(Ok(_))),
+        "the stream of the withdrawn key's token ended"
+    );
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.contains("text/event-stream"), "{answer}");
+    // A new request with the old token is refused.
+    assert_eq!(
+        in_session(addr, "POST", Some(&session), &alice, INITIALIZED)
+            .await
+            .0,
+        401
+    );
 }

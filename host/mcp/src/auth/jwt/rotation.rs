@@ -9,6 +9,11 @@ use super::{JwtAuth, parse_keys, token_kid};
 /// The least time between two fetches of the signing keys.
 pub const KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
+/// How old the keys may grow while an event stream is open before its next
+/// check fetches them again (a withdrawn key is noticed without a request
+/// naming a new one).
+pub const KEY_MAX_AGE: Duration = Duration::from_secs(600);
+
 /// Where a resource server's current signing keys come from: the issuer's
 /// `jwks_uri` (`warden serve --oauth-issuer`) or a JWKS file the operator
 /// replaces (`--oauth-jwks-file`).
@@ -22,6 +27,8 @@ pub trait JwksSource: Send + Sync + std::fmt::Debug {
 pub(super) struct Rotation {
     source: Arc<dyn JwksSource>,
     last_fetch: Mutex<Option<Instant>>,
+    /// When the keys held were read (at start, or by the last fetch).
+    read_at: Mutex<Instant>,
 }
 
 impl Rotation {
@@ -29,7 +36,15 @@ impl Rotation {
         Rotation {
             source,
             last_fetch: Mutex::new(None),
+            read_at: Mutex::new(Instant::now()),
         }
+    }
+
+    fn age(&self) -> Duration {
+        self.read_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
     }
 
     /// Claims the next fetch: false when one was made less than
@@ -58,11 +73,32 @@ impl JwtAuth {
         if self.keys().iter().any(|k| k.kid.as_deref() == Some(&kid)) || !rotation.claim() {
             return false;
         }
+        tracing::info!(
+            kid,
+            "a token names an unknown key: fetching the issuer's keys again"
+        );
+        self.fetch_keys(rotation).await
+    }
+
+    /// Fetch the keys again when they are [`KEY_MAX_AGE`] old (an open
+    /// event stream's check: a key the issuer withdrew stops verifying).
+    pub(crate) async fn refresh_stale_keys(&self) {
+        let Some(rotation) = &self.rotation else {
+            return;
+        };
+        if rotation.age() >= KEY_MAX_AGE && rotation.claim() {
+            self.fetch_keys(rotation).await;
+        }
+    }
+
+    /// Replace the keys with the source's; whether that worked.
+    async fn fetch_keys(&self, rotation: &Rotation) -> bool {
         let fetched = rotation.source.fetch().await;
         match fetched.and_then(|jwks| parse_keys(&jwks).map_err(|e| e.to_string())) {
             Ok(keys) => {
-                tracing::info!(kid, "the issuer's signing keys were fetched again");
+                tracing::info!("the issuer's signing keys were fetched again");
                 *self.keys.write().unwrap_or_else(|e| e.into_inner()) = keys;
+                *rotation.read_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
                 true
             }
             Err(error) => {
