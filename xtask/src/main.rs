@@ -12,6 +12,9 @@
 //!   `warden` as the client (Node 22 and the suite via npm).
 //! - `new <name> [--http <host>]`: scaffold a tool (guest crate and package).
 //! - `fuzz --minutes N [--target T]`: the AFL campaign of `tests/fuzz`.
+//! - `docs [--no-build]`: check the documentation's links, the book's
+//!   table of contents and every `warden` command line against
+//!   `warden --help`; build the book with `mdbook` when it is installed.
 
 mod bench_mcp;
 mod bundle;
@@ -20,6 +23,7 @@ mod component;
 mod conformance;
 mod demo;
 mod digest;
+mod docs;
 mod fuzz;
 mod guests;
 mod new;
@@ -57,6 +61,9 @@ enum Command {
     New(new::Args),
     /// Fuzz the parsers of untrusted input with AFL (`tests/fuzz`).
     Fuzz(fuzz::Args),
+    /// Check the documentation (links, the book's contents, `warden` command
+    /// lines against `--help`) and build the book when `mdbook` is installed.
+    Docs(docs::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -70,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Command::Conformance => conformance::run(),
         Command::New(args) => new::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Docs(args) => docs::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

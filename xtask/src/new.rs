@@ -91,7 +91,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     println!("next:");
     println!("  cargo xtask bundle");
     if args.http.is_some() {
-        println!("  cargo run -q --bin warden -- secret set {name}_api_key");
+        println!("  cargo run -q --bin warden -- secret set {name} {name}_api_key");
     }
     println!("  cargo run -q --bin warden -- call {name}.{tool} --input '{input}'");
     Ok(())

@@ -61,6 +61,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         &test,
         &[("WARDEN_PYTHON", python.as_os_str())],
     )?;
+    // The documentation: links, the book's contents, and every `warden`
+    // command line against the `--help` of the binary `cargo test` built
+    // (`target/debug/warden`); the book itself when `mdbook` is installed.
+    println!("xtask test: docs");
+    crate::docs::run(&crate::docs::Args::default())?;
     // The fuzz targets over their corpus and every regression input, in a
     // plain build (`tests/fuzz` is its own workspace; the AFL campaign is
     // `cargo xtask fuzz`).
