@@ -45,7 +45,7 @@ use clap::Parser;
 /// on which glibc's allocator spent a tenth to a sixth of `serve`'s CPU
 /// (a call costs 0.92-0.96x as much with mimalloc).
 /// Built without transparent huge pages (`no_thp` in Cargo.toml), which took
-/// the resident size from 33 to 48 MiB (BENCHMARKS.md, "The allocator").
+/// the resident size from 33 to 48 MiB (docs/benchmarks/mcp-server.md, "The allocator").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
     // One worker (`serve` over stdio by default) is a current-thread
     // runtime: the same single executor, without the multi-thread
-    // scheduler's per-wake bookkeeping (BENCHMARKS.md, "Server CPU per call
+    // scheduler's per-wake bookkeeping (docs/benchmarks/mcp-server.md, "Server CPU per call
     // with two clients"). Calls that run long still move to the long-call
     // lane's own threads, and blocking work to the blocking pool.
     let mut builder = match cli.command.worker_threads() {

@@ -20,7 +20,7 @@
 //! base32 characters at its edges that still hold bits of the secret. The
 //! leak pre-scan of outgoing requests ([`Redactor::contains`]) uses the same
 //! two searches. What is out of reach by design (compression, encryption,
-//! any function of the whole text) is listed in the README, "Secrets: what
+//! any function of the whole text) is listed in docs/src/security.md, "Secrets: what
 //! may leave a call".
 //!
 //! ```

@@ -155,7 +155,7 @@ impl Found {
     /// `std::fs::metadata` does) marks the file's times as queried, and a
     /// file system with multigrain timestamps (Linux 6.13 and later; ext4
     /// among them) then gives the next write a fine-grained mtime, so every
-    /// line dirtied the inode (BENCHMARKS.md, "The audit line's stat asks
+    /// line dirtied the inode (docs/benchmarks/mcp-server.md, "The audit line's stat asks
     /// for no timestamp": stat and line 3.9-4.5 us that way, 2.2-3.0 us now).
     const ASKED: rustix::fs::StatxFlags =
         rustix::fs::StatxFlags::INO.union(rustix::fs::StatxFlags::SIZE);

@@ -169,7 +169,7 @@ where
     /// token, as a `writeln!` of a `serde_json::Value` into an unbuffered
     /// pipe does) wakes the server for each piece. Where the two share a
     /// CPU, each wake-up preempts the writer and costs the server an
-    /// event-loop round for a few bytes (BENCHMARKS.md, "A client's
+    /// event-loop round for a few bytes (docs/benchmarks/mcp-server.md, "A client's
     /// pieces"). `sched_yield` puts this thread behind the threads runnable
     /// on its CPU, the preempted writer among them, so the writer usually
     /// finishes the message first and the rest arrives in one read.

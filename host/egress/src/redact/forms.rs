@@ -22,7 +22,7 @@
 //! compatibility variants such as fullwidth letters) is read through the
 //! canonical views instead. What neither can (compression, encryption, any
 //! other function of the whole text) is out of reach by design: see the
-//! README, "Secrets: what may leave a call".
+//! docs/src/security.md, "Secrets: what may leave a call".
 
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};

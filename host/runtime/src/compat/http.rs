@@ -10,7 +10,7 @@
 //! - query parameters named like a credential (`access_token`, `api_key`,
 //!   …) are refused, as guest `Authorization` and other credential headers
 //!   already are by egress;
-//! - failures are `http-failure` values with stable codes (table in the README).
+//! - failures are `http-failure` values with stable codes (table in docs/src/near-agent.md).
 //!
 //! [`CallNetwork`]: warden_core::net::CallNetwork
 //! [`CallNetwork::credential_for_url`]: warden_core::net::CallNetwork::credential_for_url
