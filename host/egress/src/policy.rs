@@ -230,6 +230,11 @@ impl NetworkPolicy {
         &self.capability_id
     }
 
+    /// The capability's declared credentials.
+    pub fn credentials(&self) -> &[CredentialSpec] {
+        &self.credentials
+    }
+
     /// The declared credential `handle`.
     pub fn credential(&self, handle: &str) -> Option<&CredentialSpec> {
         self.credentials.iter().find(|c| c.handle == handle)

@@ -40,8 +40,26 @@ use secrecy::SecretString;
 
 pub use account::{
     Account, AccountAudience, AccountBinding, AuthReason, BUNDLED, CredentialRequest, Lookup,
-    Requester,
+    Requester, Resolved,
 };
+
+/// Suffix of the handle an OAuth account's grant is stored under, beside
+/// the account (`github_token#oauth2`; see [`crate::auth::grant`]).
+pub const GRANT_SUFFIX: &str = "#oauth2";
+
+/// A stored account as one read of the store returns it for a call: key,
+/// value, binding, and the grant stored beside it.
+#[derive(Debug)]
+pub struct Candidate {
+    /// Vendor, handle and scopes.
+    pub key: AccountKey,
+    /// The value (the access token or key).
+    pub value: SecretString,
+    /// Where it may go and who may use it; `None` when none is recorded.
+    pub binding: Option<AccountBinding>,
+    /// The grant stored under `<handle>#oauth2` with the same scopes (JSON).
+    pub grant: Option<SecretString>,
+}
 pub use env::EnvStore;
 pub use file::{EncryptedFileStore, KeySource};
 pub use postgres::PgSecretStore;
@@ -220,11 +238,41 @@ pub trait SecretStore: Send + Sync + fmt::Debug {
         Ok(accounts)
     }
 
-    /// The value a call may use for `request`, or why it may not: the
-    /// account must cover the scopes, allow the extension and include the
-    /// audience (see [`account`]).
+    /// Every stored account of `vendor` and `handle` (any scopes), with its
+    /// value, binding and grant: what one credential of one call needs. The
+    /// default composes [`list`](Self::list), [`get`](Self::get) and
+    /// [`binding`](Self::binding); a store that can answers in one read.
+    async fn candidates(&self, vendor: &str, handle: &str) -> Result<Vec<Candidate>, SecretError> {
+        let grant_handle = format!("{handle}{GRANT_SUFFIX}");
+        let mut candidates = Vec::new();
+        for key in self.list().await? {
+            if key.vendor != vendor || key.handle != handle {
+                continue;
+            }
+            let Some(value) = self.get(&key).await? else {
+                continue;
+            };
+            let grant_key = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+            candidates.push(Candidate {
+                binding: self.binding(&key).await?,
+                grant: self.get(&grant_key).await?,
+                key,
+                value,
+            });
+        }
+        Ok(candidates)
+    }
+
+    /// The value a call may use for `request` and the account that serves
+    /// it, or why none may: the account must cover the scopes, allow the
+    /// extension and include the audience (see [`account`]).
+    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<Resolved, SecretError> {
+        account::resolve(self, request).await
+    }
+
+    /// [`resolve`](Self::resolve)'s value or refusal alone.
     async fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
-        account::lookup(self, request).await
+        Ok(self.resolve(request).await?.lookup)
     }
 
     /// Allow `requester` to use every bound account of `vendor` (toward
@@ -315,6 +363,24 @@ impl SecretStore for MemoryStore {
             }
             None => Err(SecretError::NoSuchAccount(key.to_string())),
         }
+    }
+
+    async fn candidates(&self, vendor: &str, handle: &str) -> Result<Vec<Candidate>, SecretError> {
+        let values = self.lock();
+        let grant_handle = format!("{handle}{GRANT_SUFFIX}");
+        Ok(values
+            .iter()
+            .filter(|(key, _)| key.vendor == vendor && key.handle == handle)
+            .map(|(key, (value, binding))| {
+                let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+                Candidate {
+                    key: key.clone(),
+                    value: value.clone(),
+                    binding: binding.clone(),
+                    grant: values.get(&grant).map(|(g, _)| g.clone()),
+                }
+            })
+            .collect())
     }
 }
 

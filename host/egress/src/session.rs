@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use secrecy::SecretString;
 use warden_core::net::{
     AuthNeeded, BoxFuture, CallNetwork, CredentialError, CredentialMatch, GuestRequest,
     GuestResponse, HttpError,
@@ -21,7 +22,7 @@ use crate::config::EgressConfig;
 use crate::policy::{Denial, NetworkPolicy, bounded};
 use crate::redact::Redactor;
 use crate::resolve::{AddressError, Resolver};
-use crate::secrets::{AuthReason, Requester, SecretError, SecretStore};
+use crate::secrets::{AccountKey, AuthReason, Requester, SecretError, SecretStore};
 use crate::staging::Staged;
 
 /// Why an egress operation failed. [`CallNetwork::send`] maps it to the
@@ -136,13 +137,40 @@ impl Egress {
         targets: &[NetworkTarget],
         max_egress_bytes: u64,
     ) -> Result<CallSession, EgressError> {
-        let requester = requester.into();
-        let staged = Staged::stage(self.inner.store.as_ref(), requester, credentials).await?;
-        Ok(self.session_with(
+        let policy = self.policy(capability_id, credentials, targets);
+        self.prepared_session(&policy, requester, max_egress_bytes)
+            .await
+    }
+
+    /// The network policy of a capability, built once (when the host binds
+    /// the capability) and shared by every call's session.
+    pub fn policy(
+        &self,
+        capability_id: &str,
+        credentials: &[CredentialSpec],
+        targets: &[NetworkTarget],
+    ) -> Arc<NetworkPolicy> {
+        Arc::new(NetworkPolicy::for_capability(
             capability_id,
-            requester.extension,
             credentials,
             targets,
+            &self.inner.config,
+        ))
+    }
+
+    /// [`Egress::session`] with the capability's prepared `policy`.
+    pub async fn prepared_session<'r>(
+        &self,
+        policy: &Arc<NetworkPolicy>,
+        requester: impl Into<Requester<'r>>,
+        max_egress_bytes: u64,
+    ) -> Result<CallSession, EgressError> {
+        let requester = requester.into();
+        let staged =
+            Staged::stage(self.inner.store.as_ref(), requester, policy.credentials()).await?;
+        Ok(self.session_from(
+            Arc::clone(policy),
+            requester.extension,
             max_egress_bytes,
             staged,
         ))
@@ -157,8 +185,17 @@ impl Egress {
         max_egress_bytes: u64,
         staged: Staged,
     ) -> CallSession {
-        let policy =
-            NetworkPolicy::for_capability(capability_id, credentials, targets, &self.inner.config);
+        let policy = self.policy(capability_id, credentials, targets);
+        self.session_from(policy, extension_id, max_egress_bytes, staged)
+    }
+
+    fn session_from(
+        &self,
+        policy: Arc<NetworkPolicy>,
+        extension_id: &str,
+        max_egress_bytes: u64,
+        staged: Staged,
+    ) -> CallSession {
         CallSession {
             egress: self.clone(),
             redactor: staged.redactor(),
@@ -248,7 +285,7 @@ impl UsageCounters {
 #[derive(Debug)]
 pub struct CallSession {
     egress: Egress,
-    policy: NetworkPolicy,
+    policy: Arc<NetworkPolicy>,
     staged: Staged,
     redactor: Redactor,
     extension_id: String,
@@ -294,7 +331,7 @@ impl CallSession {
     /// `www-authenticate` challenge is kept (the client discovers how to
     /// authorize from it); other sensitive headers are stripped as always.
     pub fn for_host_client(mut self, names: &[&str]) -> Self {
-        self.policy.allow_host_headers(names);
+        Arc::make_mut(&mut self.policy).allow_host_headers(names);
         self.follow_redirects = false;
         self.host_client = true;
         self
@@ -337,6 +374,18 @@ impl CallSession {
                 scopes: staged.spec.scopes.clone(),
             },
             reason: staged.refusal.unwrap_or(AuthReason::Missing),
+        })
+    }
+
+    /// Each staged credential's spec with the account that serves it and
+    /// that account's grant, as the one read of the store brought them
+    /// (for [`crate::auth::grant::due_for_refresh`]).
+    pub(crate) fn staged_accounts(
+        &self,
+    ) -> impl Iterator<Item = (&CredentialSpec, &AccountKey, Option<&SecretString>)> {
+        self.staged.iter().filter_map(|s| {
+            let account = s.account.as_ref()?;
+            Some((&s.spec, account, s.grant.as_ref()))
         })
     }
 

@@ -2,7 +2,9 @@
 //! looked up when the call starts and zeroized when it ends.
 //!
 //! A value is staged only if its account allows the calling extension and
-//! includes the credential's audience ([`SecretStore::lookup`]). The policy
+//! includes the credential's audience ([`SecretStore::resolve`]: one read
+//! of the store per credential, which also brings the account's grant, so
+//! the host knows whether to refresh it without reading again). The policy
 //! sends a staged value only to that same audience, so every injection goes
 //! to one of the account's audiences.
 
@@ -10,7 +12,9 @@ use secrecy::{ExposeSecret, SecretString};
 use warden_core::spec::CredentialSpec;
 
 use crate::redact::Redactor;
-use crate::secrets::{AuthReason, CredentialRequest, Lookup, Requester, SecretError, SecretStore};
+use crate::secrets::{
+    AccountKey, AuthReason, CredentialRequest, Lookup, Requester, SecretError, SecretStore,
+};
 
 /// One declared credential and its value, if one may be used.
 #[derive(Debug)]
@@ -19,6 +23,10 @@ pub(crate) struct StagedCredential {
     pub(crate) secret: Option<SecretString>,
     /// Why `secret` is `None`.
     pub(crate) refusal: Option<AuthReason>,
+    /// The account the value came from.
+    pub(crate) account: Option<AccountKey>,
+    /// That account's grant (OAuth refresh material, JSON), if stored.
+    pub(crate) grant: Option<SecretString>,
 }
 
 /// The staged credentials of one call. Dropping it zeroizes every value.
@@ -36,16 +44,18 @@ impl Staged {
     ) -> Result<Self, SecretError> {
         let mut entries = Vec::with_capacity(specs.len());
         for spec in specs {
-            let (secret, refusal) = match store
-                .lookup(&CredentialRequest::of(spec, requester))
-                .await?
-            {
+            let resolved = store
+                .resolve(&CredentialRequest::of(spec, requester))
+                .await?;
+            let (secret, refusal) = match resolved.lookup {
                 Lookup::Found(s) if !s.expose_secret().is_empty() => (Some(s), None),
                 Lookup::Found(_) => (None, Some(AuthReason::Missing)),
                 Lookup::Refused(reason) => (None, Some(reason)),
             };
             entries.push(StagedCredential {
                 spec: spec.clone(),
+                account: resolved.account.filter(|_| secret.is_some()),
+                grant: resolved.grant.filter(|_| secret.is_some()),
                 secret,
                 refusal,
             });
@@ -62,6 +72,8 @@ impl Staged {
                     spec,
                     secret: Some(secret),
                     refusal: None,
+                    account: None,
+                    grant: None,
                 })
                 .collect(),
         }

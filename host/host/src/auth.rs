@@ -19,7 +19,7 @@
 
 mod connect;
 mod probe;
-mod refresh;
+pub(crate) mod refresh;
 mod status;
 
 pub(crate) use refresh::refused_after_call;

@@ -15,6 +15,7 @@ use warden_registry::{
 use warden_runtime::{Limits, ToolLimits, Unavailable};
 
 use crate::audit::AuditEntry;
+use crate::auth::refresh::NotStaged;
 use crate::error::HostError;
 use crate::lane::CallContext;
 use crate::location::{Binding, Location};
@@ -235,10 +236,6 @@ impl Location {
         authorized_by: AuthorizedBy,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
-        let replaying = matches!(invocation.tape, Some(TapeMode::Replay(_)));
-        if !replaying && let Some(needed) = self.refresh_before_call(binding).await {
-            return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
-        }
         let mut session_of_call = None;
         // A capability that declares no credential and no network target can
         // reach nothing: skip staging and policy building on its hot path.
@@ -248,18 +245,7 @@ impl Location {
             // Answered from the tape: nothing is staged, nothing is sent.
             Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
-            match self
-                .shared
-                .egress
-                .session(
-                    &capability.id,
-                    binding.requester(),
-                    &capability.credentials,
-                    &capability.network_targets,
-                    capability.max_egress_bytes.unwrap_or(u64::MAX),
-                )
-                .await
-            {
+            match self.stage_call(binding).await {
                 // Required credentials are checked before the guest starts.
                 Ok(session) => match session.missing_required().into_iter().next() {
                     Some(needed) => {
@@ -279,7 +265,10 @@ impl Location {
                         }
                     }
                 },
-                Err(error) => {
+                Err(NotStaged::Auth(expired)) => {
+                    return InvokeOutcome::Failed(CallFailure::AuthRequired(expired));
+                }
+                Err(NotStaged::Egress(error)) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
                     return InvokeOutcome::Failed(CallFailure::Runtime {
                         error: Box::new(warden_runtime::RuntimeError::HostUnavailable {

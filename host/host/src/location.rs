@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
+use warden_egress::Egress;
+use warden_egress::policy::NetworkPolicy;
 use warden_egress::secrets::{BUNDLED, Requester};
 use warden_manifest::{Capability, Package};
 use warden_registry::{
@@ -32,11 +34,36 @@ pub(crate) struct Binding {
     pub(crate) extension_id: String,
     /// What consent to its accounts is pinned to ([`consent_content`]).
     pub(crate) content: String,
+    /// The capability's network policy, built once here for every call.
+    pub(crate) policy: Arc<NetworkPolicy>,
     pub(crate) capability: Capability,
     pub(crate) lane: Arc<dyn Lane>,
 }
 
 impl Binding {
+    /// `capability` of `extension_id` (whose package content is `content`)
+    /// run by `lane`, with its network policy prepared.
+    pub(crate) fn new(
+        egress: &Egress,
+        extension_id: &str,
+        content: &str,
+        capability: Capability,
+        lane: Arc<dyn Lane>,
+    ) -> Self {
+        let policy = egress.policy(
+            &capability.id,
+            &capability.credentials,
+            &capability.network_targets,
+        );
+        Binding {
+            extension_id: extension_id.to_owned(),
+            content: content.to_owned(),
+            policy,
+            capability,
+            lane,
+        }
+    }
+
     /// Who asks for the call's accounts.
     pub(crate) fn requester(&self) -> Requester<'_> {
         Requester::new(&self.extension_id, &self.content)
@@ -323,11 +350,14 @@ impl Location {
             .capabilities
             .iter()
             .zip(lanes)
-            .map(|(capability, lane)| Binding {
-                extension_id: package.id.clone(),
-                content: content.clone(),
-                capability: capability.clone(),
-                lane,
+            .map(|(capability, lane)| {
+                Binding::new(
+                    &self.shared.egress,
+                    &package.id,
+                    &content,
+                    capability.clone(),
+                    lane,
+                )
             })
             .collect();
         self.publish(package, published, replace, bindings, None)

@@ -25,10 +25,9 @@ use super::AuthError;
 use super::identity::Claims;
 use super::oauth2::{ClientAuth, OAuth2Client, OAuth2Flow, TokenSet};
 use crate::secrets::{AccountAudience, AccountKey, AuthReason, Requester, SecretStore};
-use crate::session::{AuthRequired, Egress};
+use crate::session::{AuthRequired, CallSession, Egress};
 
-/// Suffix of the handle a grant is stored under.
-pub const GRANT_SUFFIX: &str = "#oauth2";
+pub use crate::secrets::GRANT_SUFFIX;
 /// The suffix of [`client_key`].
 pub const CLIENT_SUFFIX: &str = "#client";
 /// The suffix of [`client_pin_key`].
@@ -393,7 +392,9 @@ pub async fn revoke(
 
 /// Refresh, before a call of `requester` stages `credentials`, every OAuth
 /// account that would serve it and expires soon. The credentials whose
-/// refresh the provider refused (the user must connect again).
+/// refresh the provider refused (the user must connect again). The host's
+/// calls use [`due_for_refresh`] on their session instead (no second read
+/// of the store); this is for an embedder that refreshes ahead of time.
 pub async fn refresh_due<'r>(
     egress: &Egress,
     requester: impl Into<Requester<'r>>,
@@ -402,7 +403,7 @@ pub async fn refresh_due<'r>(
 ) -> Result<Vec<AuthRequired>, AuthError> {
     let requester = requester.into();
     let store = egress.store().as_ref();
-    let mut expired = Vec::new();
+    let mut due = Vec::new();
     let keys = store.list().await?;
     for spec in credentials {
         let audience = AccountAudience::of(&spec.audience);
@@ -416,34 +417,64 @@ pub async fn refresh_due<'r>(
                 .binding(key)
                 .await?
                 .is_some_and(|b| b.check(requester, &audience).is_ok());
-            if !allowed {
-                continue;
-            }
-            // Boxed: the exchange is a ~15 KB future; inline, it made the
-            // future of every call that stages an account that large
-            // (`Location::invoke`'s was 16.5 KB, about 2 KB boxed), though
-            // few calls find a token due.
-            match Box::pin(refresh_account(egress, key, now)).await {
-                Ok(_) => {}
-                Err(error) if error.is_refusal() => {
-                    tracing::warn!(account = %key, %error, "the provider refused to refresh an account");
-                    expired.push(AuthRequired {
-                        extension_id: requester.extension.to_owned(),
-                        handle: spec.handle.clone(),
-                        needed: AuthNeeded {
-                            vendor: spec.vendor.clone(),
-                            scopes: spec.scopes.clone(),
-                        },
-                        reason: AuthReason::Expired,
-                    });
-                }
-                Err(error) => {
-                    // The stored token is sent as it is; a provider 401 on
-                    // it becomes an auth_required for this credential.
-                    tracing::warn!(account = %key, %error, "could not refresh an account");
-                }
+            if allowed {
+                due.push((spec.clone(), key.clone()));
             }
         }
     }
-    Ok(expired)
+    Ok(refresh_accounts(egress, requester.extension, &due, now).await)
+}
+
+/// The accounts `session` staged whose access token expires within the
+/// skew and can be refreshed, judged from the grants the staging read
+/// brought (no read of the store).
+pub fn due_for_refresh(
+    session: &CallSession,
+    now: SystemTime,
+) -> Vec<(CredentialSpec, AccountKey)> {
+    session
+        .staged_accounts()
+        .filter_map(|(spec, key, grant)| {
+            let grant: StoredGrant = serde_json::from_str(grant?.expose_secret()).ok()?;
+            (grant.due(now) && grant.refresh_token.is_some()).then(|| (spec.clone(), key.clone()))
+        })
+        .collect()
+}
+
+/// Refresh each of `due` (one flight per account) for a call of
+/// `extension`; the credentials whose refresh the provider refused.
+pub async fn refresh_accounts(
+    egress: &Egress,
+    extension: &str,
+    due: &[(CredentialSpec, AccountKey)],
+    now: SystemTime,
+) -> Vec<AuthRequired> {
+    let mut expired = Vec::new();
+    for (spec, key) in due {
+        // Boxed: the exchange is a ~15 KB future; inline, it made the
+        // future of every call that stages an account that large
+        // (`Location::invoke`'s was 16.5 KB, about 2 KB boxed), though
+        // few calls find a token due.
+        match Box::pin(refresh_account(egress, key, now)).await {
+            Ok(_) => {}
+            Err(error) if error.is_refusal() => {
+                tracing::warn!(account = %key, %error, "the provider refused to refresh an account");
+                expired.push(AuthRequired {
+                    extension_id: extension.to_owned(),
+                    handle: spec.handle.clone(),
+                    needed: AuthNeeded {
+                        vendor: spec.vendor.clone(),
+                        scopes: spec.scopes.clone(),
+                    },
+                    reason: AuthReason::Expired,
+                });
+            }
+            Err(error) => {
+                // The stored token is sent as it is; a provider 401 on
+                // it becomes an auth_required for this credential.
+                tracing::warn!(account = %key, %error, "could not refresh an account");
+            }
+        }
+    }
+    expired
 }

@@ -30,7 +30,7 @@ use std::fmt;
 use secrecy::{ExposeSecret as _, SecretString};
 use warden_core::spec::{Audience, CredentialSpec};
 
-use super::{AccountKey, SecretError, SecretStore};
+use super::{AccountKey, Candidate, SecretError, SecretStore};
 
 /// An origin a credential may be sent to: scheme, host (lowercase) and the
 /// effective port.
@@ -358,49 +358,86 @@ pub enum Lookup {
     Refused(AuthReason),
 }
 
+/// The answer to a [`CredentialRequest`] with what a call does next with
+/// it: the account that serves it and that account's grant (its OAuth
+/// refresh material, read in the same go, so the call knows whether to
+/// refresh without reading the store again).
+#[derive(Debug)]
+pub struct Resolved {
+    /// The value, or why there is none.
+    pub lookup: Lookup,
+    /// The account whose value was found.
+    pub account: Option<AccountKey>,
+    /// The grant stored beside that account (JSON), if any.
+    pub grant: Option<SecretString>,
+}
+
+impl Resolved {
+    /// A refusal.
+    pub fn refused(reason: AuthReason) -> Self {
+        Resolved {
+            lookup: Lookup::Refused(reason),
+            account: None,
+            grant: None,
+        }
+    }
+}
+
 /// The rule, for any store: the exact account first, then any whose scopes
 /// cover the request (an account with fewer scopes never serves a request
 /// needing more: stored empty scopes match only requests with none). An
 /// account is used only if its binding allows this extension and audience.
-pub(crate) async fn lookup<S: SecretStore + ?Sized>(
+/// The store is read once ([`SecretStore::candidates`]); it is written only
+/// to bind or pin an account on its first use.
+pub(crate) async fn resolve<S: SecretStore + ?Sized>(
     store: &S,
     request: &CredentialRequest<'_>,
-) -> Result<Lookup, SecretError> {
+) -> Result<Resolved, SecretError> {
     let exact = AccountKey::new(
         request.vendor,
         request.handle,
         request.scopes.iter().cloned(),
     );
-    let mut refusal = AuthReason::Missing;
-    if let Some(value) = try_account(store, &exact, request, &mut refusal).await? {
-        return Ok(Lookup::Found(value));
+    let mut candidates = store.candidates(request.vendor, request.handle).await?;
+    // The exact account first, then the others in the store's order.
+    if let Some(at) = candidates.iter().position(|c| c.key == exact) {
+        let first = candidates.remove(at);
+        candidates.insert(0, first);
     }
-    for key in store.list().await? {
-        if key != exact
-            && key.covers(request.vendor, request.handle, request.scopes)
-            && let Some(value) = try_account(store, &key, request, &mut refusal).await?
+    let mut refusal = AuthReason::Missing;
+    for candidate in candidates {
+        if candidate.key != exact
+            && !candidate
+                .key
+                .covers(request.vendor, request.handle, request.scopes)
         {
-            return Ok(Lookup::Found(value));
+            continue;
+        }
+        if candidate.value.expose_secret().is_empty() {
+            continue;
+        }
+        if allows(store, &candidate, request, &mut refusal).await? {
+            return Ok(Resolved {
+                lookup: Lookup::Found(candidate.value),
+                account: Some(candidate.key),
+                grant: candidate.grant,
+            });
         }
     }
-    Ok(Lookup::Refused(refusal))
+    Ok(Resolved::refused(refusal))
 }
 
-/// The value of `key` if its binding allows `request`; otherwise raise
-/// `refusal` to this account's reason when that is more specific.
-async fn try_account<S: SecretStore + ?Sized>(
+/// Whether `candidate`'s binding allows `request` (binding or pinning it on
+/// its first use); otherwise raise `refusal` to this account's reason when
+/// that is more specific.
+async fn allows<S: SecretStore + ?Sized>(
     store: &S,
-    key: &AccountKey,
+    candidate: &Candidate,
     request: &CredentialRequest<'_>,
     refusal: &mut AuthReason,
-) -> Result<Option<SecretString>, SecretError> {
-    let Some(value) = store.get(key).await? else {
-        return Ok(None);
-    };
-    if value.expose_secret().is_empty() {
-        return Ok(None);
-    }
-    let mut binding = store.binding(key).await?.unwrap_or_default();
+) -> Result<bool, SecretError> {
+    let key = &candidate.key;
+    let mut binding = candidate.binding.clone().unwrap_or_default();
     let requester = request.requester;
     match binding.check(requester, &request.audience) {
         Ok(()) => {
@@ -409,20 +446,20 @@ async fn try_account<S: SecretStore + ?Sized>(
                 store.set_binding(key, &binding).await?;
                 tracing::info!(account = %key, extension = requester.extension, "consent pinned to the package's content on first use");
             }
-            Ok(Some(value))
+            Ok(true)
         }
         Err(AuthReason::Unbound) if binding.created_by.as_deref() == Some(requester.extension) => {
             binding.add_audiences([request.audience.clone()]);
             binding.allow(requester);
             store.set_binding(key, &binding).await?;
             tracing::info!(account = %key, audience = %request.audience, "account bound on first use by its creator");
-            Ok(Some(value))
+            Ok(true)
         }
         Err(reason) => {
             if reason.rank() > refusal.rank() {
                 *refusal = reason;
             }
-            Ok(None)
+            Ok(false)
         }
     }
 }

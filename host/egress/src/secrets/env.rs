@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use secrecy::SecretString;
 
-use super::{AccountBinding, AccountKey, AuthReason, CredentialRequest, Lookup};
+use super::{AccountBinding, AccountKey, AuthReason, CredentialRequest, Lookup, Resolved};
 use super::{SecretError, SecretStore};
 
 /// Reads `<PREFIX><VENDOR>_<HANDLE>` (uppercase, other characters as `_`).
@@ -91,15 +91,19 @@ impl SecretStore for EnvStore {
             .cloned())
     }
 
-    async fn lookup(&self, request: &CredentialRequest<'_>) -> Result<Lookup, SecretError> {
+    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<Resolved, SecretError> {
         let key = AccountKey::new(request.vendor, request.handle, Vec::<String>::new());
         let Some(value) = self.get(&key).await? else {
-            return Ok(Lookup::Refused(AuthReason::Missing));
+            return Ok(Resolved::refused(AuthReason::Missing));
         };
         let binding = self.binding(&key).await?.unwrap_or_default();
         Ok(match binding.check(request.requester, &request.audience) {
-            Ok(()) => Lookup::Found(value),
-            Err(reason) => Lookup::Refused(reason),
+            Ok(()) => Resolved {
+                lookup: Lookup::Found(value),
+                account: Some(key),
+                grant: None,
+            },
+            Err(reason) => Resolved::refused(reason),
         })
     }
 }

@@ -34,7 +34,9 @@ use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 use super::shared_file::{self, FileStamp};
-use super::{AccountBinding, AccountKey, RefreshGuard, SecretError, SecretStore};
+use super::{
+    AccountBinding, AccountKey, Candidate, GRANT_SUFFIX, RefreshGuard, SecretError, SecretStore,
+};
 
 const FORMAT: &str = "warden-secrets";
 const VERSION: u32 = 2;
@@ -237,6 +239,26 @@ impl SecretStore for EncryptedFileStore {
 
     async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
         Ok(self.current()?.values.keys().cloned().collect())
+    }
+
+    /// One look at the file (one `stat` while nothing changed).
+    async fn candidates(&self, vendor: &str, handle: &str) -> Result<Vec<Candidate>, SecretError> {
+        let state = self.current()?;
+        let grant_handle = format!("{handle}{GRANT_SUFFIX}");
+        Ok(state
+            .values
+            .iter()
+            .filter(|(key, _)| key.vendor == vendor && key.handle == handle)
+            .map(|(key, stored)| {
+                let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+                Candidate {
+                    key: key.clone(),
+                    value: stored.value.clone(),
+                    binding: stored.binding.clone(),
+                    grant: state.values.get(&grant).map(|g| g.value.clone()),
+                }
+            })
+            .collect())
     }
 
     async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {

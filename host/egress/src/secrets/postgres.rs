@@ -10,6 +10,8 @@
 //! statement (or one transaction holding the row's lock) on a pooled
 //! connection.
 
+use std::collections::BTreeMap;
+
 use chacha20poly1305::aead::{Aead, AeadCore, OsRng, Payload};
 use chacha20poly1305::{Key, KeyInit, XChaCha20Poly1305, XNonce};
 use deadpool_postgres::Pool;
@@ -18,7 +20,8 @@ use zeroize::Zeroizing;
 
 use super::file::load_key;
 use super::{
-    Account, AccountBinding, AccountKey, KeySource, RefreshGuard, SecretError, SecretStore,
+    Account, AccountBinding, AccountKey, Candidate, GRANT_SUFFIX, KeySource, RefreshGuard,
+    SecretError, SecretStore,
 };
 
 /// Bound into every ciphertext; a new row format gets a new version.
@@ -303,6 +306,55 @@ impl SecretStore for PgSecretStore {
 
     async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
         Ok(self.read(key).await?.and_then(|mut s| s.binding.take()))
+    }
+
+    /// One query: the rows whose account names `vendor` and `handle` (or
+    /// its grant's handle), by the prefix of the account's JSON text.
+    async fn candidates(&self, vendor: &str, handle: &str) -> Result<Vec<Candidate>, SecretError> {
+        let grant_handle = format!("{handle}{GRANT_SUFFIX}");
+        let prefix = |handle: &str| -> Result<String, SecretError> {
+            let text = account_text(&AccountKey::new(vendor, handle, Vec::<String>::new()))?;
+            // `{"vendor":…,"handle":…,"scopes":[]}` up to the scopes.
+            let cut = text
+                .rfind("\"scopes\":")
+                .ok_or(SecretError::Corrupt("serialize"))?;
+            Ok(text[..cut].to_owned())
+        };
+        let (accounts, grants) = (prefix(handle)?, prefix(&grant_handle)?);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT account, nonce, ciphertext FROM warden_secrets \
+                 WHERE left(account, length($1)) = $1 OR left(account, length($2)) = $2 \
+                 ORDER BY account",
+                &[&accounts, &grants],
+            )
+            .await
+            .map_err(backend)?;
+        let mut values = BTreeMap::new();
+        for row in rows {
+            let account: String = row.get(0);
+            let key: AccountKey =
+                serde_json::from_str(&account).map_err(|_| SecretError::Corrupt("account key"))?;
+            let sealed = open(&self.cipher, &account, row.get(1), row.get(2))?;
+            values.insert(key, sealed);
+        }
+        let mut candidates = Vec::new();
+        for (key, sealed) in &values {
+            if key.handle != handle {
+                continue;
+            }
+            let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+            candidates.push(Candidate {
+                key: key.clone(),
+                value: SecretString::from(sealed.value.clone()),
+                binding: sealed.binding.clone(),
+                grant: values
+                    .get(&grant)
+                    .map(|g| SecretString::from(g.value.clone())),
+            });
+        }
+        Ok(candidates)
     }
 
     /// A session advisory lock on a connection taken out of the pool: the

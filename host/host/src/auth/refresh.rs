@@ -1,39 +1,56 @@
-//! What a call does about accounts around the guest: refresh the OAuth
-//! accounts it will stage before it starts, and turn a provider's 401 to a
-//! staged credential into a structured `auth_required` after it ran.
+//! What a call does about accounts around the guest: stage them, refresh
+//! the staged OAuth accounts that are due before it starts, and turn a
+//! provider's 401 to a staged credential into a structured `auth_required`
+//! after it ran.
 
 use std::time::SystemTime;
 
 use warden_egress::auth::grant;
-use warden_egress::{AuthRequired, CallSession};
+use warden_egress::{AuthRequired, CallSession, EgressError};
 
 use crate::location::{Binding, Location};
 
+/// Why a call got no egress session.
+pub(crate) enum NotStaged {
+    /// A staged account's refresh was refused: connect it again.
+    Auth(AuthRequired),
+    /// The session could not be built (the store failed).
+    Egress(EgressError),
+}
+
 impl Location {
-    /// Refresh (one flight per account) every OAuth account this call of
-    /// `binding` would stage whose access token expires within the skew; the
-    /// first credential whose refresh the provider refused.
-    pub(crate) async fn refresh_before_call(&self, binding: &Binding) -> Option<AuthRequired> {
-        let credentials = &binding.capability.credentials;
-        if credentials.is_empty() {
-            return None;
+    /// The egress session of a call of `binding`: its credentials staged
+    /// with one read of the store, which also tells which staged OAuth
+    /// accounts expire within the skew; those are refreshed (one flight per
+    /// account) and the call staged again, with the new tokens. Most calls
+    /// find nothing due and read the store once.
+    pub(crate) async fn stage_call(&self, binding: &Binding) -> Result<CallSession, NotStaged> {
+        let session = self.session_of(binding).await?;
+        let due = grant::due_for_refresh(&session, SystemTime::now());
+        if due.is_empty() {
+            return Ok(session);
         }
-        match grant::refresh_due(
+        drop(session);
+        let expired = grant::refresh_accounts(
             &self.shared.egress,
-            binding.requester(),
-            credentials,
+            &binding.extension_id,
+            &due,
             SystemTime::now(),
         )
-        .await
-        {
-            Ok(expired) => expired.into_iter().next(),
-            Err(error) => {
-                // The stored tokens are used as they are; a provider 401
-                // still becomes an auth_required (see `refused_after_call`).
-                tracing::warn!(%error, "could not check the call's accounts for refresh");
-                None
-            }
+        .await;
+        match expired.into_iter().next() {
+            Some(expired) => Err(NotStaged::Auth(expired)),
+            None => self.session_of(binding).await,
         }
+    }
+
+    async fn session_of(&self, binding: &Binding) -> Result<CallSession, NotStaged> {
+        let max_egress_bytes = binding.capability.max_egress_bytes.unwrap_or(u64::MAX);
+        self.shared
+            .egress
+            .prepared_session(&binding.policy, binding.requester(), max_egress_bytes)
+            .await
+            .map_err(NotStaged::Egress)
     }
 }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use secrecy::SecretString;
 use serde_json::json;
-use warden_egress::secrets::{AccountKey, AuthReason, MemoryStore};
+use warden_egress::secrets::{
+    AccountBinding, AccountKey, AuthReason, Candidate, MemoryStore, SecretError, SecretStore,
+};
 use warden_egress::testing::{TestCa, TestResponse, TestServer};
 use warden_host::{
     CallFailure, Host, HostConfig, Invocation, InvokeOutcome, Location, Origin, PackageSource,
@@ -29,6 +31,11 @@ struct World {
 }
 
 async fn world() -> World {
+    world_with(Arc::new(MemoryStore::new())).await
+}
+
+/// [`world`] on `store`.
+async fn world_with(store: Arc<dyn SecretStore>) -> World {
     let ca = TestCa::new();
     let server = TestServer::start(&ca, &HOSTS, |_| TestResponse::json(&json!({})))
         .await
@@ -38,7 +45,7 @@ async fn world() -> World {
         ..HostConfig::default()
     };
     let host = Host::builder(config)
-        .secret_store(Arc::new(MemoryStore::new()))
+        .secret_store(store)
         .resolver(Arc::new(server.resolver(&HOSTS)))
         .build()
         .unwrap();
@@ -226,6 +233,78 @@ async fn a_package_installed_over_an_allowed_one_must_be_allowed_again() {
     let outcome = send(world, "github", url).await;
     assert_eq!(auth_reason(&outcome, "github"), AuthReason::Changed);
     assert_eq!(server.requests().len(), 1, "nothing more was sent");
+}
+
+/// A store that counts how often it is read.
+#[derive(Debug, Default)]
+struct Counting {
+    inner: MemoryStore,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn read(&self) {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl SecretStore for Counting {
+    async fn get(&self, key: &AccountKey) -> Result<Option<SecretString>, SecretError> {
+        self.read();
+        self.inner.get(key).await
+    }
+    async fn put(&self, key: &AccountKey, value: SecretString) -> Result<(), SecretError> {
+        self.inner.put(key, value).await
+    }
+    async fn delete(&self, key: &AccountKey) -> Result<bool, SecretError> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self) -> Result<Vec<AccountKey>, SecretError> {
+        self.read();
+        self.inner.list().await
+    }
+    async fn binding(&self, key: &AccountKey) -> Result<Option<AccountBinding>, SecretError> {
+        self.read();
+        self.inner.binding(key).await
+    }
+    async fn set_binding(&self, key: &AccountKey, b: &AccountBinding) -> Result<(), SecretError> {
+        self.inner.set_binding(key, b).await
+    }
+    async fn candidates(&self, vendor: &str, handle: &str) -> Result<Vec<Candidate>, SecretError> {
+        self.read();
+        self.inner.candidates(vendor, handle).await
+    }
+}
+
+/// Issue 43: a credentialed call read the store five times (the refresh
+/// check listed the accounts and read each binding and grant, then staging
+/// read the value and binding again); it now reads it once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_credentialed_call_reads_the_secret_store_once() {
+    let store = Arc::new(Counting::default());
+    let world @ World { location, dir, .. } = &world_with(store.clone()).await;
+    store_github_token(location).await;
+    let sender = github_sender(dir.path(), "gh_extra", "api.github.com");
+    location.install(&PackageSource::Dir(sender)).unwrap();
+    location.allow_account("gh_extra", "github").await.unwrap();
+    let url = "https://api.github.com/once";
+    for call in 1..=2 {
+        let before = store.reads();
+        let InvokeOutcome::Completed(_) = send(&world, "gh_extra", url).await else {
+            panic!("the allowed extension runs")
+        };
+        assert_eq!(
+            store.reads() - before,
+            1,
+            "call {call}: one read of the store"
+        );
+    }
+    assert_eq!(world.server.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
