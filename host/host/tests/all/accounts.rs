@@ -295,7 +295,7 @@ async fn a_credentialed_call_reads_the_secret_store_once() {
     let url = "https://api.github.com/once";
     for call in 1..=2 {
         let before = store.reads();
-        let InvokeOutcome::Completed(_) = send(&world, "gh_extra", url).await else {
+        let InvokeOutcome::Completed(_) = send(world, "gh_extra", url).await else {
             panic!("the allowed extension runs")
         };
         assert_eq!(
