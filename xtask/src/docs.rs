@@ -22,6 +22,8 @@
 //!   `target/release/warden`; when none exists it is built with
 //!   `cargo build --workspace --bins` (features unified as in
 //!   `cargo test --workspace`, so nothing compiles twice).
+//! - **Error codes.** `docs/src/error-codes.md` lists, in the first column
+//!   of its tables, exactly the codes of `warden_core::ErrorCode`.
 //! - **The book.** With `mdbook` on `PATH`, `mdbook build docs` (into
 //!   `target/book`, set in `docs/book.toml`); without it, a line says it was
 //!   skipped and the check still passes.
@@ -88,6 +90,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let mut problems = Vec::new();
     let links = check_links(root, &docs, &mut problems)?;
     check_summary(root, &docs, &mut problems);
+    check_error_codes(root, &mut problems);
 
     let commands: Vec<(&Doc, usize, Vec<String>)> = docs
         .iter()
@@ -127,6 +130,54 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     build_book(root)
+}
+
+/// The chapter that lists every error code.
+const ERROR_CODES: &str = "docs/src/error-codes.md";
+
+/// `docs/src/error-codes.md` lists exactly [`warden_core::ErrorCode::ALL`]:
+/// each table row's first cell is one code in backticks.
+fn check_error_codes(root: &Path, problems: &mut Vec<Problem>) {
+    let file = PathBuf::from(ERROR_CODES);
+    let Ok(text) = std::fs::read_to_string(root.join(&file)) else {
+        problems.push(Problem {
+            file,
+            line: 1,
+            what: "the chapter of error codes is missing".into(),
+        });
+        return;
+    };
+    let listed = listed_codes(&text);
+    for (word, line) in &listed {
+        if word.parse::<warden_core::ErrorCode>().is_err() {
+            problems.push(Problem {
+                file: file.clone(),
+                line: *line,
+                what: format!("`{word}` is not an error code of the host"),
+            });
+        }
+    }
+    for code in warden_core::ErrorCode::ALL {
+        if !listed.iter().any(|(word, _)| word == code.as_str()) {
+            problems.push(Problem {
+                file: file.clone(),
+                line: 1,
+                what: format!("error code `{code}` is not listed"),
+            });
+        }
+    }
+}
+
+/// The backticked first cells of the table rows of `text`, with their lines.
+fn listed_codes(text: &str) -> Vec<(String, usize)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(at, line)| {
+            let cell = line.strip_prefix("| `")?;
+            let (word, _) = cell.split_once('`')?;
+            Some((word.to_owned(), at + 1))
+        })
+        .collect()
 }
 
 /// `mdbook build docs` when `mdbook` is on `PATH`; a note otherwise.
@@ -393,6 +444,17 @@ fn warden_binary(root: &Path) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_codes_of_a_table_are_its_backticked_first_cells() {
+        let text = "# Codes\n\n| Code | Meaning |\n|---|---|\n| `timeout` | Late. |\n\
+                    | plain | Not a code. |\n| `tool_failure` | Failed. |\n";
+        assert_eq!(
+            listed_codes(text),
+            [("timeout".to_owned(), 5), ("tool_failure".to_owned(), 7)]
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
+use warden_core::ErrorCode;
 
 use serde_json::Value;
 use warden_core::Origin;
@@ -281,12 +282,12 @@ fn result(outcome: InvokeOutcome) -> CallResult {
                 details: auth.to_json(),
             },
             None => CallResult::ToolError {
-                code: failure.code().to_owned(),
+                code: failure.code().to_string(),
                 message: failure.message(),
             },
         },
         InvokeOutcome::NeedsApproval(request) => CallResult::ToolError {
-            code: "approval_required".into(),
+            code: ErrorCode::ApprovalRequired.to_string(),
             message: format!(
                 "`{}` needs a new approval (id {})",
                 request.capability_id, request.id

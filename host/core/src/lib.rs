@@ -6,6 +6,7 @@
 //!
 //! - [`Origin`], [`GatePolicy`], [`Permission`], [`Effect`], [`Visibility`]:
 //!   the authorization vocabulary of the v3 manifest.
+//! - [`ErrorCode`]: why a call failed, one spelling on every surface.
 //! - [`spec`]: resolved credential, network-target and auth-recipe declarations.
 //! - [`net`]: the per-call network service the runtime hands to a guest's
 //!   `http` and `credential` imports, and [`net::DenyAll`], the default when
@@ -20,12 +21,14 @@
 //! assert_eq!("ask_always".parse::<GatePolicy>(), Ok(GatePolicy::AskAlways));
 //! ```
 
+mod error_code;
 mod gate;
 pub mod net;
 pub mod spec;
 mod vocabulary;
 pub mod wasi;
 
+pub use error_code::ErrorCode;
 pub use gate::GateMatrix;
 
 /// One reviewed entry of [`REVIEWED_UNGATED_LOOP_RUN`]: a capability id and

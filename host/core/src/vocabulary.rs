@@ -69,6 +69,7 @@ macro_rules! vocabulary {
         }
     };
 }
+pub(crate) use vocabulary;
 
 vocabulary! {
     /// Who started an invocation. The gate matrix has one policy per origin.

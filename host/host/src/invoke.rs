@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+use warden_core::ErrorCode;
 
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_egress::tape::{Recording, Replaying};
@@ -176,13 +177,13 @@ impl Location {
                 Some(done.usage)
             }
             InvokeOutcome::NeedsApproval(request) => {
-                entry.outcome = "approval_required".into();
+                entry.outcome = ErrorCode::ApprovalRequired.to_string();
                 entry.rule = Some(request.rule.to_string());
                 entry.approval_id = Some(request.id.0.clone());
                 None
             }
             InvokeOutcome::Failed(failure) => {
-                entry.outcome = failure.code().to_owned();
+                entry.outcome = failure.code().to_string();
                 match failure {
                     CallFailure::Runtime { usage, .. } => Some(*usage),
                     _ => None,
@@ -402,8 +403,8 @@ pub(crate) struct TapeUnsupported {
 }
 
 impl crate::lane::LaneError for TapeUnsupported {
-    fn code(&self) -> &'static str {
-        "tape_unsupported"
+    fn code(&self) -> ErrorCode {
+        ErrorCode::TapeUnsupported
     }
 }
 

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use warden_core::Origin;
 use warden_core::net::{BoxFuture, CallNetwork};
+use warden_core::{ErrorCode, Origin};
 use warden_manifest::{Implementation, Package};
 use warden_runtime::{LogEntry, RuntimeError, Usage};
 
@@ -142,8 +142,8 @@ impl LaneOutcome {
 /// specific to one lane stay that lane's type; callers that want the detail
 /// downcast (`(&*error as &dyn Error).downcast_ref::<RuntimeError>()`).
 pub trait LaneError: Error + Send + Sync + 'static {
-    /// A stable, snake_case machine code (`timeout`, `invalid_input`, …).
-    fn code(&self) -> &'static str;
+    /// The stable machine code (`timeout`, `invalid_input`, …).
+    fn code(&self) -> ErrorCode;
 
     /// What the user must connect, when the failure is `auth_required`.
     fn auth_details(&self) -> Option<AuthDetails> {
@@ -153,7 +153,7 @@ pub trait LaneError: Error + Send + Sync + 'static {
 
 /// The WASM lane's errors are the runtime's.
 impl LaneError for RuntimeError {
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         RuntimeError::code(self)
     }
 

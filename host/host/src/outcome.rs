@@ -1,6 +1,7 @@
 //! What an invocation asks for and what it ends with.
 
 use std::sync::Arc;
+use warden_core::ErrorCode;
 
 use serde_json::Value;
 use warden_core::Origin;
@@ -140,17 +141,17 @@ pub enum CallFailure {
 
 impl CallFailure {
     /// A stable machine code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            CallFailure::UnknownTool { .. } => "unknown_tool",
+            CallFailure::UnknownTool { .. } => ErrorCode::UnknownTool,
             CallFailure::Refused(failure) => refusal_code(failure),
             CallFailure::Approval(error) => match error {
-                ApprovalError::AlreadyDispatched(_) => "approval_already_used",
-                ApprovalError::Pending(_) => "approval_pending",
-                ApprovalError::NotFound(_) => "approval_not_found",
-                _ => "approval_unusable",
+                ApprovalError::AlreadyDispatched(_) => ErrorCode::ApprovalAlreadyUsed,
+                ApprovalError::Pending(_) => ErrorCode::ApprovalPending,
+                ApprovalError::NotFound(_) => ErrorCode::ApprovalNotFound,
+                _ => ErrorCode::ApprovalUnusable,
             },
-            CallFailure::AuthRequired(_) => "auth_required",
+            CallFailure::AuthRequired(_) => ErrorCode::AuthRequired,
             CallFailure::Runtime { error, .. } => error.code(),
         }
     }
@@ -218,15 +219,15 @@ pub struct AuthDetails {
     pub reason: Option<AuthReason>,
 }
 
-fn refusal_code(failure: &ToolFailure) -> &'static str {
+fn refusal_code(failure: &ToolFailure) -> ErrorCode {
     match failure {
-        ToolFailure::Denied { .. } => "not_permitted",
-        ToolFailure::Declined { .. } => "user_declined",
-        ToolFailure::Dismissed { .. } => "user_dismissed",
-        ToolFailure::InputChanged { .. } => "approval_input_changed",
-        ToolFailure::PackageChanged { .. } => "approval_package_changed",
-        ToolFailure::ApprovalExpired { .. } => "approval_expired",
-        _ => "refused",
+        ToolFailure::Denied { .. } => ErrorCode::NotPermitted,
+        ToolFailure::Declined { .. } => ErrorCode::UserDeclined,
+        ToolFailure::Dismissed { .. } => ErrorCode::UserDismissed,
+        ToolFailure::InputChanged { .. } => ErrorCode::ApprovalInputChanged,
+        ToolFailure::PackageChanged { .. } => ErrorCode::ApprovalPackageChanged,
+        ToolFailure::ApprovalExpired { .. } => ErrorCode::ApprovalExpired,
+        _ => ErrorCode::Refused,
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`HostedError`]: every way the hosted-MCP lane fails, as a variant a
 //! caller can match on.
 
+use warden_core::ErrorCode;
+
 /// Why a hosted-MCP operation failed. Messages never carry a remote body,
 /// a secret or a backend's own error text.
 #[derive(Debug, thiserror::Error)]
@@ -82,21 +84,21 @@ pub enum HostedError {
 
 impl HostedError {
     /// A stable snake_case code for the model and the CLI.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            HostedError::Endpoint { .. } => "invalid_endpoint",
-            HostedError::Redirect { .. } | HostedError::Egress(_) => "network_denied",
+            HostedError::Endpoint { .. } => ErrorCode::InvalidEndpoint,
+            HostedError::Redirect { .. } | HostedError::Egress(_) => ErrorCode::NetworkDenied,
             HostedError::Unauthorized { .. } | HostedError::InsufficientScope { .. } => {
-                "auth_required"
+                ErrorCode::AuthRequired
             }
-            HostedError::Connect(_) => "connection_failed",
-            HostedError::Protocol(_) => "protocol_unsupported",
-            HostedError::Discovery(_) | HostedError::SavedCatalog(_) => "discovery_refused",
-            HostedError::Timeout(_) => "timeout",
-            HostedError::ResultTooLarge { .. } => "output_too_large",
-            HostedError::OutputSchema(_) => "invalid_output",
-            HostedError::InvalidInput(_) => "invalid_input",
-            HostedError::Remote(_) => "tool_failure",
+            HostedError::Connect(_) => ErrorCode::ConnectionFailed,
+            HostedError::Protocol(_) => ErrorCode::ProtocolUnsupported,
+            HostedError::Discovery(_) | HostedError::SavedCatalog(_) => ErrorCode::DiscoveryRefused,
+            HostedError::Timeout(_) => ErrorCode::Timeout,
+            HostedError::ResultTooLarge { .. } => ErrorCode::OutputTooLarge,
+            HostedError::OutputSchema(_) => ErrorCode::InvalidOutput,
+            HostedError::InvalidInput(_) => ErrorCode::InvalidInput,
+            HostedError::Remote(_) => ErrorCode::ToolFailure,
         }
     }
 }

@@ -15,7 +15,7 @@ pub const META_AUTH: &str = "warden/auth";
 /// `_meta` key carrying the id of a pending approval.
 pub const META_APPROVAL_ID: &str = "warden/approvalId";
 /// The error code of a call that waits for approval.
-pub const APPROVAL_REQUIRED: &str = "approval_required";
+pub const APPROVAL_REQUIRED: &str = warden_core::ErrorCode::ApprovalRequired.as_str();
 
 /// A call result that is not an approval request.
 pub(crate) enum Answer {

@@ -122,7 +122,7 @@ impl InstalledComponent {
         let outcome = self.call_inner(request, queued).await;
         let result = match &outcome.result {
             Ok(_) => "ok",
-            Err(e) => e.code(),
+            Err(e) => e.code().as_str(),
         };
         tracing::debug!(
             component = %self.inner.name,

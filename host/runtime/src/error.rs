@@ -1,6 +1,7 @@
 //! [`RuntimeError`]: the one error type of the runtime, for setup and for calls.
 
 use std::time::Duration;
+use warden_core::ErrorCode;
 
 use crate::outcome::{FailureKind, InputError, TrapKind, Unavailable};
 
@@ -185,31 +186,31 @@ pub enum RuntimeError {
 
 impl RuntimeError {
     /// A stable, snake_case machine code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            RuntimeError::InvalidConfig { .. } => "invalid_config",
-            RuntimeError::Engine { .. } => "engine_error",
-            RuntimeError::Compile { .. } => "compile_failed",
-            RuntimeError::CompileLimitExceeded { .. } => "compile_limit_exceeded",
-            RuntimeError::ImportNotAllowed { .. } => "import_not_allowed",
-            RuntimeError::ExportMissing { .. } => "export_missing",
-            RuntimeError::InvalidSchema { .. } => "invalid_schema",
-            RuntimeError::ToolSchema { .. } => "invalid_tool_schema",
-            RuntimeError::UnknownCapability { .. } => "unknown_capability",
-            RuntimeError::InvalidInput { .. } => "invalid_input",
-            RuntimeError::FuelExhausted { .. } => "fuel_exhausted",
-            RuntimeError::MemoryLimit { .. } => "memory_limit",
-            RuntimeError::Timeout { .. } => "timeout",
+            RuntimeError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            RuntimeError::Engine { .. } => ErrorCode::EngineError,
+            RuntimeError::Compile { .. } => ErrorCode::CompileFailed,
+            RuntimeError::CompileLimitExceeded { .. } => ErrorCode::CompileLimitExceeded,
+            RuntimeError::ImportNotAllowed { .. } => ErrorCode::ImportNotAllowed,
+            RuntimeError::ExportMissing { .. } => ErrorCode::ExportMissing,
+            RuntimeError::InvalidSchema { .. } => ErrorCode::InvalidSchema,
+            RuntimeError::ToolSchema { .. } => ErrorCode::InvalidToolSchema,
+            RuntimeError::UnknownCapability { .. } => ErrorCode::UnknownCapability,
+            RuntimeError::InvalidInput { .. } => ErrorCode::InvalidInput,
+            RuntimeError::FuelExhausted { .. } => ErrorCode::FuelExhausted,
+            RuntimeError::MemoryLimit { .. } => ErrorCode::MemoryLimit,
+            RuntimeError::Timeout { .. } => ErrorCode::Timeout,
             RuntimeError::GuestTrap { kind } => kind.code(),
-            RuntimeError::OutputTooLarge { .. } => "output_too_large",
-            RuntimeError::InvalidOutput { .. } => "invalid_output",
-            RuntimeError::GuestFailure { .. } => "tool_failure",
-            RuntimeError::AuthRequired { .. } => "auth_required",
-            RuntimeError::NetworkDenied { .. } => "network_denied",
-            RuntimeError::RequestLimit { .. } => "request_limit",
-            RuntimeError::MemoryBudgetExceeded { .. } => "memory_budget_exceeded",
-            RuntimeError::HostUnavailable { .. } => "host_unavailable",
-            RuntimeError::Internal { .. } => "internal_error",
+            RuntimeError::OutputTooLarge { .. } => ErrorCode::OutputTooLarge,
+            RuntimeError::InvalidOutput { .. } => ErrorCode::InvalidOutput,
+            RuntimeError::GuestFailure { .. } => ErrorCode::ToolFailure,
+            RuntimeError::AuthRequired { .. } => ErrorCode::AuthRequired,
+            RuntimeError::NetworkDenied { .. } => ErrorCode::NetworkDenied,
+            RuntimeError::RequestLimit { .. } => ErrorCode::RequestLimit,
+            RuntimeError::MemoryBudgetExceeded { .. } => ErrorCode::MemoryBudgetExceeded,
+            RuntimeError::HostUnavailable { .. } => ErrorCode::HostUnavailable,
+            RuntimeError::Internal { .. } => ErrorCode::InternalError,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What a call returns: output or a typed error, plus usage and logs, always.
 
 use std::time::Duration;
+use warden_core::ErrorCode;
 
 use crate::error::RuntimeError;
 
@@ -130,12 +131,12 @@ pub enum TrapKind {
 
 impl TrapKind {
     /// Stable code of this trap kind.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            TrapKind::Panic => "guest_panic",
-            TrapKind::Unreachable => "guest_unreachable",
-            TrapKind::StackOverflow => "guest_stack_overflow",
-            TrapKind::Other(_) => "guest_trap",
+            TrapKind::Panic => ErrorCode::GuestPanic,
+            TrapKind::Unreachable => ErrorCode::GuestUnreachable,
+            TrapKind::StackOverflow => ErrorCode::GuestStackOverflow,
+            TrapKind::Other(_) => ErrorCode::GuestTrap,
         }
     }
 }

@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use warden_core::ErrorCode;
 
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
@@ -60,8 +61,7 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     };
     // A tool no tape can hold was refused before anything ran: no tape is
     // written (an empty one would replay as nothing at all).
-    let untaped =
-        matches!(&outcome, InvokeOutcome::Failed(failure) if failure.code() == "tape_unsupported");
+    let untaped = matches!(&outcome, InvokeOutcome::Failed(failure) if failure.code() == ErrorCode::TapeUnsupported);
     let code = report(cx, outcome);
     if untaped {
         return Ok(code);

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
+use warden_core::ErrorCode;
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -184,20 +185,22 @@ pub enum FirstPartyError {
 }
 
 impl LaneError for FirstPartyError {
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         match self {
-            FirstPartyError::InvalidInput { .. } => "invalid_input",
-            FirstPartyError::AuthRequired { .. } => "auth_required",
-            FirstPartyError::Network(CallHttpError::Credential(_)) => "auth_required",
-            FirstPartyError::Network(CallHttpError::Http(HttpError::Denied(_))) => "network_denied",
-            FirstPartyError::Network(CallHttpError::Http(HttpError::LimitExceeded(_))) => {
-                "request_limit"
+            FirstPartyError::InvalidInput { .. } => ErrorCode::InvalidInput,
+            FirstPartyError::AuthRequired { .. } => ErrorCode::AuthRequired,
+            FirstPartyError::Network(CallHttpError::Credential(_)) => ErrorCode::AuthRequired,
+            FirstPartyError::Network(CallHttpError::Http(HttpError::Denied(_))) => {
+                ErrorCode::NetworkDenied
             }
-            FirstPartyError::Network(_) => "network_error",
-            FirstPartyError::Timeout { .. } => "timeout",
-            FirstPartyError::InvalidOutput { .. } => "invalid_output",
-            FirstPartyError::OutputTooLarge { .. } => "output_too_large",
-            FirstPartyError::Failed { .. } => "tool_failure",
+            FirstPartyError::Network(CallHttpError::Http(HttpError::LimitExceeded(_))) => {
+                ErrorCode::RequestLimit
+            }
+            FirstPartyError::Network(_) => ErrorCode::NetworkError,
+            FirstPartyError::Timeout { .. } => ErrorCode::Timeout,
+            FirstPartyError::InvalidOutput { .. } => ErrorCode::InvalidOutput,
+            FirstPartyError::OutputTooLarge { .. } => ErrorCode::OutputTooLarge,
+            FirstPartyError::Failed { .. } => ErrorCode::ToolFailure,
         }
     }
 

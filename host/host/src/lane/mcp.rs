@@ -9,6 +9,7 @@
 //! through a client of its own.
 
 use std::sync::Arc;
+use warden_core::ErrorCode;
 
 use warden_core::net::BoxFuture;
 use warden_core::spec::CredentialSpec;
@@ -81,8 +82,8 @@ pub(crate) struct ListingRefused {
 }
 
 impl LaneError for ListingRefused {
-    fn code(&self) -> &'static str {
-        "auth_required"
+    fn code(&self) -> ErrorCode {
+        ErrorCode::AuthRequired
     }
 
     fn auth_details(&self) -> Option<AuthDetails> {
@@ -99,7 +100,7 @@ struct McpFailure {
 }
 
 impl LaneError for McpFailure {
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         self.error.code()
     }
 
@@ -151,7 +152,7 @@ impl Lane for McpLane {
 
 /// The hosted-MCP lane's errors are `warden-hosted`'s, with its codes.
 impl LaneError for HostedError {
-    fn code(&self) -> &'static str {
+    fn code(&self) -> ErrorCode {
         HostedError::code(self)
     }
 }
