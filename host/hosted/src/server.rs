@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
+use warden_core::schema::{Formats, SchemaCheck};
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
 use warden_egress::secrets::Requester;
@@ -133,7 +134,7 @@ type Accepted = (Arc<Vec<RemoteTool>>, Option<Instant>);
 #[derive(Default)]
 struct OutputChecks {
     catalog: Option<Arc<Vec<RemoteTool>>>,
-    by_tool: std::collections::HashMap<String, Option<Arc<jsonschema::Validator>>>,
+    by_tool: std::collections::HashMap<String, Option<Arc<SchemaCheck>>>,
 }
 
 impl std::fmt::Debug for OutputChecks {
@@ -476,7 +477,7 @@ impl HostedServer {
     /// The compiled `outputSchema` of tool `name` in the current catalog:
     /// `None` without one, `Some(None)` when it does not compile. Compiled
     /// at the tool's first call after each accepted listing, not per call.
-    fn output_check(&self, name: &str) -> Option<Option<Arc<jsonschema::Validator>>> {
+    fn output_check(&self, name: &str) -> Option<Option<Arc<SchemaCheck>>> {
         let catalog = self.current()?;
         let schema = catalog
             .iter()
@@ -494,10 +495,11 @@ impl HostedServer {
                 by_tool: Default::default(),
             };
         }
-        let compiled = checks
-            .by_tool
-            .entry(name.to_owned())
-            .or_insert_with(|| jsonschema::validator_for(schema).ok().map(Arc::new));
+        let compiled = checks.by_tool.entry(name.to_owned()).or_insert_with(|| {
+            SchemaCheck::compile(schema, Formats::Annotate)
+                .ok()
+                .map(Arc::new)
+        });
         Some(compiled.clone())
     }
 
@@ -509,21 +511,13 @@ impl HostedServer {
     }
 }
 
-fn check_output(
-    validator: Option<&jsonschema::Validator>,
-    value: &Value,
-) -> Result<(), HostedError> {
-    let validator = validator.ok_or_else(|| {
+fn check_output(schema: Option<&SchemaCheck>, value: &Value) -> Result<(), HostedError> {
+    let schema = schema.ok_or_else(|| {
         HostedError::OutputSchema("the tool's outputSchema does not compile".into())
     })?;
-    match validator.iter_errors(value).next() {
-        None => Ok(()),
-        Some(error) => Err(HostedError::OutputSchema(format!(
-            "at `{}`: {}",
-            sanitize(&error.instance_path().to_string()),
-            sanitize(&error.masked().to_string())
-        ))),
-    }
+    schema
+        .check(value)
+        .map_err(|refused| HostedError::OutputSchema(refused.to_string()))
 }
 
 /// Bounded, single-line text for messages built from remote input.

@@ -369,11 +369,11 @@ fn check_input(
         };
         return Err(refuse(vec![error], 0));
     }
-    let value = crate::validate::parse(input).map_err(|e| refuse(vec![e], 0))?;
+    let value = warden_core::schema::parse_json(input).map_err(|e| refuse(vec![e], 0))?;
     if let Some(schema) = &capability.input {
         schema
             .check(&value)
-            .map_err(|(errors, omitted)| refuse(errors, omitted))?;
+            .map_err(|refused| refuse(refused.errors, refused.omitted))?;
     }
     Ok(())
 }

@@ -107,8 +107,9 @@ pub(crate) fn output(
         });
     }
     let redacted = network.redact(text);
-    let value = crate::validate::parse(&redacted).map_err(|e| RuntimeError::InvalidOutput {
-        reason: if redacted != text && crate::validate::parse(text).is_ok() {
+    let parse = warden_core::schema::parse_json;
+    let value = parse(&redacted).map_err(|e| RuntimeError::InvalidOutput {
+        reason: if redacted != text && parse(text).is_ok() {
             "it carried a staged secret and is not valid JSON once the secret is redacted"
                 .to_owned()
         } else {
@@ -116,18 +117,14 @@ pub(crate) fn output(
         },
     })?;
     if let Some(schema) = &capability.output {
-        schema.check(&value).map_err(|(errors, omitted)| {
-            let mut reason = format!(
-                "it does not match the output schema of `{}`: ",
-                capability.id()
-            );
-            let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            reason.push_str(&parts.join("; "));
-            if omitted > 0 {
-                reason.push_str(&format!(" (and {omitted} more)"));
-            }
-            RuntimeError::InvalidOutput { reason }
-        })?;
+        schema
+            .check(&value)
+            .map_err(|refused| RuntimeError::InvalidOutput {
+                reason: format!(
+                    "it does not match the output schema of `{}`: {refused}",
+                    capability.id()
+                ),
+            })?;
     }
     Ok(value)
 }

@@ -15,7 +15,7 @@ use crate::error::RuntimeError;
 use crate::runtime::{Baseline, Counters, Shared};
 use crate::state::CallState;
 use crate::tiering::Tiering;
-use crate::validate::Schema;
+use warden_core::schema::{Formats, SchemaCheck};
 
 /// A component to install and the capabilities it serves.
 #[derive(Debug, Clone)]
@@ -130,8 +130,8 @@ pub struct InstallReport {
 /// A capability with its compiled schemas and effective limits.
 #[derive(Debug)]
 pub(crate) struct Capability {
-    pub(crate) input: Option<Schema>,
-    pub(crate) output: Option<Schema>,
+    pub(crate) input: Option<SchemaCheck>,
+    pub(crate) output: Option<SchemaCheck>,
     pub(crate) limits: Limits,
     id: String,
 }
@@ -145,10 +145,12 @@ impl Capability {
             schema
                 .as_ref()
                 .map(|s| {
-                    Schema::compile(s).map_err(|reason| RuntimeError::InvalidSchema {
-                        capability_id: spec.id.clone(),
-                        which,
-                        reason,
+                    SchemaCheck::compile(s, Formats::Assert).map_err(|reason| {
+                        RuntimeError::InvalidSchema {
+                            capability_id: spec.id.clone(),
+                            which,
+                            reason,
+                        }
                     })
                 })
                 .transpose()

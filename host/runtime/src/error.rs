@@ -3,6 +3,8 @@
 use std::time::Duration;
 use warden_core::ErrorCode;
 
+use warden_core::schema::render;
+
 use crate::outcome::{FailureKind, InputError, TrapKind, Unavailable};
 
 /// Everything that can go wrong creating a runtime, installing a component
@@ -81,7 +83,7 @@ pub enum RuntimeError {
         capability_id: String,
     },
     /// The input is not JSON or does not match the input schema.
-    #[error("the input is invalid: {}{}", join(errors), omitted_suffix(*omitted))]
+    #[error("the input is invalid: {}", render(errors, *omitted))]
     InvalidInput {
         /// The first errors, each naming a JSON pointer.
         errors: Vec<InputError>,
@@ -269,19 +271,6 @@ impl std::fmt::Display for CompileLimit {
                 "compiling it exceeded the compile memory limit of {limit_bytes} bytes"
             ),
         }
-    }
-}
-
-fn join(errors: &[InputError]) -> String {
-    let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    parts.join("; ")
-}
-
-fn omitted_suffix(omitted: usize) -> String {
-    if omitted == 0 {
-        String::new()
-    } else {
-        format!(" (and {omitted} more)")
     }
 }
 

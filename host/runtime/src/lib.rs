@@ -50,7 +50,6 @@ mod runtime;
 mod slices;
 mod state;
 mod tiering;
-mod validate;
 mod wasi;
 
 pub use admission::MemoryUse;

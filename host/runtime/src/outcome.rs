@@ -152,25 +152,7 @@ impl std::fmt::Display for TrapKind {
     }
 }
 
-/// One input validation error: where, and what the schema required.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError {
-    /// JSON pointer into the input (`""` is the whole input).
-    pub pointer: String,
-    /// What failed, without echoing the input value.
-    pub message: String,
-}
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
-        write!(f, "at `{at}`: {}", self.message)
-    }
-}
+pub use warden_core::schema::InputError;
 
 /// Why the runtime is not serving a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 use warden_core::ErrorCode;
+use warden_core::schema::{Formats, InputErrors, SchemaCheck, parse_json, render};
 
-use jsonschema::Validator;
 use serde_json::Value;
 use warden_core::Origin;
 use warden_core::net::{
@@ -25,8 +25,6 @@ use warden_runtime::{InputError, Usage};
 use super::{CallContext, Lane, LaneError, LaneOutcome};
 use crate::outcome::AuthDetails;
 
-/// Errors reported per validation; the rest are counted.
-const MAX_ERRORS: usize = 8;
 /// Bytes kept of a failure message (after redaction).
 const MAX_MESSAGE_BYTES: usize = 1024;
 
@@ -136,7 +134,7 @@ pub enum CallHttpError {
 #[non_exhaustive]
 pub enum FirstPartyError {
     /// The input is not JSON or does not match the input schema.
-    #[error("invalid input: {}", render_input_errors(errors, *omitted))]
+    #[error("invalid input: {}", render(errors, *omitted))]
     InvalidInput {
         /// The first errors, each naming a JSON pointer.
         errors: Vec<InputError>,
@@ -231,25 +229,13 @@ impl LaneError for FirstPartyError {
     }
 }
 
-fn render_input_errors(errors: &[InputError], omitted: usize) -> String {
-    let mut text = errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    if omitted > 0 {
-        text.push_str(&format!(" (and {omitted} more)"));
-    }
-    text
-}
-
 /// One capability of a first-party package, bound to its service.
 #[derive(Debug)]
 pub(crate) struct FirstPartyLane {
     service: Arc<dyn FirstPartyService>,
     extension_id: String,
-    input: Option<Validator>,
-    output: Option<Validator>,
+    input: Option<SchemaCheck>,
+    output: Option<SchemaCheck>,
     max_output_bytes: u64,
     max_http_requests: u32,
 }
@@ -266,12 +252,7 @@ impl FirstPartyLane {
     ) -> Result<Self, String> {
         let compile = |schema: Option<&Value>| {
             schema
-                .map(|s| {
-                    jsonschema::options()
-                        .should_validate_formats(true)
-                        .build(s)
-                        .map_err(|e| e.to_string())
-                })
+                .map(|s| SchemaCheck::compile(s, Formats::Assert))
                 .transpose()
         };
         Ok(FirstPartyLane {
@@ -285,18 +266,13 @@ impl FirstPartyLane {
     }
 
     fn check(&self, input: &str) -> Result<Value, FirstPartyError> {
-        let value: Value =
-            serde_json::from_str(input).map_err(|e| FirstPartyError::InvalidInput {
-                errors: vec![InputError {
-                    pointer: String::new(),
-                    message: format!("not valid JSON (line {}, column {})", e.line(), e.column()),
-                }],
-                omitted: 0,
-            })?;
-        if let Some(validator) = &self.input
-            && let Err((errors, omitted)) = schema_errors(validator, &value)
-        {
-            return Err(FirstPartyError::InvalidInput { errors, omitted });
+        let refuse = |refused: InputErrors| FirstPartyError::InvalidInput {
+            errors: refused.errors,
+            omitted: refused.omitted,
+        };
+        let value = parse_json(input).map_err(|e| refuse(InputErrors::one(e)))?;
+        if let Some(schema) = &self.input {
+            schema.check(&value).map_err(refuse)?;
         }
         Ok(value)
     }
@@ -325,12 +301,12 @@ impl FirstPartyLane {
                     .to_owned(),
             })?
         };
-        if let Some(validator) = &self.output
-            && let Err((errors, omitted)) = schema_errors(validator, &output)
-        {
-            return Err(FirstPartyError::InvalidOutput {
-                reason: render_input_errors(&errors, omitted),
-            });
+        if let Some(schema) = &self.output {
+            schema
+                .check(&output)
+                .map_err(|refused| FirstPartyError::InvalidOutput {
+                    reason: refused.to_string(),
+                })?;
         }
         Ok(output)
     }
@@ -407,26 +383,6 @@ impl Lane for FirstPartyLane {
             }
         })
     }
-}
-
-fn schema_errors(validator: &Validator, value: &Value) -> Result<(), (Vec<InputError>, usize)> {
-    if validator.is_valid(value) {
-        return Ok(());
-    }
-    let mut errors = Vec::new();
-    let mut omitted = 0;
-    for error in validator.iter_errors(value) {
-        if errors.len() == MAX_ERRORS {
-            omitted += 1;
-            continue;
-        }
-        let mut pointer = error.instance_path().to_string();
-        truncate(&mut pointer, 200);
-        let mut message = error.masked().to_string();
-        truncate(&mut message, 300);
-        errors.push(InputError { pointer, message });
-    }
-    Err((errors, omitted))
 }
 
 /// Cut `text` to at most `max` bytes on a character boundary.

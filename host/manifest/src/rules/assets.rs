@@ -2,6 +2,7 @@
 //! schemas ≤ 64 KiB compiling as JSON Schema and prompts ≤ 16 KiB of UTF-8.
 
 use std::io::ErrorKind;
+use warden_core::schema::{Formats, SchemaCheck};
 
 use serde_json::Value;
 
@@ -166,14 +167,15 @@ fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<Value> {
             return None;
         }
     };
-    if let Err(e) = jsonschema::validator_for(&value) {
+    // The runtime's own checker: `check` accepts exactly what `install` does.
+    if let Err(reason) = SchemaCheck::compile(&value, Formats::Assert) {
         cx.sink
             .error(
                 Code::SchemaInvalid,
                 &r.at,
                 format!("schema `{}` is not a valid JSON Schema", r.v),
             )
-            .note(format!("at `{}`: {e}", e.instance_path()));
+            .note(reason);
         return None;
     }
     Some(value)
