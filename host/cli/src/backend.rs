@@ -20,18 +20,20 @@ use serde_json::Value;
 use warden_core::Origin;
 use warden_core::spec::AuthRecipe;
 use warden_host::{
-    ApprovalId, Catalog, Host, InstalledPackage, Invocation, InvokeOutcome, Location, Resolution,
+    ApprovalId, Catalog, Host, HostError, InstalledPackage, Invocation, InvokeOutcome, Location,
+    Resolution,
 };
 use warden_mcp::{
     ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints, UrlConnect,
 };
-use warden_registry::{GrantTerms, now_millis};
+use warden_registry::{ApprovalError, GrantTerms};
 
 use crate::settings::OAuthClients;
 
 /// The host and Location behind an MCP server.
 pub(crate) struct HostBackend {
-    host: Host,
+    /// Kept for as long as the server runs (its Location's host).
+    _host: Host,
     location: Location,
     /// The operator's OAuth clients, for connecting accounts by URL.
     clients: OAuthClients,
@@ -44,7 +46,7 @@ impl HostBackend {
         clients: OAuthClients,
     ) -> std::sync::Arc<Self> {
         std::sync::Arc::new(HostBackend {
-            host,
+            _host: host,
             location,
             clients,
         })
@@ -126,43 +128,24 @@ impl Backend for HostBackend {
         approval_id: String,
         answer: ApprovalAnswer,
     ) -> BoxFuture<'static, CallResult> {
-        let (host, location) = (self.host.clone(), self.location.clone());
+        let location = self.location.clone();
         Box::pin(async move {
-            let id = ApprovalId(approval_id);
-            // The call to resume is the one the store recorded when it asked.
-            let request = match host.approvals().store().approval(&id).await {
-                Ok(Some(request)) => request,
-                Ok(None) => {
-                    return CallResult::Protocol(format!("no pending call for approval `{id}`"));
-                }
-                Err(error) => {
-                    return CallResult::Protocol(format!("reading the approval: {error}"));
-                }
-            };
             let resolution = match answer {
                 ApprovalAnswer::ApproveOnce => Resolution::ApproveOnce,
-                ApprovalAnswer::ApproveAndGrant => Resolution::ApproveAndGrant(GrantTerms {
-                    // An authenticated caller's call runs in its session.
-                    session_only: request.scope.session.is_some(),
-                    ..GrantTerms::default()
-                }),
+                // Scoped to the call's session by the host when it has one.
+                ApprovalAnswer::ApproveAndGrant => {
+                    Resolution::ApproveAndGrant(GrantTerms::default())
+                }
                 ApprovalAnswer::Deny => Resolution::Deny,
                 ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
             };
-            if let Err(error) = host
-                .approvals()
-                .resolve(&id, resolution, now_millis())
-                .await
-            {
-                return CallResult::Protocol(format!("resolving the approval: {error}"));
-            }
-            let mut invocation =
-                Invocation::new(request.capability_id, request.input, request.origin);
-            invocation.session = request.scope.session;
-            // A denial comes back from `resume` as a typed failure the model sees.
-            match location.resume(&id, invocation).await {
+            // A denial comes back as a typed failure the model sees.
+            match location.answer(&ApprovalId(approval_id), resolution).await {
                 Ok(outcome) => result(outcome),
-                Err(error) => CallResult::Protocol(format!("host error: {error}")),
+                Err(HostError::Approval(ApprovalError::NotFound(id))) => {
+                    CallResult::Protocol(format!("no pending call for approval `{id}`"))
+                }
+                Err(error) => CallResult::Protocol(format!("answering the approval: {error}")),
             }
         })
     }

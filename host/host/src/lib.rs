@@ -32,6 +32,7 @@
 //! ```
 
 mod accounts;
+mod answer;
 mod audit;
 mod auth;
 mod config;

@@ -12,7 +12,7 @@ use warden_egress::tape::{self, Recorder, Replay};
 use warden_host::{
     ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution,
 };
-use warden_registry::{GrantTerms, now_millis};
+use warden_registry::GrantTerms;
 
 use super::{Context, EXIT_AUTH_REQUIRED, EXIT_PENDING, EXIT_REPLAY_MISMATCH};
 use crate::cli::CallArgs;
@@ -22,7 +22,7 @@ use crate::render;
 pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let input = read_input(&args.input)?;
     let tape = Tape::open(&args)?;
-    let (host, location) = cx.open()?;
+    let (_host, location) = cx.open()?;
     // Only the server that provides this tool is asked for its tools; a
     // replay asks no server anything (its catalog is the one kept). The
     // error may quote the server (a tool name it listed): one line, shown.
@@ -47,10 +47,9 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     let outcome = match outcome {
         InvokeOutcome::NeedsApproval(request) => match decide(&request, args.approve_once)? {
             Some(resolution) => {
-                host.approvals()
-                    .resolve(&request.id, resolution, now_millis())
-                    .await?;
-                location.resume(&request.id, invocation).await?
+                location
+                    .answer_and_resume(&request.id, resolution, invocation)
+                    .await?
             }
             None => {
                 tape.finish(&args.tool)?;

@@ -163,3 +163,47 @@ async fn a_resumed_call_is_checked_again_by_the_process_that_runs_it() {
     };
     assert_eq!(usage.fuel_consumed, 0, "no guest code ran");
 }
+
+/// Issue 43: the answer to an approval is the host's (`Location::answer`):
+/// it runs the call the store recorded, in its session; a grant given in a
+/// session covers that session only; an unknown id is the typed not-found.
+#[tokio::test]
+async fn an_answer_runs_the_recorded_call_and_a_sessions_grant_stays_in_it() {
+    let data = tempfile::tempdir().unwrap();
+    let host = host(data.path());
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let in_session = |session: &str| {
+        let mut call = echo_from_automation();
+        call.session = Some(session.to_owned());
+        call
+    };
+    let InvokeOutcome::NeedsApproval(request) = location.invoke(in_session("s1")).await.unwrap()
+    else {
+        panic!("automation must ask")
+    };
+    let grant = Resolution::ApproveAndGrant(warden_registry::GrantTerms::default());
+    let InvokeOutcome::Completed(done) = location.answer(&request.id, grant).await.unwrap() else {
+        panic!("the approved call runs")
+    };
+    assert_eq!(done.output["text"], "approved");
+    // The grant covers the session it was given in, and no other.
+    let InvokeOutcome::Completed(_) = location.invoke(in_session("s1")).await.unwrap() else {
+        panic!("the session's grant covers its next call")
+    };
+    let InvokeOutcome::NeedsApproval(_) = location.invoke(in_session("s2")).await.unwrap() else {
+        panic!("another session still asks")
+    };
+
+    let unknown = location
+        .answer(&ApprovalId("no-such-approval".into()), Resolution::ApproveOnce)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            unknown,
+            warden_host::HostError::Approval(warden_registry::ApprovalError::NotFound(_))
+        ),
+        "{unknown}"
+    );
+}
