@@ -1,5 +1,13 @@
-//! Discovery bounds: a server's `tools/list` (all pages) is accepted whole
-//! or refused whole, with an error naming the bound it broke.
+//! Discovery bounds: a server's `tools/list` (all pages) is accepted, or
+//! refused whole with an error naming the bound it broke. What a valid
+//! server may send is never a reason to refuse it: a name with a `.` (the
+//! specification allows letters, digits, `_`, `-` and `.`) is accepted, a
+//! description longer than the bound is cut with a marker, and of two names
+//! the registry would publish alike (`files.read`, `files_read`) the second
+//! is left out with a warning naming both. Refusals are for what no valid
+//! server sends or what would exhaust the host: more tools or bytes than the
+//! bounds, a name over 128 bytes or of other characters, one listed twice,
+//! a schema nested too deep.
 
 use rmcp::model::Tool;
 use serde_json::Value;
@@ -64,7 +72,7 @@ pub enum BoundError {
         max: usize,
     },
     /// A tool name has characters a published name cannot have.
-    #[error("tool name `{name}` is not made of ASCII letters, digits, `_` and `-`")]
+    #[error("tool name `{name}` is not made of ASCII letters, digits, `_`, `-` and `.`")]
     InvalidName {
         /// The name (bounded).
         name: String,
@@ -74,14 +82,6 @@ pub enum BoundError {
     DuplicateName {
         /// The name.
         name: String,
-    },
-    /// A description is longer than the bound.
-    #[error("the description of tool `{tool}` is longer than {max} bytes")]
-    DescriptionTooLong {
-        /// The tool.
-        tool: String,
-        /// The bound.
-        max: usize,
     },
     /// A schema nests deeper than the bound.
     #[error("a schema of tool `{tool}` nests deeper than {max} levels")]
@@ -147,6 +147,9 @@ pub fn check(
     // Names seen, for duplicates: a catalog may hold tens of thousands of
     // small tools within the byte bound, too many to compare pairwise.
     let mut names = std::collections::HashSet::with_capacity(tools.len());
+    // Published forms (`.` flattened as the registry flattens it), to the
+    // name that took each.
+    let mut published = std::collections::HashMap::with_capacity(tools.len());
     for tool in tools {
         let name = tool.name.to_string();
         if name.len() > bounds.max_name_bytes {
@@ -162,13 +165,19 @@ pub fn check(
         if !names.insert(name.clone()) {
             return Err(BoundError::DuplicateName { name });
         }
-        let description = tool.description.as_deref().unwrap_or_default().to_owned();
-        if description.len() > bounds.max_description_bytes {
-            return Err(BoundError::DescriptionTooLong {
-                tool: name,
-                max: bounds.max_description_bytes,
-            });
+        if let Some(first) = published.insert(name.replace('.', "_"), name.clone()) {
+            tracing::warn!(
+                tool = %name,
+                publishes_as = %first,
+                "a remote tool is left out: its published name is another tool's"
+            );
+            published.insert(name.replace('.', "_"), first);
+            continue;
         }
+        let description = cut_description(
+            tool.description.as_deref().unwrap_or_default(),
+            bounds.max_description_bytes,
+        );
         let input_schema = Value::Object((*tool.input_schema).clone());
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
         let too_deep = |schema: &Value| depth(schema) > bounds.max_schema_depth;
@@ -194,6 +203,22 @@ pub fn check(
     Ok(accepted)
 }
 
+/// The marker a cut description ends with.
+pub const CUT_MARKER: &str = " […]";
+
+/// `description`, or its first bytes (on a character boundary) and
+/// [`CUT_MARKER`] when it is longer than `max` bytes.
+fn cut_description(description: &str, max: usize) -> String {
+    if description.len() <= max {
+        return description.to_owned();
+    }
+    let mut end = max.saturating_sub(CUT_MARKER.len());
+    while !description.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT_MARKER}", &description[..end])
+}
+
 /// Nesting depth of a JSON value (a scalar is 0, `{}` is 1).
 fn depth(value: &Value) -> usize {
     // Iterative, so a hostile schema cannot overflow the stack.
@@ -217,7 +242,7 @@ pub fn is_listable_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
 #[cfg(test)]
@@ -249,18 +274,44 @@ mod tests {
         )
         .unwrap();
         assert!(ok[0].destructive);
-        let long = "d".repeat(3000);
-        let error = check(
-            vec![tool(
-                json!({"name": "x", "description": long, "inputSchema": {}}),
-            )],
+    }
+
+    /// Issue 44: a description over the bound, or a name with a `.`,
+    /// refused the whole server.
+    #[test]
+    fn a_long_description_is_cut_and_a_dotted_name_is_accepted() {
+        let bounds = Bounds::with_max_tools(4);
+        let long = "é".repeat(1500);
+        let ok = check(
+            vec![
+                tool(json!({"name": "x", "description": long, "inputSchema": {}})),
+                tool(json!({"name": "files.read", "inputSchema": {}})),
+            ],
             10,
             &bounds,
         )
-        .unwrap_err();
-        assert!(
-            matches!(error, BoundError::DescriptionTooLong { ref tool, max: 2048 } if tool == "x")
-        );
+        .unwrap();
+        assert_eq!(ok[0].description.len(), 2048);
+        assert!(ok[0].description.ends_with(CUT_MARKER));
+        assert!(ok[0].description.starts_with("éé"));
+        assert_eq!(ok[1].name, "files.read");
+    }
+
+    #[test]
+    fn of_two_names_published_alike_the_second_is_left_out() {
+        let bounds = Bounds::with_max_tools(4);
+        let ok = check(
+            vec![
+                tool(json!({"name": "files.read", "inputSchema": {}})),
+                tool(json!({"name": "files_read", "inputSchema": {}})),
+                tool(json!({"name": "other", "inputSchema": {}})),
+            ],
+            10,
+            &bounds,
+        )
+        .unwrap();
+        let names: Vec<&str> = ok.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["files.read", "other"]);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub enum HostedError {
     #[error("MCP connection failed: {0}")]
     Connect(String),
     /// The server negotiated a protocol version the lane does not speak.
-    #[error("the MCP server speaks protocol `{0}`; this host speaks 2025-06-18 through 2026-07-28")]
+    #[error("the MCP server speaks protocol `{0}`; this host speaks 2025-03-26 through 2026-07-28")]
     Protocol(String),
     /// The catalog the server offered breaks a discovery bound; the
     /// previous catalog stays.

@@ -38,8 +38,9 @@ use crate::endpoint::Endpoint;
 use crate::error::HostedError;
 use crate::transport::EgressHttp;
 
-/// Oldest protocol version the lane accepts.
-const OLDEST: &str = "2025-06-18";
+/// Oldest protocol version the lane accepts: `2025-03-26` is still widely
+/// deployed, and the SDKs' clients still speak it.
+const OLDEST: &str = "2025-03-26";
 /// Newest protocol version the lane accepts.
 const NEWEST: &str = "2026-07-28";
 

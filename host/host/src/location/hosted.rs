@@ -509,11 +509,12 @@ pub(super) fn tool_identity(package: &PackageIdentity, capability: &Capability) 
 /// Whether `tool` names a tool `[mcp]` package `id` would discover on its
 /// server: the capability id `<id>.<name>` or the model name `<id>_<name>`
 /// (the id flattened as the registry flattens names), `<name>` being a name
-/// discovery accepts (`[A-Za-z0-9_-]+`). A model name never holds a `.`
+/// discovery accepts (`[A-Za-z0-9_.-]+`). A model name never holds a `.`
 /// (the registry sanitizes it away), so a name with one is a capability id,
-/// matched exactly: `foo.bar.x` is never `foo`'s, nor `foo_bar.x`. A model
-/// name is ambiguous where one flattened id and `_` begin another
-/// (`foo_bar_x` may be `foo`'s `bar_x` or `foo.bar`'s `x`): both provide it.
+/// matched by its prefix: `foo.bar.x` is `foo`'s (a remote `bar.x`) and
+/// `foo.bar`'s (`x`), never `foo_bar`'s. A model name is ambiguous where one
+/// flattened id and `_` begin another (`foo_bar_x` may be `foo`'s `bar_x` or
+/// `foo.bar`'s `x`): both provide it (each server is asked).
 fn provides(id: &str, tool: &str) -> bool {
     let listable = warden_hosted::discovery::is_listable_name;
     if tool.contains('.') {
@@ -690,10 +691,11 @@ mod tests {
     use super::provides;
 
     #[test]
-    fn a_capability_id_is_matched_exactly() {
+    fn a_capability_id_is_matched_by_its_package_prefix() {
         assert!(provides("foo", "foo.x"));
         assert!(provides("foo.bar", "foo.bar.x"));
-        assert!(!provides("foo", "foo.bar.x"));
+        // A remote name may hold a `.` (`bar.x`): either package may list it.
+        assert!(provides("foo", "foo.bar.x"));
         assert!(!provides("foo", "foo_bar.x"));
         assert!(!provides("foo", "foobar.x"));
         assert!(!provides("foo", "foo."));

@@ -196,7 +196,10 @@ async fn an_answer_runs_the_recorded_call_and_a_sessions_grant_stays_in_it() {
     };
 
     let unknown = location
-        .answer(&ApprovalId("no-such-approval".into()), Resolution::ApproveOnce)
+        .answer(
+            &ApprovalId("no-such-approval".into()),
+            Resolution::ApproveOnce,
+        )
         .await
         .unwrap_err();
     assert!(

@@ -1,4 +1,6 @@
-//! Each discovery bound refuses the whole catalog and keeps the previous one.
+//! Each discovery bound refuses the whole catalog and keeps the previous
+//! one; what a valid server may send (long descriptions, dotted names) is
+//! accepted.
 
 use serde_json::{Value, json};
 use warden_hosted::{BoundError, HostedError};
@@ -58,17 +60,26 @@ async fn a_name_longer_than_128_bytes() {
     assert_eq!(error, BoundError::NameTooLong { max: 128 });
 }
 
+/// Issue 44: a description over 2 KiB (common in real servers) refused the
+/// whole server; it is cut with a marker.
 #[tokio::test]
-async fn a_description_longer_than_2_kib() {
-    let error = refused_after(|s| {
+async fn a_description_longer_than_2_kib_is_cut() {
+    let (fake, server) = lane(Script::default()).await;
+    fake.script(|s| {
         s.tools
-            .push(json!({"name": "wordy", "description": "d".repeat(2049),
+            .push(json!({"name": "wordy", "description": "d".repeat(5000),
             "inputSchema": {"type": "object"}}));
-    })
-    .await;
+        s.tools.push(tool("files.read"));
+    });
+    let catalog = server.refresh().await.unwrap();
+    let wordy = catalog.iter().find(|t| t.name == "wordy").unwrap();
+    assert_eq!(wordy.description.len(), 2048);
     assert!(
-        matches!(error, BoundError::DescriptionTooLong { ref tool, max: 2048 } if tool == "wordy")
+        wordy
+            .description
+            .ends_with(warden_hosted::discovery::CUT_MARKER)
     );
+    assert!(catalog.iter().any(|t| t.name == "files.read"));
 }
 
 #[tokio::test]

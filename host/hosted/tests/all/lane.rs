@@ -246,3 +246,33 @@ async fn an_endpoint_that_could_widen_the_lock_is_refused() {
     let error = HostedServer::new(egress(&fake, &[MCP_HOST]), &spec, limits()).unwrap_err();
     assert!(matches!(error, HostedError::Endpoint { .. }), "{error:?}");
 }
+
+/// Issue 44: a server on protocol `2025-03-26` (still widely deployed) was
+/// refused whole; it is spoken to. One older than that is still refused,
+/// with the version named.
+#[tokio::test]
+async fn a_2025_03_26_server_is_spoken_to_and_an_older_one_refused() {
+    let (_fake, server) = lane(Script {
+        protocol_version: "2025-03-26".into(),
+        ..Script::default()
+    })
+    .await;
+    let catalog = server.catalog().await.unwrap();
+    assert!(catalog.iter().any(|t| t.name == "echo"));
+    let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
+    assert!(
+        out.output["content"][0]["text"].is_string(),
+        "{}",
+        out.output
+    );
+
+    let (_fake, old) = lane(Script {
+        protocol_version: "2024-11-05".into(),
+        ..Script::default()
+    })
+    .await;
+    match old.catalog().await {
+        Err(HostedError::Protocol(version)) => assert_eq!(version, "2024-11-05"),
+        other => panic!("{other:?}"),
+    }
+}
