@@ -101,8 +101,10 @@ vocabulary! {
         // Hosted MCP servers.
         /// The server's URL is not one the host may reach.
         InvalidEndpoint = "invalid_endpoint",
-        /// The server could not be reached.
+        /// The MCP session could not be established or was lost.
         ConnectionFailed = "connection_failed",
+        /// The server is down: no connection, or its name does not resolve.
+        ServerUnavailable = "server_unavailable",
         /// The server speaks no protocol version the host does.
         ProtocolUnsupported = "protocol_unsupported",
         /// The server refused to list its tools.

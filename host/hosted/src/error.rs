@@ -45,9 +45,13 @@ pub enum HostedError {
         /// The `WWW-Authenticate` challenge (bounded).
         challenge: String,
     },
-    /// Egress refused or failed the request.
+    /// Egress refused the request (policy, address, limits).
     #[error("egress: {0}")]
     Egress(String),
+    /// The server could not be reached: it is down or its name does not
+    /// resolve (try again later).
+    #[error("the MCP server is unavailable: {0}")]
+    Unavailable(String),
     /// The MCP session could not be established or was lost.
     #[error("MCP connection failed: {0}")]
     Connect(String),
@@ -92,6 +96,7 @@ impl HostedError {
                 ErrorCode::AuthRequired
             }
             HostedError::Connect(_) => ErrorCode::ConnectionFailed,
+            HostedError::Unavailable(_) => ErrorCode::ServerUnavailable,
             HostedError::Protocol(_) => ErrorCode::ProtocolUnsupported,
             HostedError::Discovery(_) | HostedError::SavedCatalog(_) => ErrorCode::DiscoveryRefused,
             HostedError::Timeout(_) => ErrorCode::Timeout,

@@ -51,6 +51,9 @@ pub(crate) enum Refusal {
     Unauthorized(Option<String>, bool),
     InsufficientScope(Vec<String>, String),
     Egress(String),
+    /// The server could not be reached (no answer to a connection, a name
+    /// that does not resolve): down, not refused.
+    Unavailable(String),
 }
 
 impl From<Refusal> for HostedError {
@@ -65,6 +68,7 @@ impl From<Refusal> for HostedError {
                 HostedError::InsufficientScope { scopes, challenge }
             }
             Refusal::Egress(text) => HostedError::Egress(text),
+            Refusal::Unavailable(text) => HostedError::Unavailable(text),
         }
     }
 }
@@ -191,7 +195,7 @@ impl EgressHttp {
         let response = session
             .send_checked(request, credential, inner.timeout)
             .await
-            .map_err(|e| self.refuse(Refusal::Egress(egress_text(&e, &session))))?;
+            .map_err(|e| self.refuse(refusal_of(&e, &session)))?;
         if (300..400).contains(&response.status) {
             return Err(self.refuse(Refusal::Redirect(response.status)));
         }
@@ -217,6 +221,22 @@ const MAX_CHALLENGE: usize = 2048;
 fn insufficient_scope(challenge: &str) -> Option<Vec<String>> {
     let parsed = BearerChallenge::parse(challenge)?;
     (parsed.error.as_deref() == Some("insufficient_scope")).then_some(parsed.scopes)
+}
+
+/// A policy refusal is `Egress` (`network_denied`); a server that cannot be
+/// reached (connection refused or reset, a name that does not resolve) is
+/// `Unavailable` (`server_unavailable`): down, and worth trying later.
+fn refusal_of(error: &EgressError, session: &warden_egress::CallSession) -> Refusal {
+    use warden_egress::ClientError;
+    use warden_egress::resolve::AddressError;
+    let text = egress_text(error, session);
+    match error {
+        EgressError::Address(AddressError::NonPublic { .. }) => Refusal::Egress(text),
+        EgressError::Address(_) => Refusal::Unavailable(text),
+        EgressError::Client(ClientError::Timeout | ClientError::TooLarge) => Refusal::Egress(text),
+        EgressError::Client(_) => Refusal::Unavailable(text),
+        _ => Refusal::Egress(text),
+    }
 }
 
 fn egress_text(error: &EgressError, session: &warden_egress::CallSession) -> String {
@@ -551,7 +571,7 @@ impl StreamableHttpClient for EgressHttp {
         let response = session
             .open_stream(request, credential.as_deref())
             .await
-            .map_err(|e| self.refuse(Refusal::Egress(egress_text(&e, &session))))?;
+            .map_err(|e| self.refuse(refusal_of(&e, &session)))?;
         match response.status {
             200..=299 => {}
             401 => {

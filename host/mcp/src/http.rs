@@ -576,6 +576,16 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// Hand an authenticated request to the SDK (see [`route`]).
 async fn dispatch<B: Backend>(services: &Services<B>, request: Request<Incoming>) -> Answer {
     let has_session = request.headers().contains_key(SESSION_HEADER);
+    if request.method() == Method::DELETE {
+        // The SDK answers an ended session `202 Accepted`; clients (the
+        // Python SDK's among them) expect `200` or `204` and log a failure
+        // otherwise. The session is ended by then: say so plainly.
+        let mut answer = services.pick(has_session, None).handle(request).await;
+        if answer.status() == StatusCode::ACCEPTED {
+            *answer.status_mut() = StatusCode::OK;
+        }
+        return answer;
+    }
     if request.method() != Method::POST {
         return services.pick(has_session, None).handle(request).await;
     }

@@ -276,3 +276,35 @@ async fn a_2025_03_26_server_is_spoken_to_and_an_older_one_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Issue 44: a server that is simply down was `network_denied`, which says
+/// the host refused it; it is `server_unavailable`, and so is a name that
+/// does not resolve. A policy refusal stays `network_denied`.
+#[tokio::test]
+async fn a_server_that_is_down_is_unavailable_not_denied() {
+    let fake = FakeMcp::start(Script::default()).await;
+    // A port that was just free: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let down = warden_egress::resolve::OverrideResolver::new().with_socket(MCP_HOST, [closed]);
+    let server = HostedServer::new(
+        egress_with(fake.ca(), down, &[MCP_HOST]),
+        &spec(8),
+        limits(),
+    )
+    .unwrap();
+    let error = server.catalog().await.unwrap_err();
+    assert_eq!(error.code(), "server_unavailable", "{error}");
+
+    let nowhere = warden_egress::resolve::OverrideResolver::new();
+    let server = HostedServer::new(
+        egress_with(fake.ca(), nowhere, &[MCP_HOST]),
+        &spec(8),
+        limits(),
+    )
+    .unwrap();
+    let error = server.catalog().await.unwrap_err();
+    assert_eq!(error.code(), "server_unavailable", "{error}");
+}
