@@ -25,7 +25,7 @@ use tokio_rustls::TlsConnector;
 use url::Url;
 
 use crate::config::EgressConfig;
-use crate::policy::{Endpoint, Scheme};
+use crate::policy::{RequestOrigin, Scheme};
 use pool::{Pool, PoolKey, Sender};
 
 /// Why the transport failed. Messages are fixed categories: no URL, header
@@ -61,7 +61,7 @@ pub(crate) struct Outgoing {
     pub(crate) connect_by: Option<Instant>,
     pub(crate) method: Method,
     pub(crate) url: Url,
-    pub(crate) endpoint: Endpoint,
+    pub(crate) endpoint: RequestOrigin,
     pub(crate) addrs: Vec<SocketAddr>,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,

@@ -44,6 +44,6 @@ pub use client::ClientError;
 pub use client::pool::MAX_IDLE_TOTAL as MAX_IDLE_CONNECTIONS;
 pub use config::{EgressConfig, HostPort};
 pub use session::{
-    AuthRequired, CallSession, Egress, EgressError, StreamBody, StreamingResponse, Usage,
+    AuthRequired, CallSession, Egress, EgressError, NetworkUsage, StreamBody, StreamingResponse,
     UsageCounters,
 };

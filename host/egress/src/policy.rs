@@ -36,7 +36,7 @@ use url::Url;
 use warden_core::spec::{CredentialSpec, Injection, NetworkTarget};
 
 pub(crate) use denial::bounded;
-pub use denial::{Denial, Location};
+pub use denial::{Denial, LeakSite};
 
 use crate::config::{EgressConfig, HostPort};
 use crate::redact::Redactor;
@@ -65,7 +65,7 @@ impl Scheme {
 
 /// Scheme, host and port of a request: what audiences are compared with.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Endpoint {
+pub struct RequestOrigin {
     /// Scheme.
     pub scheme: Scheme,
     /// Lowercase host name or IP literal (IPv6 in brackets).
@@ -140,13 +140,13 @@ impl ParsedRequest {
     }
 
     /// The request's scheme, host and port, refusing userinfo and fragments.
-    pub fn endpoint(&self) -> Result<Endpoint, Denial> {
+    pub fn endpoint(&self) -> Result<RequestOrigin, Denial> {
         endpoint_of(&self.url)
     }
 }
 
 /// The endpoint of `url`, refusing other schemes, userinfo and fragments.
-pub fn endpoint_of(url: &Url) -> Result<Endpoint, Denial> {
+pub fn endpoint_of(url: &Url) -> Result<RequestOrigin, Denial> {
     let scheme = match url.scheme() {
         "https" => Scheme::Https,
         "http" => Scheme::Http,
@@ -163,7 +163,7 @@ pub fn endpoint_of(url: &Url) -> Result<Endpoint, Denial> {
         .ok_or(Denial::InvalidUrl)?
         .to_ascii_lowercase();
     let port = url.port_or_known_default().ok_or(Denial::InvalidUrl)?;
-    Ok(Endpoint { scheme, host, port })
+    Ok(RequestOrigin { scheme, host, port })
 }
 
 /// A credential to inject into a planned request.
@@ -179,7 +179,7 @@ pub struct PlannedInjection {
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Where it goes.
-    pub endpoint: Endpoint,
+    pub endpoint: RequestOrigin,
     /// The checked request (no secret in it).
     pub request: ParsedRequest,
     /// The credential to inject, if any.
@@ -258,8 +258,8 @@ impl NetworkPolicy {
     }
 
     /// Whether `endpoint` is a declared audience or network target.
-    pub fn check_endpoint(&self, endpoint: &Endpoint) -> Result<(), Denial> {
-        let Endpoint { scheme, host, port } = endpoint;
+    pub fn check_endpoint(&self, endpoint: &RequestOrigin) -> Result<(), Denial> {
+        let RequestOrigin { scheme, host, port } = endpoint;
         if *scheme == Scheme::Http && !self.plain_http.iter().any(|t| t.matches(host, *port)) {
             return Err(Denial::PlainHttp {
                 host: bounded(host, 253),
@@ -345,7 +345,7 @@ impl NetworkPolicy {
     /// an audience that names `http` itself. Only a probe of a local test
     /// server has such an audience (the manifest validator requires https
     /// audiences), and loopback traffic never leaves the machine.
-    fn credential_may_go(&self, spec: &CredentialSpec, endpoint: &Endpoint) -> bool {
+    fn credential_may_go(&self, spec: &CredentialSpec, endpoint: &RequestOrigin) -> bool {
         let audience = &spec.audience;
         let loopback_http = audience.scheme == "http"
             && endpoint.scheme == Scheme::Http
@@ -361,7 +361,7 @@ impl NetworkPolicy {
 }
 
 /// Whether `endpoint` equals the audience of `spec` (credentials go over https only).
-pub(crate) fn audience_matches(spec: &CredentialSpec, endpoint: &Endpoint) -> bool {
+pub(crate) fn audience_matches(spec: &CredentialSpec, endpoint: &RequestOrigin) -> bool {
     let audience = &spec.audience;
     audience.scheme == "https"
         && endpoint.scheme == Scheme::Https
@@ -384,18 +384,18 @@ fn has_placeholder(url: &Url, placeholder: &str) -> bool {
 /// The leak pre-scan over URL (raw and decoded), header values and body.
 pub(crate) fn prescan(request: &ParsedRequest, staged: &Redactor) -> Result<(), Denial> {
     let raw = request.url.as_str();
-    leak::scan(raw.as_bytes(), Location::Url, staged)?;
+    leak::scan(raw.as_bytes(), LeakSite::Url, staged)?;
     let decoded = percent_encoding::percent_decode_str(raw).collect::<Vec<u8>>();
-    leak::scan(&decoded, Location::Url, staged)?;
+    leak::scan(&decoded, LeakSite::Url, staged)?;
     for (name, value) in &request.headers {
         leak::scan(
             value.as_bytes(),
-            Location::Header(name.as_str().to_owned()),
+            LeakSite::Header(name.as_str().to_owned()),
             staged,
         )?;
     }
     if let Some(body) = &request.body {
-        leak::scan(body, Location::Body, staged)?;
+        leak::scan(body, LeakSite::Body, staged)?;
     }
     Ok(())
 }

@@ -39,8 +39,8 @@ use std::sync::Mutex;
 use secrecy::SecretString;
 
 pub use account::{
-    Account, AccountAudience, AccountBinding, AuthReason, BUNDLED, CredentialRequest, Lookup,
-    Requester, Resolved,
+    Account, AccountAudience, AccountBinding, AccountLookup, AuthReason, BUNDLED,
+    CredentialRequest, Lookup, Requester,
 };
 
 /// Suffix of the handle an OAuth account's grant is stored under, beside
@@ -266,7 +266,7 @@ pub trait SecretStore: Send + Sync + fmt::Debug {
     /// The value a call may use for `request` and the account that serves
     /// it, or why none may: the account must cover the scopes, allow the
     /// extension and include the audience (see [`account`]).
-    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<Resolved, SecretError> {
+    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<AccountLookup, SecretError> {
         account::resolve(self, request).await
     }
 

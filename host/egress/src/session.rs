@@ -253,7 +253,7 @@ pub struct UsageCounters {
 
 /// A snapshot of [`UsageCounters`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
+pub struct NetworkUsage {
     /// Requests put on the wire (redirect hops included).
     pub requests: u32,
     /// Requests refused before anything was sent.
@@ -266,8 +266,8 @@ pub struct Usage {
 
 impl UsageCounters {
     /// The current values.
-    pub fn snapshot(&self) -> Usage {
-        Usage {
+    pub fn snapshot(&self) -> NetworkUsage {
+        NetworkUsage {
             requests: self.requests.load(Ordering::Relaxed),
             denied: self.denied.load(Ordering::Relaxed),
             bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
@@ -348,7 +348,7 @@ impl CallSession {
     }
 
     /// The counters so far.
-    pub fn usage(&self) -> Usage {
+    pub fn usage(&self) -> NetworkUsage {
         self.usage.snapshot()
     }
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::json;
 use warden_core::{Effect, GateMatrix, GatePolicy, Origin, Permission, Visibility};
 use warden_registry::{
-    ApprovalConfig, ApprovalStore, Approvals, Authorizer, Gate, GrantTerms, Invocation,
+    ApprovalConfig, ApprovalStore, Approvals, Authorizer, Gate, GatedCall, GrantTerms,
     InvocationScope, PackageIdentity, PgStore, Resolution, SqliteStore, ToolPolicy, now_millis,
 };
 use warden_tests::TestPostgres;
@@ -85,8 +85,8 @@ fn package() -> PackageIdentity {
     PackageIdentity::bundled("bench", "digest-1")
 }
 
-fn call(capability_id: &str, n: u64) -> Invocation {
-    Invocation {
+fn call(capability_id: &str, n: u64) -> GatedCall {
+    GatedCall {
         capability_id: capability_id.into(),
         scope: InvocationScope::location("bench"),
         origin: Origin::LoopRun,

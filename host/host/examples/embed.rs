@@ -15,7 +15,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Your runtime's stores; here the in-memory ones.
     let host = Host::builder(HostConfig::default())
         .secret_store(Arc::new(warden_egress::secrets::MemoryStore::new()))
-        .approval_store(Arc::new(warden_registry::MemoryStore::new()))
+        .approval_store(Arc::new(warden_registry::MemoryApprovalStore::new()))
         .build()?;
     let location = host.open_location("my-project");
     for package in location.install_embedded()? {

@@ -9,8 +9,8 @@ use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
 use warden_manifest::{Implementation, Package, ValidationOptions};
 use warden_registry::{
-    ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryStore, OutputBounder,
-    SqliteStore,
+    ApprovalConfig, ApprovalStore, Approvals, Authorizer, LocationId, MemoryApprovalStore,
+    OutputBounder, SqliteStore,
 };
 use warden_runtime::Runtime;
 
@@ -178,7 +178,7 @@ impl HostBuilder {
                 let path = dir.join("approvals.sqlite3");
                 Arc::new(SqliteStore::open(&path).map_err(|e| HostError::Approval(e.into()))?)
             }
-            (None, None) => Arc::new(MemoryStore::new()),
+            (None, None) => Arc::new(MemoryApprovalStore::new()),
         };
         let resolver = self.resolver.unwrap_or_else(|| Arc::new(SystemResolver));
         let validation = ValidationOptions::default()

@@ -10,10 +10,10 @@ use warden_core::ErrorCode;
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_egress::tape::{Recording, Replaying};
 use warden_registry::{
-    ApprovalError, ApprovalId, Gate, Invocation as Call, InvocationScope, PackageIdentity,
+    ApprovalError, ApprovalId, Gate, GatedCall as Call, InvocationScope, PackageIdentity,
     RegisteredTool, Snapshot, ToolPolicy, now_millis,
 };
-use warden_runtime::{Limits, ToolLimits, Unavailable};
+use warden_runtime::{LimitOverrides, Limits, Unavailable};
 
 use crate::audit::AuditEntry;
 use crate::auth::refresh::NotStaged;
@@ -341,9 +341,9 @@ impl Location {
     /// by the host's maxima), else the host default.
     fn timeout_of(&self, binding: &Binding) -> std::time::Duration {
         let config = self.shared.runtime.config();
-        let requested = ToolLimits {
+        let requested = LimitOverrides {
             timeout_ms: binding.capability.limits.timeout_ms,
-            ..ToolLimits::default()
+            ..LimitOverrides::default()
         };
         Limits::with_overrides(config.defaults, &requested, &config.maxima).timeout
     }

@@ -204,7 +204,7 @@ pub(crate) fn bind(
                 .capabilities
                 .iter()
                 .map(|cap| {
-                    let requested = warden_runtime::ToolLimits {
+                    let requested = warden_runtime::LimitOverrides {
                         max_output_bytes: cap.limits.max_output_bytes,
                         ..Default::default()
                     };

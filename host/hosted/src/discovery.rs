@@ -46,7 +46,7 @@ impl Bounds {
 /// A bound a catalog broke.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum BoundError {
+pub enum CatalogBoundError {
     /// More tools than `max_tools`.
     #[error("the server offers more than max_tools = {max} tools")]
     TooManyTools {
@@ -132,14 +132,14 @@ pub fn check(
     tools: Vec<Tool>,
     bytes: usize,
     bounds: &Bounds,
-) -> Result<Vec<RemoteTool>, BoundError> {
+) -> Result<Vec<RemoteTool>, CatalogBoundError> {
     if bytes > bounds.max_response_bytes {
-        return Err(BoundError::ResponseTooLarge {
+        return Err(CatalogBoundError::ResponseTooLarge {
             max: bounds.max_response_bytes,
         });
     }
     if tools.len() > bounds.max_tools {
-        return Err(BoundError::TooManyTools {
+        return Err(CatalogBoundError::TooManyTools {
             max: bounds.max_tools,
         });
     }
@@ -153,17 +153,17 @@ pub fn check(
     for tool in tools {
         let name = tool.name.to_string();
         if name.len() > bounds.max_name_bytes {
-            return Err(BoundError::NameTooLong {
+            return Err(CatalogBoundError::NameTooLong {
                 max: bounds.max_name_bytes,
             });
         }
         if !is_listable_name(&name) {
-            return Err(BoundError::InvalidName {
+            return Err(CatalogBoundError::InvalidName {
                 name: name.chars().take(64).collect(),
             });
         }
         if !names.insert(name.clone()) {
-            return Err(BoundError::DuplicateName { name });
+            return Err(CatalogBoundError::DuplicateName { name });
         }
         if let Some(first) = published.insert(name.replace('.', "_"), name.clone()) {
             tracing::warn!(
@@ -182,7 +182,7 @@ pub fn check(
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
         let too_deep = |schema: &Value| depth(schema) > bounds.max_schema_depth;
         if too_deep(&input_schema) || output_schema.as_ref().is_some_and(too_deep) {
-            return Err(BoundError::SchemaTooDeep {
+            return Err(CatalogBoundError::SchemaTooDeep {
                 tool: name,
                 max: bounds.max_schema_depth,
             });
@@ -325,7 +325,7 @@ mod tests {
         };
         let bounds = Bounds::with_max_tools(50_001);
         let error = check(tools(50_000, "t49999"), 10, &bounds).unwrap_err();
-        assert!(matches!(error, BoundError::DuplicateName { ref name } if name == "t49999"));
+        assert!(matches!(error, CatalogBoundError::DuplicateName { ref name } if name == "t49999"));
         assert_eq!(
             check(tools(50_000, "last"), 10, &bounds).unwrap().len(),
             50_001

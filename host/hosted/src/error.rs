@@ -61,7 +61,7 @@ pub enum HostedError {
     /// The catalog the server offered breaks a discovery bound; the
     /// previous catalog stays.
     #[error("tools/list refused: {0}")]
-    Discovery(#[from] crate::discovery::BoundError),
+    Discovery(#[from] crate::discovery::CatalogBoundError),
     /// A saved catalog could not be restored (it is ignored; the server is
     /// listed on first use).
     #[error("the saved catalog is not usable: {0}")]

@@ -37,7 +37,7 @@ mod schema;
 mod server;
 mod transport;
 
-pub use discovery::{BoundError, Bounds, RemoteTool};
+pub use discovery::{Bounds, CatalogBoundError, RemoteTool};
 pub use endpoint::Endpoint;
 pub use error::HostedError;
 pub use schema::InputCheck;

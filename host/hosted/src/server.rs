@@ -33,7 +33,7 @@ use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
 use warden_egress::secrets::Requester;
 
-use crate::discovery::{self, BoundError, Bounds, RemoteTool};
+use crate::discovery::{self, Bounds, CatalogBoundError, RemoteTool};
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
 use crate::transport::EgressHttp;
@@ -404,14 +404,14 @@ impl HostedServer {
             bytes += serde_json::to_vec(&page).map_or(usize::MAX, |b| b.len());
             // Stop early: a page over a bound refuses the whole catalog.
             if bytes > self.bounds.max_response_bytes {
-                return Err(BoundError::ResponseTooLarge {
+                return Err(CatalogBoundError::ResponseTooLarge {
                     max: self.bounds.max_response_bytes,
                 }
                 .into());
             }
             tools.extend(page.tools);
             if tools.len() > self.bounds.max_tools {
-                return Err(BoundError::TooManyTools {
+                return Err(CatalogBoundError::TooManyTools {
                     max: self.bounds.max_tools,
                 }
                 .into());
@@ -421,7 +421,7 @@ impl HostedServer {
                 None => return Ok(discovery::check(tools, bytes, &self.bounds)?),
             }
         }
-        Err(BoundError::TooManyPages {
+        Err(CatalogBoundError::TooManyPages {
             max: self.bounds.max_pages,
         }
         .into())

@@ -1,14 +1,12 @@
 //! The seam between the MCP protocol and whatever runs the tools.
 
-use std::{future::Future, pin::Pin};
-
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::Caller;
 
 /// A boxed, sendable future, as returned by [`Backend`] methods.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use warden_core::net::BoxFuture;
 
 /// What the MCP server needs from a tool host.
 ///

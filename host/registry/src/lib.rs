@@ -37,8 +37,8 @@
 //! assert_eq!(Catalog::from_snapshot(&snapshot).mcp_tools()[0]["name"], "github_get_repo");
 //!
 //! let found = snapshot.lookup("github_get_repo").unwrap();
-//! let approvals = Approvals::new(Arc::new(MemoryStore::new()), ApprovalConfig::default());
-//! let call = Invocation {
+//! let approvals = Approvals::new(Arc::new(MemoryApprovalStore::new()), ApprovalConfig::default());
+//! let call = GatedCall {
 //!     capability_id: found.def().capability_id().into(),
 //!     scope: InvocationScope::location("my-project"),
 //!     origin: Origin::LoopRun,
@@ -66,7 +66,7 @@ mod registry;
 pub mod store;
 
 pub use approvals::{
-    ApprovalConfig, ApprovalError, Approvals, Dispatch, Fingerprint, Gate, GrantTerms, Invocation,
+    ApprovalConfig, ApprovalError, Approvals, Dispatch, Fingerprint, Gate, GatedCall, GrantTerms,
     Resolution, ToolFailure,
 };
 pub use authorize::{
@@ -84,7 +84,7 @@ pub use registry::{
 pub use store::conformance as testing;
 pub use store::{
     ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, DEFAULT_POOL_SIZE, Lease, LeaseId,
-    LeaseState, MemoryStore, PgStore, Resolved, SqliteStore, StoreError,
+    LeaseState, MemoryApprovalStore, PgStore, Resolved, SqliteStore, StoreError,
 };
 
 /// Milliseconds since the Unix epoch; every stored time uses it.

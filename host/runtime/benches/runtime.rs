@@ -260,7 +260,7 @@ mod throughput {
 }
 
 mod deadline {
-    use warden_runtime::{RuntimeError, ToolLimits};
+    use warden_runtime::{LimitOverrides, RuntimeError};
 
     use super::*;
 
@@ -277,10 +277,10 @@ mod deadline {
         let hostile = runtime(RuntimeConfig::default())
             .install(package("tests/fixtures/packages/hostile", None))
             .expect("install hostile");
-        let limits = ToolLimits {
+        let limits = LimitOverrides {
             timeout_ms: Some(DEADLINE_MS),
             fuel: Some(u64::MAX),
-            ..ToolLimits::default()
+            ..LimitOverrides::default()
         };
         b.bench(|| {
             let call = CallRequest::new("hostile.spin", "{}").limits(limits);

@@ -12,7 +12,7 @@ use crate::bindings::exports::warden::tool::tool as wit;
 use crate::classify;
 use crate::compat;
 use crate::component::{InstalledComponent, Prepared, Ready};
-use crate::config::ToolLimits;
+use crate::config::LimitOverrides;
 use crate::error::RuntimeError;
 use crate::long_lane::{Handoff, LONG_CALL_TURN_TICKS};
 use crate::outcome::{CallOutcome, InputError, Unavailable, Usage};
@@ -41,7 +41,7 @@ pub struct CallRequest {
     /// Who started the call.
     pub origin: Origin,
     /// Per-call limit requests, bounded by the host maxima.
-    pub limits: Option<ToolLimits>,
+    pub limits: Option<LimitOverrides>,
     /// The network and credential services of this call.
     pub network: Arc<dyn CallNetwork>,
     /// The caller's [`InstalledComponent::check_input`] accepted exactly
@@ -92,7 +92,7 @@ impl CallRequest {
     }
 
     /// Set per-call limit requests.
-    pub fn limits(mut self, limits: ToolLimits) -> Self {
+    pub fn limits(mut self, limits: LimitOverrides) -> Self {
         self.limits = Some(limits);
         self
     }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::bindings::SandboxedToolPre;
 use crate::compat::ComponentWorld;
-use crate::config::{Limits, RuntimeConfig, ToolLimits};
+use crate::config::{LimitOverrides, Limits, RuntimeConfig};
 use crate::error::RuntimeError;
 use crate::runtime::{Baseline, Counters, Shared};
 use crate::state::CallState;
@@ -68,7 +68,7 @@ pub struct CapabilitySpec {
     /// Output schema; without one the output need only be JSON.
     pub output_schema: Option<Value>,
     /// The manifest's `[tools.limits]`, bounded by the host maxima.
-    pub limits: ToolLimits,
+    pub limits: LimitOverrides,
 }
 
 impl CapabilitySpec {
@@ -93,7 +93,7 @@ impl CapabilitySpec {
     }
 
     /// Set the limit requests.
-    pub fn limits(mut self, limits: ToolLimits) -> Self {
+    pub fn limits(mut self, limits: LimitOverrides) -> Self {
         self.limits = limits;
         self
     }

@@ -67,7 +67,7 @@ impl Limits {
     }
 
     /// `self` with the fields `overrides` sets replaced, each capped by `maxima`.
-    pub fn with_overrides(self, overrides: &ToolLimits, maxima: &Limits) -> Limits {
+    pub fn with_overrides(self, overrides: &LimitOverrides, maxima: &Limits) -> Limits {
         Limits {
             fuel: overrides.fuel.unwrap_or(self.fuel),
             memory_bytes: overrides.memory_bytes.unwrap_or(self.memory_bytes),
@@ -90,9 +90,9 @@ impl Default for Limits {
 /// Per-tool (from the manifest's `[tools.limits]`) or per-call limit requests.
 ///
 /// Each set field replaces the host default and is capped by the host maxima;
-/// the fields mirror the manifest's `ToolLimits`.
+/// the fields mirror the manifest's `LimitOverrides`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ToolLimits {
+pub struct LimitOverrides {
     /// Fuel per call.
     pub fuel: Option<u64>,
     /// Memory per instance, in bytes.
@@ -248,7 +248,7 @@ mod tests {
             memory_bytes: 1 << 20,
             ..Limits::MAXIMA
         };
-        let overrides = ToolLimits {
+        let overrides = LimitOverrides {
             fuel: Some(5_000),
             memory_bytes: Some(1 << 10),
             timeout_ms: Some(250),

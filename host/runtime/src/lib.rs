@@ -59,7 +59,7 @@ pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,
 };
 pub use config::{
-    Allocator, CompileLimits, DEFAULT_MEMORY_BUDGET, Limits, RuntimeConfig, ToolLimits,
+    Allocator, CompileLimits, DEFAULT_MEMORY_BUDGET, LimitOverrides, Limits, RuntimeConfig,
 };
 pub use engine::ActiveAllocator;
 pub use error::{CompileLimit, RuntimeError};

@@ -69,7 +69,7 @@ pub struct ResourceMetadata {
 
 /// A client registered dynamically, kept per vendor.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
-pub struct Registration {
+pub struct ClientRegistration {
     /// The issuer it was registered with.
     pub issuer: String,
     /// Client id the server assigned.
@@ -90,16 +90,16 @@ pub struct Registration {
     pub token_endpoint: Option<String>,
 }
 
-impl std::fmt::Debug for Registration {
+impl std::fmt::Debug for ClientRegistration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registration")
+        f.debug_struct("ClientRegistration")
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
             .finish_non_exhaustive()
     }
 }
 
-impl Registration {
+impl ClientRegistration {
     /// Whether it was registered with `issuer` for `token_endpoint`.
     pub fn is_for(&self, issuer: &str, token_endpoint: &str) -> bool {
         self.issuer.trim_end_matches('/') == issuer.trim_end_matches('/')
@@ -242,7 +242,7 @@ pub async fn register(
     egress: &Egress,
     metadata: &ServerMetadata,
     redirect_uri: &str,
-) -> Result<Registration, AuthError> {
+) -> Result<ClientRegistration, AuthError> {
     let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| {
         AuthError::Registration(format!(
             "{} offers no registration endpoint",
@@ -287,7 +287,7 @@ pub async fn register(
             "the answer has an empty client_id".into(),
         ));
     }
-    Ok(Registration {
+    Ok(ClientRegistration {
         issuer: metadata.issuer.clone(),
         client_id: answer.client_id,
         client_secret: answer.client_secret,
@@ -301,17 +301,17 @@ fn registration_key(vendor: &str) -> AccountKey {
 }
 
 /// The registration kept for `vendor` with `issuer`, for `token_endpoint`,
-/// if any (see [`Registration::token_endpoint`]).
+/// if any (see [`ClientRegistration::token_endpoint`]).
 pub async fn load_registration(
     store: &dyn SecretStore,
     vendor: &str,
     issuer: &str,
     token_endpoint: &str,
-) -> Result<Option<Registration>, AuthError> {
+) -> Result<Option<ClientRegistration>, AuthError> {
     let Some(text) = store.get(&registration_key(vendor)).await? else {
         return Ok(None);
     };
-    let registration: Option<Registration> = serde_json::from_str(text.expose_secret()).ok();
+    let registration: Option<ClientRegistration> = serde_json::from_str(text.expose_secret()).ok();
     Ok(registration.filter(|r| r.is_for(issuer, token_endpoint)))
 }
 
@@ -319,7 +319,7 @@ pub async fn load_registration(
 pub async fn save_registration(
     store: &dyn SecretStore,
     vendor: &str,
-    registration: &Registration,
+    registration: &ClientRegistration,
 ) -> Result<(), AuthError> {
     let json = zeroize::Zeroizing::new(
         serde_json::to_string(registration)
@@ -429,14 +429,14 @@ mod tests {
 
     #[test]
     fn a_registration_authenticates_as_the_server_said() {
-        let registration = |secret: Option<&str>, method: Option<&str>| Registration {
+        let registration = |secret: Option<&str>, method: Option<&str>| ClientRegistration {
             issuer: "https://as.example.com".into(),
             client_id: "c".into(),
             client_secret: secret.map(str::to_owned),
             token_endpoint_auth_method: method.map(str::to_owned),
             token_endpoint: None,
         };
-        let auth = |r: Registration| r.client("http://127.0.0.1:1/callback").auth;
+        let auth = |r: ClientRegistration| r.client("http://127.0.0.1:1/callback").auth;
         assert_eq!(
             auth(registration(Some("s"), Some("client_secret_basic"))),
             ClientAuth::Basic
@@ -455,14 +455,14 @@ mod tests {
             ClientAuth::None
         );
         // A registration kept before the method was recorded still reads.
-        let old: Registration =
+        let old: ClientRegistration =
             serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
         assert_eq!(old.token_endpoint_auth_method, None);
     }
 
     #[test]
     fn a_registration_is_reused_only_for_its_issuer_and_token_endpoint() {
-        let kept = Registration {
+        let kept = ClientRegistration {
             issuer: "https://as.example.com/".into(),
             client_id: "c".into(),
             client_secret: Some("s".into()),
@@ -473,7 +473,7 @@ mod tests {
         assert!(!kept.is_for("https://as.example.com", "https://evil.example/token"));
         assert!(!kept.is_for("https://other.example", "https://as.example.com/token"));
         // Kept by an earlier version, with no token endpoint: registered anew.
-        let old: Registration =
+        let old: ClientRegistration =
             serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
         assert!(!old.is_for("https://as.example.com", "https://as.example.com/token"));
     }

@@ -5,7 +5,7 @@ use std::fmt;
 /// Where in a request a leak was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Location {
+pub enum LeakSite {
     /// The URL (raw or percent-decoded).
     Url,
     /// The value of the named header.
@@ -14,12 +14,12 @@ pub enum Location {
     Body,
 }
 
-impl fmt::Display for Location {
+impl fmt::Display for LeakSite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Location::Url => f.write_str("url"),
-            Location::Header(name) => write!(f, "header `{name}`"),
-            Location::Body => f.write_str("body"),
+            LeakSite::Url => f.write_str("url"),
+            LeakSite::Header(name) => write!(f, "header `{name}`"),
+            LeakSite::Body => f.write_str("body"),
         }
     }
 }
@@ -87,14 +87,14 @@ pub enum Denial {
     MissingPlaceholder(String),
     /// The guest's request already carries a staged secret.
     #[error("the request already carries a credential in its {0}")]
-    StagedSecret(Location),
+    StagedSecret(LeakSite),
     /// The guest's request carries a known token format.
     #[error("the request carries what looks like a {kind} in its {location}")]
     TokenFormat {
         /// Kind of token recognised (`GitHub token`, `JWT`).
         kind: &'static str,
         /// Where it was found.
-        location: Location,
+        location: LeakSite,
     },
     /// A redirect hop was refused; the inner denial says why.
     #[error("redirect refused: {0}")]

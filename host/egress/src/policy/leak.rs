@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
-use super::{Denial, Location};
+use super::{Denial, LeakSite};
 use crate::redact::Redactor;
 
 /// A known token format: a prefix and the least number of token characters after it.
@@ -114,7 +114,7 @@ fn jwt_shaped(tail: &[u8]) -> bool {
 }
 
 /// Refuse `bytes` at `location` if it carries a staged secret or a known token.
-pub(crate) fn scan(bytes: &[u8], location: Location, staged: &Redactor) -> Result<(), Denial> {
+pub(crate) fn scan(bytes: &[u8], location: LeakSite, staged: &Redactor) -> Result<(), Denial> {
     if staged.contains(bytes) {
         return Err(Denial::StagedSecret(location));
     }

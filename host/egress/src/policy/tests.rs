@@ -222,7 +222,7 @@ fn prescan_refuses_staged_secrets_and_token_formats() {
     let p = policy(&EgressConfig::default());
     let url = "https://api.github.com/search?q=hunter2%2Dsecret%2Dvalue";
     let err = p.authorize(&get(url), None, &staged).unwrap_err();
-    assert_eq!(err, Denial::StagedSecret(Location::Url));
+    assert_eq!(err, Denial::StagedSecret(LeakSite::Url));
     let body = ParsedRequest::parse(
         "POST",
         "https://api.github.com/",
@@ -232,7 +232,7 @@ fn prescan_refuses_staged_secrets_and_token_formats() {
     .unwrap();
     assert_eq!(
         p.authorize(&body, Some("gh"), &staged).unwrap_err(),
-        Denial::StagedSecret(Location::Body)
+        Denial::StagedSecret(LeakSite::Body)
     );
     let url = "https://api.github.com/?t=ghp_0123456789abcdefghij0123456789";
     assert!(matches!(
@@ -249,7 +249,7 @@ fn prescan_refuses_staged_secrets_and_token_formats() {
         err,
         Denial::TokenFormat {
             kind: "AWS access key",
-            location: Location::Header("x-note".into())
+            location: LeakSite::Header("x-note".into())
         }
     );
 }

@@ -363,7 +363,7 @@ pub enum Lookup {
 /// refresh material, read in the same go, so the call knows whether to
 /// refresh without reading the store again).
 #[derive(Debug)]
-pub struct Resolved {
+pub struct AccountLookup {
     /// The value, or why there is none.
     pub lookup: Lookup,
     /// The account whose value was found.
@@ -372,10 +372,10 @@ pub struct Resolved {
     pub grant: Option<SecretString>,
 }
 
-impl Resolved {
+impl AccountLookup {
     /// A refusal.
     pub fn refused(reason: AuthReason) -> Self {
-        Resolved {
+        AccountLookup {
             lookup: Lookup::Refused(reason),
             account: None,
             grant: None,
@@ -392,7 +392,7 @@ impl Resolved {
 pub(crate) async fn resolve<S: SecretStore + ?Sized>(
     store: &S,
     request: &CredentialRequest<'_>,
-) -> Result<Resolved, SecretError> {
+) -> Result<AccountLookup, SecretError> {
     let exact = AccountKey::new(
         request.vendor,
         request.handle,
@@ -417,14 +417,14 @@ pub(crate) async fn resolve<S: SecretStore + ?Sized>(
             continue;
         }
         if allows(store, &candidate, request, &mut refusal).await? {
-            return Ok(Resolved {
+            return Ok(AccountLookup {
                 lookup: Lookup::Found(candidate.value),
                 account: Some(candidate.key),
                 grant: candidate.grant,
             });
         }
     }
-    Ok(Resolved::refused(refusal))
+    Ok(AccountLookup::refused(refusal))
 }
 
 /// Whether `candidate`'s binding allows `request` (binding or pinning it on

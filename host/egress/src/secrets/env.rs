@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use secrecy::SecretString;
 
-use super::{AccountBinding, AccountKey, AuthReason, CredentialRequest, Lookup, Resolved};
+use super::{AccountBinding, AccountKey, AccountLookup, AuthReason, CredentialRequest, Lookup};
 use super::{SecretError, SecretStore};
 
 /// Reads `<PREFIX><VENDOR>_<HANDLE>` (uppercase, other characters as `_`).
@@ -91,19 +91,19 @@ impl SecretStore for EnvStore {
             .cloned())
     }
 
-    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<Resolved, SecretError> {
+    async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<AccountLookup, SecretError> {
         let key = AccountKey::new(request.vendor, request.handle, Vec::<String>::new());
         let Some(value) = self.get(&key).await? else {
-            return Ok(Resolved::refused(AuthReason::Missing));
+            return Ok(AccountLookup::refused(AuthReason::Missing));
         };
         let binding = self.binding(&key).await?.unwrap_or_default();
         Ok(match binding.check(request.requester, &request.audience) {
-            Ok(()) => Resolved {
+            Ok(()) => AccountLookup {
                 lookup: Lookup::Found(value),
                 account: Some(key),
                 grant: None,
             },
-            Err(reason) => Resolved::refused(reason),
+            Err(reason) => AccountLookup::refused(reason),
         })
     }
 }

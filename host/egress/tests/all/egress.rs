@@ -5,7 +5,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use warden_core::net::{CallNetwork, CredentialError, HttpError};
 use warden_core::spec::{Audience, CredentialSpec, Injection};
-use warden_egress::policy::{Denial, Location};
+use warden_egress::policy::{Denial, LeakSite};
 use warden_egress::resolve::{AddressClass, AddressError};
 use warden_egress::testing::TestResponse;
 use warden_egress::{ClientError, EgressError};
@@ -110,10 +110,10 @@ async fn refused_requests_never_reach_the_server() {
         },
         Denial::Userinfo,
         Denial::ForbiddenHeader("authorization".into()),
-        Denial::StagedSecret(Location::Url),
+        Denial::StagedSecret(LeakSite::Url),
         Denial::TokenFormat {
             kind: "Slack token",
-            location: Location::Url,
+            location: LeakSite::Url,
         },
     ];
     for (err, expected) in errors.iter().zip(&expected_denials) {

@@ -3,7 +3,7 @@
 
 use warden_core::net::CallNetwork as _;
 use warden_egress::EgressError;
-use warden_egress::policy::{Denial, Location};
+use warden_egress::policy::{Denial, LeakSite};
 use warden_egress::testing::TestResponse;
 
 use crate::support::*;
@@ -71,7 +71,7 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
         assert!(
             matches!(
                 error,
-                EgressError::Denied(Denial::StagedSecret(Location::Body))
+                EgressError::Denied(Denial::StagedSecret(LeakSite::Body))
             ),
             "{}: {error:?}",
             String::from_utf8_lossy(&body[..body.len().min(200)])
@@ -88,7 +88,7 @@ async fn an_encoded_secret_is_refused_in_every_part_of_a_request() {
     assert!(
         matches!(
             error,
-            EgressError::Denied(Denial::StagedSecret(Location::Url))
+            EgressError::Denied(Denial::StagedSecret(LeakSite::Url))
         ),
         "{error:?}"
     );

@@ -6,7 +6,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use warden_core::spec::{AuthRecipe, OAuth2Recipe};
 use warden_egress::auth::AuthError;
-use warden_egress::auth::discovery::{self, Registration};
+use warden_egress::auth::discovery::{self, ClientRegistration};
 use warden_egress::auth::grant::{self, StoredGrant};
 use warden_egress::auth::identity::{self, Claims};
 use warden_egress::auth::loopback::Loopback;
@@ -231,7 +231,7 @@ impl Location {
         if let Some(kept) = kept.await? {
             return Ok((kept.client(redirect), true));
         }
-        let mut registration: Registration =
+        let mut registration: ClientRegistration =
             discovery::register(egress, &metadata, redirect).await?;
         registration.token_endpoint = Some(recipe.token_endpoint.clone());
         discovery::save_registration(store, &target.vendor, &registration).await?;

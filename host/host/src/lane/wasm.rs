@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use warden_core::net::BoxFuture;
 use warden_manifest::{Capability, Package};
-use warden_runtime::{CallRequest, CapabilitySpec, ComponentSpec, InstalledComponent, ToolLimits};
+use warden_runtime::{
+    CallRequest, CapabilitySpec, ComponentSpec, InstalledComponent, LimitOverrides,
+};
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
 use crate::error::HostError;
@@ -93,7 +95,7 @@ pub(crate) fn install(
 }
 
 fn capability_spec(cap: &Capability) -> CapabilitySpec {
-    let mut spec = CapabilitySpec::new(cap.id.clone()).limits(ToolLimits {
+    let mut spec = CapabilitySpec::new(cap.id.clone()).limits(LimitOverrides {
         fuel: cap.limits.fuel,
         memory_bytes: cap.limits.memory_bytes,
         timeout_ms: cap.limits.timeout_ms,

@@ -3,7 +3,7 @@
 //! accepted.
 
 use serde_json::{Value, json};
-use warden_hosted::{BoundError, HostedError};
+use warden_hosted::{CatalogBoundError, HostedError};
 use warden_tests::fake_mcp::Script;
 
 use crate::support::lane;
@@ -19,7 +19,7 @@ fn nested(depth: usize) -> Value {
     )
 }
 
-async fn refused_after(change: impl FnOnce(&mut Script)) -> BoundError {
+async fn refused_after(change: impl FnOnce(&mut Script)) -> CatalogBoundError {
     let (fake, server) = lane(Script::default()).await;
     let first = server.catalog().await.unwrap();
     fake.script(change);
@@ -51,13 +51,13 @@ async fn more_than_max_tools_across_pages() {
         s.page_size = 4;
     })
     .await;
-    assert_eq!(error, BoundError::TooManyTools { max: 8 });
+    assert_eq!(error, CatalogBoundError::TooManyTools { max: 8 });
 }
 
 #[tokio::test]
 async fn a_name_longer_than_128_bytes() {
     let error = refused_after(|s| s.tools.push(tool(&"n".repeat(129)))).await;
-    assert_eq!(error, BoundError::NameTooLong { max: 128 });
+    assert_eq!(error, CatalogBoundError::NameTooLong { max: 128 });
 }
 
 /// Issue 44: a description over 2 KiB (common in real servers) refused the
@@ -89,7 +89,9 @@ async fn a_schema_deeper_than_32() {
             .push(json!({"name": "deep", "inputSchema": nested(20)}));
     })
     .await;
-    assert!(matches!(error, BoundError::SchemaTooDeep { ref tool, max: 32 } if tool == "deep"));
+    assert!(
+        matches!(error, CatalogBoundError::SchemaTooDeep { ref tool, max: 32 } if tool == "deep")
+    );
 }
 
 #[tokio::test]
@@ -109,11 +111,11 @@ async fn a_response_larger_than_2_mib() {
             .push(json!({"name": "huge", "inputSchema": {"type": "object", "properties": big}}));
     })
     .await;
-    assert_eq!(error, BoundError::ResponseTooLarge { max: 2 << 20 });
+    assert_eq!(error, CatalogBoundError::ResponseTooLarge { max: 2 << 20 });
 }
 
 #[tokio::test]
 async fn a_name_a_model_could_not_call() {
     let error = refused_after(|s| s.tools.push(tool("rm -rf"))).await;
-    assert!(matches!(error, BoundError::InvalidName { .. }));
+    assert!(matches!(error, CatalogBoundError::InvalidName { .. }));
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use warden_egress::testing::{TestResponse, TestServer};
-use warden_hosted::{BoundError, HostedError, HostedServer, LaneLimits};
+use warden_hosted::{CatalogBoundError, HostedError, HostedServer, LaneLimits};
 use warden_tests::fake_mcp::MCP_TOKEN;
 use warden_tests::rmcp_mcp::{Catalog, HOST, RmcpServer};
 
@@ -19,7 +19,7 @@ async fn start(catalog: Catalog, limits: LaneLimits) -> (RmcpServer, HostedServe
 }
 
 /// Whether a refusal is the expected one.
-type Expected = fn(&BoundError) -> bool;
+type Expected = fn(&CatalogBoundError) -> bool;
 
 fn tool(name: &str) -> Value {
     json!({"name": name, "inputSchema": {"type": "object"}})
@@ -118,13 +118,13 @@ async fn pages_are_followed_and_each_bound_refuses_the_whole_catalog() {
     );
     let cases: Vec<(Vec<Value>, Expected)> = vec![
         ((0..9).map(|i| tool(&format!("t{i}"))).collect(), |e| {
-            matches!(e, BoundError::TooManyTools { max: 8 })
+            matches!(e, CatalogBoundError::TooManyTools { max: 8 })
         }),
         (vec![tool(&"n".repeat(129))], |e| {
-            matches!(e, BoundError::NameTooLong { max: 128 })
+            matches!(e, CatalogBoundError::NameTooLong { max: 128 })
         }),
         (vec![json!({"name": "deep", "inputSchema": nested})], |e| {
-            matches!(e, BoundError::SchemaTooDeep { max: 32, .. })
+            matches!(e, CatalogBoundError::SchemaTooDeep { max: 32, .. })
         }),
         (
             (0..4)
@@ -133,7 +133,7 @@ async fn pages_are_followed_and_each_bound_refuses_the_whole_catalog() {
                         "description": "x".repeat(600 << 10)}})
                 })
                 .collect(),
-            |e| matches!(e, BoundError::ResponseTooLarge { .. }),
+            |e| matches!(e, CatalogBoundError::ResponseTooLarge { .. }),
         ),
     ];
     for (tools, expected) in cases {

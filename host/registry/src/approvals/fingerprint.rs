@@ -1,4 +1,4 @@
-//! Invocation fingerprints: sha256 over a canonical JSON document.
+//! GatedCall fingerprints: sha256 over a canonical JSON document.
 //!
 //! Canonical JSON here: object keys sorted by their UTF-8 bytes, no
 //! whitespace, strings escaped as `serde_json` does, numbers as

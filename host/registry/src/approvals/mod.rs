@@ -41,7 +41,7 @@ use crate::{
 /// One call as the host received it. The capability id comes from the
 /// host's lookup of the tool, never from the model's input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation {
+pub struct GatedCall {
     /// The capability called.
     pub capability_id: String,
     /// Where it is called.
@@ -55,7 +55,7 @@ pub struct Invocation {
     pub package: Option<PackageIdentity>,
 }
 
-impl Invocation {
+impl GatedCall {
     /// The invocation's fingerprint.
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of(
@@ -130,7 +130,7 @@ pub struct Dispatch {
     /// The claimed lease.
     pub lease_id: LeaseId,
     /// The call to run.
-    pub invocation: Invocation,
+    pub invocation: GatedCall,
 }
 
 /// The approval flow over an [`ApprovalStore`].
@@ -160,7 +160,7 @@ impl Approvals {
         &self,
         authorizer: &Authorizer,
         policy: &ToolPolicy,
-        invocation: &Invocation,
+        invocation: &GatedCall,
         now: UnixMillis,
     ) -> Result<Gate, ApprovalError> {
         // Grants can only turn "needs approval" into "allow", so the store is
@@ -206,7 +206,7 @@ impl Approvals {
     /// `fingerprint`: tool, package, input, origin, scope).
     async fn claim_identical(
         &self,
-        invocation: &Invocation,
+        invocation: &GatedCall,
         fingerprint: &Fingerprint,
         now: UnixMillis,
     ) -> Result<Option<Dispatch>, ApprovalError> {
@@ -229,7 +229,7 @@ impl Approvals {
     /// of `rule`) and returns it.
     pub async fn request(
         &self,
-        invocation: &Invocation,
+        invocation: &GatedCall,
         rule: Rule,
         now: UnixMillis,
     ) -> Result<ApprovalRequest, ApprovalError> {
@@ -239,7 +239,7 @@ impl Approvals {
 
     async fn persist_request(
         &self,
-        invocation: &Invocation,
+        invocation: &GatedCall,
         fingerprint: Fingerprint,
         rule: Rule,
         now: UnixMillis,
@@ -358,7 +358,7 @@ impl Approvals {
     pub async fn refusal(
         &self,
         id: &ApprovalId,
-        call: &Invocation,
+        call: &GatedCall,
     ) -> Result<Option<ToolFailure>, ApprovalError> {
         let Some(approval) = self.store.approval(id).await? else {
             return Ok(None);
@@ -368,7 +368,7 @@ impl Approvals {
             || crate::name::model_name(None, &approval.capability_id)
                 .is_ok_and(|name| name == *named);
         // The call as asked about, but for the package nobody can tell now.
-        let asked = Invocation {
+        let asked = GatedCall {
             capability_id: approval.capability_id.clone(),
             package: approval.package.clone(),
             ..call.clone()
@@ -385,7 +385,7 @@ impl Approvals {
     pub async fn resume(
         &self,
         id: &ApprovalId,
-        invocation: &Invocation,
+        invocation: &GatedCall,
         now: UnixMillis,
     ) -> Result<Dispatch, ApprovalError> {
         let approval = self

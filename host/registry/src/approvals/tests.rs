@@ -6,12 +6,12 @@ use serde_json::json;
 use warden_core::{Effect, GateMatrix, GatePolicy, Permission, Visibility};
 
 use super::*;
-use crate::{Executor, MemoryStore, Registry, SqliteStore, StoreError, ToolDef};
+use crate::{Executor, MemoryApprovalStore, Registry, SqliteStore, StoreError, ToolDef};
 
 const NOW: UnixMillis = 1_000_000;
 
-fn call(input: Value) -> Invocation {
-    Invocation {
+fn call(input: Value) -> GatedCall {
+    GatedCall {
         capability_id: "gh.create_issue".into(),
         scope: InvocationScope::location("loc").with_session("s1"),
         origin: Origin::LoopRun,
@@ -30,8 +30,8 @@ fn v2() -> PackageIdentity {
 }
 
 /// `call` as provided by `package`.
-fn call_of(package: PackageIdentity, input: Value) -> Invocation {
-    Invocation {
+fn call_of(package: PackageIdentity, input: Value) -> GatedCall {
+    GatedCall {
         package: Some(package),
         ..call(input)
     }
@@ -60,10 +60,13 @@ fn gated(policy: GatePolicy) -> ToolPolicy {
 }
 
 fn memory() -> Approvals {
-    Approvals::new(Arc::new(MemoryStore::new()), ApprovalConfig::default())
+    Approvals::new(
+        Arc::new(MemoryApprovalStore::new()),
+        ApprovalConfig::default(),
+    )
 }
 
-async fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &Invocation) -> ApprovalRequest {
+async fn blocked(approvals: &Approvals, policy: &ToolPolicy, inv: &GatedCall) -> ApprovalRequest {
     match approvals
         .check(&Authorizer::default(), policy, inv, NOW)
         .await
@@ -90,11 +93,11 @@ async fn calling_again_after_approval_claims_it_once() {
     // Not the same call: another input, origin, session or package.
     let others = [
         call(json!({"title": "other"})),
-        Invocation {
+        GatedCall {
             origin: Origin::Product,
             ..inv.clone()
         },
-        Invocation {
+        GatedCall {
             scope: InvocationScope::location("loc").with_session("s2"),
             ..inv.clone()
         },
@@ -429,7 +432,7 @@ async fn concurrent_resumes_on_one_shared_store_dispatch_once() {
 #[tokio::test]
 async fn leases_expire() {
     let approvals = Approvals::new(
-        Arc::new(MemoryStore::new()),
+        Arc::new(MemoryApprovalStore::new()),
         ApprovalConfig {
             lease_ttl: Duration::from_secs(60),
         },
@@ -514,12 +517,12 @@ async fn a_refusal_is_told_for_its_own_call_only() {
             id
         }
     };
-    let refusal = |id: ApprovalId, call: Invocation| {
+    let refusal = |id: ApprovalId, call: GatedCall| {
         let approvals = &approvals;
         async move { approvals.refusal(&id, &call).await.unwrap() }
     };
     // The call as resumed once its tool is gone: named, no package.
-    let named = |case: &str, tool: &str| Invocation {
+    let named = |case: &str, tool: &str| GatedCall {
         capability_id: tool.into(),
         package: None,
         ..call(json!({ "case": case }))
@@ -551,15 +554,15 @@ async fn a_refusal_is_told_for_its_own_call_only() {
     let others = [
         named("declined", "gh.close_issue"),
         named("other input", "gh.create_issue"),
-        Invocation {
+        GatedCall {
             scope: InvocationScope::location("other").with_session("s1"),
             ..named("declined", "gh.create_issue")
         },
-        Invocation {
+        GatedCall {
             scope: InvocationScope::location("loc").with_session("s2"),
             ..named("declined", "gh.create_issue")
         },
-        Invocation {
+        GatedCall {
             origin: Origin::Automation,
             ..named("declined", "gh.create_issue")
         },

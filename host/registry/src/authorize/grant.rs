@@ -1,4 +1,4 @@
-//! Invocation scopes and the scoped persistent grants that cover them.
+//! GatedCall scopes and the scoped persistent grants that cover them.
 
 use warden_core::Origin;
 

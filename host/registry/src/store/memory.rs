@@ -20,14 +20,14 @@ struct State {
 /// An [`ApprovalStore`] in process memory; every method holds one lock, so
 /// each is atomic.
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct MemoryApprovalStore {
     state: Mutex<State>,
 }
 
-impl MemoryStore {
+impl MemoryApprovalStore {
     /// An empty store.
     pub fn new() -> Self {
-        MemoryStore::default()
+        MemoryApprovalStore::default()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -36,7 +36,7 @@ impl MemoryStore {
 }
 
 #[async_trait::async_trait]
-impl ApprovalStore for MemoryStore {
+impl ApprovalStore for MemoryApprovalStore {
     async fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
         let mut state = self.lock();
         if state.approvals.contains_key(&request.id) {
@@ -214,7 +214,8 @@ mod tests {
 
     #[tokio::test]
     async fn memory_store_conforms() {
-        crate::store::conformance::run(&MemoryStore::new()).await;
-        crate::store::conformance::claims_race(std::sync::Arc::new(MemoryStore::new())).await;
+        crate::store::conformance::run(&MemoryApprovalStore::new()).await;
+        crate::store::conformance::claims_race(std::sync::Arc::new(MemoryApprovalStore::new()))
+            .await;
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! [`SqliteStore`] is the embedded default (its blocking work runs on
 //! Tokio's blocking pool); [`PgStore`] is the server option, shared by many
-//! hosts; [`MemoryStore`] is for tests and hosts that want nothing on disk.
+//! hosts; [`MemoryApprovalStore`] is for tests and hosts that want nothing on disk.
 //! An embedder can bring its own store by implementing the trait; the
 //! atomicity each method promises is what makes "dispatch exactly once"
 //! hold, across hosts when they share the store. Every backend must pass
@@ -20,7 +20,7 @@ use std::fmt;
 use serde_json::Value;
 use warden_core::Origin;
 
-pub use memory::MemoryStore;
+pub use memory::MemoryApprovalStore;
 pub use postgres::{DEFAULT_POOL_SIZE, PgStore};
 pub use sqlite::SqliteStore;
 

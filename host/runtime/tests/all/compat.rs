@@ -12,8 +12,8 @@ use warden_core::net::{
     GuestResponse, HttpError,
 };
 use warden_runtime::{
-    CallOutcome, CallRequest, ComponentSpec, ComponentWorld, InstalledComponent, LogLevel, Runtime,
-    RuntimeError, ToolLimits,
+    CallOutcome, CallRequest, ComponentSpec, ComponentWorld, InstalledComponent, LimitOverrides,
+    LogLevel, Runtime, RuntimeError,
 };
 
 use crate::imports::component;
@@ -325,16 +325,16 @@ async fn a_request_body_over_the_bound_is_reported_as_not_sent() {
 #[tokio::test]
 async fn fuel_and_time_limits_stop_the_guest() {
     let (_runtime, tool) = install();
-    let run = |limits: ToolLimits| {
+    let run = |limits: LimitOverrides| {
         tool.call(
             CallRequest::new("near-probe.spin", "{}")
                 .limits(limits)
                 .network(AudienceNetwork::new(true)),
         )
     };
-    let outcome = run(ToolLimits {
+    let outcome = run(LimitOverrides {
         fuel: Some(5_000_000),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     })
     .await;
     assert_eq!(
@@ -343,10 +343,10 @@ async fn fuel_and_time_limits_stop_the_guest() {
     );
     // Fuel as high as the maxima allow: a tight loop burns the default in
     // about the time of this deadline, and the deadline is what is tested.
-    let outcome = run(ToolLimits {
+    let outcome = run(LimitOverrides {
         timeout_ms: Some(300),
         fuel: Some(u64::MAX),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     })
     .await;
     assert_eq!(
@@ -364,9 +364,9 @@ async fn memory_output_log_and_request_limits_hold() {
     let outcome = tool
         .call(
             CallRequest::new("near-probe.hog", r#"{"mib": 32}"#)
-                .limits(ToolLimits {
+                .limits(LimitOverrides {
                     memory_bytes: Some(16 << 20),
-                    ..ToolLimits::default()
+                    ..LimitOverrides::default()
                 })
                 .network(network()),
         )
@@ -380,9 +380,9 @@ async fn memory_output_log_and_request_limits_hold() {
     let outcome = tool
         .call(
             CallRequest::new("near-probe.emit", r#"{"bytes": 70000}"#)
-                .limits(ToolLimits {
+                .limits(LimitOverrides {
                     max_output_bytes: Some(65536),
-                    ..ToolLimits::default()
+                    ..LimitOverrides::default()
                 })
                 .network(network()),
         )

@@ -15,7 +15,7 @@ use warden_core::net::{
     BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
 };
 use warden_runtime::{
-    CallOutcome, CallRequest, RuntimeConfig, RuntimeError, ToolLimits, Unavailable,
+    CallOutcome, CallRequest, LimitOverrides, RuntimeConfig, RuntimeError, Unavailable,
 };
 
 use crate::support::{Host, config};
@@ -43,9 +43,9 @@ async fn a_probe_returns_while_200_cpu_bound_calls_run() {
             // All 200 share two cores, so each one's wall time is close to the
             // total: give them a deadline far above it (this test is about
             // starvation and ordering, not about deadlines).
-            let generous = ToolLimits {
+            let generous = LimitOverrides {
                 timeout_ms: Some(60_000),
-                ..ToolLimits::default()
+                ..LimitOverrides::default()
             };
             let outcome = host.hostile.call(burn(ROUNDS).limits(generous)).await;
             done.fetch_add(1, Ordering::SeqCst);
@@ -124,10 +124,10 @@ impl Gate {
     /// A `hostile.fetch` whose request waits in this gate (a deadline far
     /// past any test's length, and `memory_bytes` of memory reserved).
     fn fetch(self: &Arc<Self>, memory_bytes: Option<u64>) -> CallRequest {
-        let limits = ToolLimits {
+        let limits = LimitOverrides {
             timeout_ms: Some(120_000),
             memory_bytes,
-            ..ToolLimits::default()
+            ..LimitOverrides::default()
         };
         CallRequest::new("hostile.fetch", "{}")
             .limits(limits)
@@ -307,9 +307,9 @@ async fn running_calls_never_reserve_more_than_the_memory_budget() {
     // A limit that can never fit is refused at once, with both sizes: not
     // after waiting out the queue timeout (which would end in
     // `HostUnavailable`).
-    let greedy = ToolLimits {
+    let greedy = LimitOverrides {
         memory_bytes: Some(512 << 20),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let refused = host
         .hostile
@@ -387,10 +387,10 @@ fn start_burns(
     (0..n)
         .map(|_| {
             let host = host.clone();
-            let generous = ToolLimits {
+            let generous = LimitOverrides {
                 timeout_ms: Some(60_000),
                 fuel: Some(u64::MAX),
-                ..ToolLimits::default()
+                ..LimitOverrides::default()
             };
             tokio::spawn(async move { host.hostile.call(burn(rounds).limits(generous)).await })
         })
@@ -556,10 +556,10 @@ async fn drop_a_moved_call(tick: Duration) {
     }));
     // The call's store holds the only other reference to its network.
     let network: Arc<dyn warden_core::net::CallNetwork> = Arc::new(warden_core::net::DenyAll);
-    let limits = ToolLimits {
+    let limits = LimitOverrides {
         timeout_ms: Some(30_000),
         fuel: Some(u64::MAX),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let request = CallRequest::new("hostile.spin", "{}")
         .limits(limits)

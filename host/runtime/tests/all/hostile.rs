@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use warden_runtime::{CallOutcome, CallRequest, RuntimeError, ToolLimits, TrapKind};
+use warden_runtime::{CallOutcome, CallRequest, LimitOverrides, RuntimeError, TrapKind};
 
 use crate::support::{Host, config};
 
@@ -23,7 +23,7 @@ const GENEROUS_MS: u64 = 60_000;
 /// Run `hostile.<op>` (with [`GENEROUS_MS`] as its deadline unless `limits`
 /// sets one), check it ended within its deadline (give or take [`SLACK`]),
 /// then check echo still works.
-async fn run(host: &Host, op: &str, input: &str, limits: Option<ToolLimits>) -> CallOutcome {
+async fn run(host: &Host, op: &str, input: &str, limits: Option<LimitOverrides>) -> CallOutcome {
     let mut limits = limits.unwrap_or_default();
     let deadline_ms = *limits.timeout_ms.get_or_insert(GENEROUS_MS);
     let bound = Duration::from_millis(deadline_ms);
@@ -49,10 +49,10 @@ async fn run(host: &Host, op: &str, input: &str, limits: Option<ToolLimits>) -> 
 async fn infinite_loop_times_out() {
     let host = Host::new(config());
     let deadline = Duration::from_millis(300);
-    let limits = ToolLimits {
+    let limits = LimitOverrides {
         timeout_ms: Some(300),
         fuel: Some(u64::MAX),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = run(&host, "spin", "{}", Some(limits)).await;
     assert_eq!(
@@ -70,9 +70,9 @@ async fn infinite_loop_times_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infinite_loop_runs_out_of_fuel() {
     let host = Host::new(config());
-    let limits = ToolLimits {
+    let limits = LimitOverrides {
         fuel: Some(5_000_000),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = run(&host, "spin", "{}", Some(limits)).await;
     assert_eq!(

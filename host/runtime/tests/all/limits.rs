@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use warden_runtime::{
-    ActiveAllocator, Allocator, CallRequest, Limits, RuntimeConfig, RuntimeError, ToolLimits,
+    ActiveAllocator, Allocator, CallRequest, LimitOverrides, Limits, RuntimeConfig, RuntimeError,
 };
 
 use crate::support::{Host, config, hostile_dir, package};
@@ -24,7 +24,7 @@ fn small_maxima() -> RuntimeConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_overrides_are_capped_by_host_maxima() {
     let host = Host::new(small_maxima());
-    let greedy = ToolLimits {
+    let greedy = LimitOverrides {
         fuel: Some(u64::MAX),
         memory_bytes: Some(u64::MAX),
         timeout_ms: Some(60_000),
@@ -113,9 +113,9 @@ async fn tool_limits_from_the_manifest_apply_and_calls_can_lower_them() {
             limit_bytes: 4 << 20
         }
     );
-    let small_fuel = ToolLimits {
+    let small_fuel = LimitOverrides {
         fuel: Some(1_000),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = hostile
         .call(CallRequest::new("hostile.healthy", "{}").limits(small_fuel))

@@ -165,7 +165,7 @@ impl warden_core::net::CallNetwork for Hanging {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_never_answers_is_cut_at_the_deadline() {
     let host = Host::new(config());
-    let limits = warden_runtime::ToolLimits {
+    let limits = warden_runtime::LimitOverrides {
         timeout_ms: Some(300),
         ..Default::default()
     };

@@ -139,10 +139,10 @@ impl Host {
     /// Call `hostile.spin` (an endless loop) with unlimited fuel, so only the
     /// `timeout_ms` deadline can stop it.
     pub(crate) async fn spin(&self, timeout_ms: u64) -> CallOutcome {
-        let limits = warden_runtime::ToolLimits {
+        let limits = warden_runtime::LimitOverrides {
             timeout_ms: Some(timeout_ms),
             fuel: Some(u64::MAX),
-            ..warden_runtime::ToolLimits::default()
+            ..warden_runtime::LimitOverrides::default()
         };
         self.hostile
             .call(CallRequest::new("hostile.spin", "{}").limits(limits))

@@ -12,8 +12,8 @@ use warden_core::net::{
     BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
 };
 use warden_runtime::{
-    CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, Runtime, RuntimeError,
-    ToolLimits, TrapKind,
+    CacheStatus, CallRequest, ExternalCompiler, InstalledComponent, LimitOverrides, Runtime,
+    RuntimeError, TrapKind,
 };
 
 use crate::support::{
@@ -185,15 +185,15 @@ async fn limits_hold_on_baseline_code() {
     let setup = tiered(dir.path());
     let runtime = &setup.runtime;
     let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
-    let call = |op: &str, limits: Option<ToolLimits>| {
+    let call = |op: &str, limits: Option<LimitOverrides>| {
         let mut request = CallRequest::new(format!("hostile.{op}"), "{}");
         request.limits = limits;
         hostile.call(request)
     };
 
-    let fuel = ToolLimits {
+    let fuel = LimitOverrides {
         fuel: Some(5_000_000),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = call("spin", Some(fuel)).await;
     assert_eq!(hostile.report().unwrap().cache, CacheStatus::Baseline);
@@ -203,10 +203,10 @@ async fn limits_hold_on_baseline_code() {
     );
     assert_eq!(outcome.usage.fuel_consumed, 5_000_000);
 
-    let time = ToolLimits {
+    let time = LimitOverrides {
         timeout_ms: Some(300),
         fuel: Some(u64::MAX),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = call("spin", Some(time)).await;
     assert_eq!(
@@ -426,9 +426,9 @@ async fn a_call_running_baseline_code_keeps_it_until_it_ends() {
     let mut running = tokio::spawn({
         let (hostile, network) = (hostile.clone(), network.clone());
         async move {
-            let limits = ToolLimits {
+            let limits = LimitOverrides {
                 timeout_ms: Some(120_000),
-                ..ToolLimits::default()
+                ..LimitOverrides::default()
             };
             let request = CallRequest::new("hostile.fetch", "{}")
                 .network(network)
@@ -472,10 +472,10 @@ async fn a_deadline_holds_on_a_rebuilt_baseline_tier() {
 
     // The gate stays shut for this one: it runs baseline code on a new tier.
     let hostile = runtime.install_lazy(package(&hostile_dir())).unwrap();
-    let limits = ToolLimits {
+    let limits = LimitOverrides {
         timeout_ms: Some(300),
         fuel: Some(u64::MAX),
-        ..ToolLimits::default()
+        ..LimitOverrides::default()
     };
     let outcome = hostile
         .call(CallRequest::new("hostile.spin", "{}").limits(limits))
