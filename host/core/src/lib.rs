@@ -8,6 +8,7 @@
 //!   the authorization vocabulary of the v3 manifest.
 //! - [`ErrorCode`]: why a call failed, one spelling on every surface.
 //! - [`spec`]: resolved credential, network-target and auth-recipe declarations.
+//! - [`lane`]: what every lane reports about a call (usage, log entries).
 //! - [`schema`]: the one JSON Schema checker of tool inputs and outputs.
 //! - [`net`]: the per-call network service the runtime hands to a guest's
 //!   `http` and `credential` imports, and [`net::DenyAll`], the default when
@@ -24,6 +25,7 @@
 
 mod error_code;
 mod gate;
+pub mod lane;
 pub mod net;
 pub mod schema;
 pub mod spec;

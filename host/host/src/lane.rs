@@ -23,10 +23,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use warden_core::lane::{LogEntry, Usage};
 use warden_core::net::{BoxFuture, CallNetwork};
 use warden_core::{ErrorCode, Origin};
 use warden_manifest::{Implementation, Package};
-use warden_runtime::{LogEntry, RuntimeError, Usage};
+use warden_runtime::RuntimeError;
 
 use crate::error::HostError;
 use crate::host::Shared;

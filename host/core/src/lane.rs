@@ -1,0 +1,55 @@
+//! What every lane reports about a call, whatever runs it: the resources
+//! it used ([`Usage`]; a field a lane does not measure stays 0) and the log
+//! entries it kept ([`LogEntry`]). The WASM runtime fills every field; the
+//! hosted and first-party lanes the ones they measure.
+
+use std::time::Duration;
+
+/// Resources one call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Fuel consumed by the guest.
+    pub fuel_consumed: u64,
+    /// Peak bytes of linear memory plus tables of the instance (each table
+    /// element charged `warden_runtime::TABLE_ELEMENT_BYTES`).
+    pub peak_memory_bytes: u64,
+    /// Time from the call's start (after queuing) to its end.
+    pub wall_time: Duration,
+    /// Time spent waiting for an execution slot and the call's share of the
+    /// host-wide memory budget.
+    pub queue_time: Duration,
+    /// HTTP requests the guest asked to send (including refused ones).
+    pub http_requests: u32,
+    /// Bytes of request bodies, URLs and headers handed to the network.
+    pub http_bytes_sent: u64,
+    /// Bytes of response bodies and headers handed back to the guest.
+    pub http_bytes_received: u64,
+    /// Log entries dropped past the per-call cap.
+    pub log_entries_dropped: u32,
+}
+
+/// Severity of a guest log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Very detailed.
+    Trace,
+    /// Debugging detail.
+    Debug,
+    /// Normal information.
+    Info,
+    /// Something unexpected.
+    Warn,
+    /// A failure.
+    Error,
+}
+
+/// One guest log entry, redacted and bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Severity.
+    pub level: LogLevel,
+    /// The message (secrets redacted, at most the per-entry byte cap).
+    pub message: String,
+    /// Whether the message was cut to the per-entry cap.
+    pub truncated: bool,
+}
