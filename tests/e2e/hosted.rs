@@ -105,6 +105,15 @@ async fn an_installed_mcp_package_runs_through_call_and_serve() {
     assert!(checked.code == 0, "{}", checked.all());
     let installed = warden.run(&["install", dir.path().to_str().unwrap()]);
     assert!(installed.code == 0, "{}", installed.all());
+    // Its account is not connected: install says how, and sends nothing.
+    assert!(
+        installed
+            .all()
+            .contains("discovered once an account is connected: warden auth connect fake-mcp"),
+        "{}",
+        installed.all()
+    );
+    assert!(fake.requests().is_empty(), "install contacted the server");
     // A required credential is checked before anything is sent.
     let refused = warden.run(&["--json", "call", "fake-mcp.weather", "--input", "{}"]);
     assert!(refused.all().contains("auth_required"), "{}", refused.all());
@@ -410,4 +419,41 @@ async fn an_authorization_server_with_a_path_issuer_is_connected_at_its_path() {
     let called = call_approved(&warden, "mcp-fake.weather", r#"{"city": "Oslo"}"#);
     assert!(called.code == 0, "{}", called.all());
     assert_eq!(called.json()["output"], json!({"celsius": 21.5}));
+}
+
+/// Issue 44: `install` of an `[mcp]` package did not discover its tools
+/// (only `mcp add`, `mcp refresh` or a first call did); it lists them when
+/// it can and keeps them for `list`.
+#[tokio::test(flavor = "multi_thread")]
+async fn install_discovers_the_tools_of_a_server_that_needs_no_account() {
+    let fake = FakeMcp::start(Script::default()).await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path(), MCP_URL);
+    let manifest = dir.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    // The same server without credentials: no account to wait for.
+    let credentials = text.find("[[mcp.credentials]]").unwrap();
+    let pinned = text.find("[[tools]]").unwrap();
+    let auth = text.find("[auth.example]").unwrap();
+    let open = format!("{}{}", &text[..credentials], &text[pinned..auth]).replace(
+        r#"effects = ["use_secret", "network"]"#,
+        r#"effects = ["network"]"#,
+    );
+    std::fs::write(&manifest, open).unwrap();
+    let installed = warden.run(&["--json", "install", dir.path().to_str().unwrap()]);
+    assert!(installed.code == 0, "{}", installed.all());
+    let out = installed.json();
+    assert_eq!(out["discovered"], 2, "{out}");
+    assert!(fake.methods().iter().any(|m| m == "tools/list"));
+    // A later process lists the discovered tools without asking the server.
+    let before = fake.requests().len();
+    let listed = warden.run(&["list"]);
+    assert!(
+        listed.all().contains("fake-mcp_weather"),
+        "{}",
+        listed.all()
+    );
+    assert_eq!(fake.requests().len(), before, "list asked the server");
 }

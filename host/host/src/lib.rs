@@ -59,6 +59,7 @@ pub use lane::{
     CallContext, CallHttp, CallHttpError, FirstPartyCall, FirstPartyError, FirstPartyService, Lane,
     LaneError, LaneOutcome,
 };
+pub use location::hosted::Discovery;
 pub use location::{InstalledPackage, Location, Replace, ResolvedTool};
 pub use outcome::{
     AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode,

@@ -1,6 +1,6 @@
 //! [`Location`]: a workspace the host serves, with its own registry.
 
-mod hosted;
+pub(crate) mod hosted;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use warden_host::{PackageSource, Provenance, Replace};
+use warden_host::{Discovery, PackageSource, Provenance, Replace};
 
 use super::Context;
 use crate::render;
 
 /// Run `warden install`.
-pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> {
+pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> {
     // One install or uninstall at a time in a data directory, from before
     // the installed packages are read (what an install is checked against)
     // until its copy is in place.
@@ -47,12 +47,25 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
         return Err(error);
     }
     swap_in(&staging, &target)?;
+    // An `[mcp]` package's tools are listed now when they can be (the
+    // person installing it asked for it), and kept for the next process.
+    let discovery = location.discover_hosted(&id).await;
     if cx.json {
-        render::json(&serde_json::json!({
+        let mut out = serde_json::json!({
             "installed": id, "dir": target, "summary": summary,
             "provenance": Provenance::Installed, "trust": "third_party",
             "network": reach,
-        }));
+        });
+        match &discovery {
+            Some(Discovery::Listed(count)) => out["discovered"] = (*count).into(),
+            Some(Discovery::NeedsAccount) => out["discovery"] = "needs_account".into(),
+            Some(Discovery::Failed(error)) => {
+                out["discovery"] = "failed".into();
+                out["discovery_error"] = error.to_string().into();
+            }
+            _ => {}
+        }
+        render::json(&out);
     } else {
         out!(
             "installed {} (third_party)\n  -> {}",
@@ -62,6 +75,19 @@ pub(crate) fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> 
         if !reach.is_empty() {
             let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
             out!("  network: {}", render::escape(&reach.join(", ")));
+        }
+        match &discovery {
+            Some(Discovery::Listed(count)) => out!("  discovered {count} tool(s) on its server"),
+            Some(Discovery::NeedsAccount) => out!(
+                "  its tools are discovered once an account is connected: warden auth connect {}",
+                render::escape(&id)
+            ),
+            Some(Discovery::Failed(error)) => say!(
+                "warning: its server's tools could not be listed (the pinned tools are \
+                 published): {}",
+                render::escape(&error.to_string())
+            ),
+            _ => {}
         }
     }
     Ok(ExitCode::SUCCESS)

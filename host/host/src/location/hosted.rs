@@ -33,6 +33,18 @@ use crate::error::HostError;
 use crate::lane::mcp::{ListingRefused, McpLane};
 use warden_egress::secrets::Requester;
 
+/// What [`Location::discover_hosted`] found.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Discovery {
+    /// The server listed this many tools; they are published.
+    Listed(usize),
+    /// A required account is not connected: nothing was sent.
+    NeedsAccount,
+    /// The listing failed; the pinned tools stay published.
+    Failed(HostError),
+}
+
 /// The server of an installed `[mcp]` package and what was published.
 #[derive(Debug)]
 pub(super) struct HostedState {
@@ -154,6 +166,33 @@ impl Location {
     /// [`Location::refresh_hosted`] for `[mcp]` package `id` only.
     pub async fn refresh_hosted_package(&self, id: &str) -> Vec<HostError> {
         self.refresh_hosted_where(|installed| installed == id).await
+    }
+
+    /// Discover the tools of the just-installed `[mcp]` package `id`, when
+    /// its server can be listed now (no account needed, or one connected):
+    /// the person who installed it asked for it. `None` for a package that
+    /// is not an `[mcp]` one.
+    pub async fn discover_hosted(&self, id: &str) -> Option<Discovery> {
+        let (_, server) = self
+            .hosted_servers()
+            .into_iter()
+            .find(|(hosted, _)| hosted == id)?;
+        if !self.account_ready(id, &server).await {
+            return Some(Discovery::NeedsAccount);
+        }
+        Some(match self.refresh_server(id.to_owned(), server).await {
+            Some(error) => Discovery::Failed(error),
+            None => Discovery::Listed(self.discovered_count(id)),
+        })
+    }
+
+    /// How many tools the current catalog of package `id` holds.
+    fn discovered_count(&self, id: &str) -> usize {
+        let installed = self.installed.lock().expect("installed lock");
+        installed
+            .get(id)
+            .and_then(|stack| stack.last()?.hosted.as_ref()?.catalog.clone())
+            .map_or(0, |catalog| catalog.len())
     }
 
     /// The ids of the installed `[mcp]` packages, sorted.
