@@ -234,6 +234,12 @@ impl ServerHandler for Handler {
                 result
             }
             "fail" => CallToolResult::error(vec![ContentBlock::text("the tool failed\u{7}")]),
+            // A long call: answers after `ms` milliseconds.
+            "slow" => {
+                let ms = arguments["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                CallToolResult::success(vec![ContentBlock::text(format!("slept {ms} ms"))])
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool `{other}`"),

@@ -20,6 +20,7 @@
 //!
 //! [mcp]                                          # hosted MCP servers
 //! refresh_interval_secs = 600                    # list a server's tools again after this long
+//! call_timeout_secs = 60                         # how long one call of a hosted server may take
 //!
 //! [compile]                                      # bounds on compiling a component
 //! max_code_bytes = 16777216                      # function bodies an installed package may hold
@@ -139,6 +140,10 @@ struct McpSettings {
     /// announce `tools/list_changed` are listed again at once).
     #[serde(default)]
     refresh_interval_secs: Option<u64>,
+    /// Seconds one call (or listing) of a hosted server may take (default
+    /// 60; a tool of a server may run longer than a WASM tool's 10 s).
+    #[serde(default)]
+    call_timeout_secs: Option<u64>,
 }
 
 /// `[oauth]`: how Warden presents itself to authorization servers.
@@ -370,6 +375,12 @@ impl Settings {
             }
             limits.refresh_interval = std::time::Duration::from_secs(secs);
         }
+        if let Some(secs) = self.mcp.call_timeout_secs {
+            if secs == 0 {
+                bail!("[mcp] call_timeout_secs must be at least 1");
+            }
+            limits.call_timeout = std::time::Duration::from_secs(secs);
+        }
         Ok(limits)
     }
 
@@ -423,6 +434,20 @@ mod tests {
 
     fn settings(text: &str) -> Settings {
         toml::from_str(text).expect("valid warden.toml")
+    }
+
+    #[test]
+    fn a_hosted_call_timeout_is_read_and_zero_is_refused() {
+        let limits = settings("[mcp]\ncall_timeout_secs = 90\n")
+            .hosted()
+            .unwrap();
+        assert_eq!(limits.call_timeout, std::time::Duration::from_secs(90));
+        let default = settings("").hosted().unwrap();
+        assert_eq!(default.call_timeout, std::time::Duration::from_secs(60));
+        let error = settings("[mcp]\ncall_timeout_secs = 0\n")
+            .hosted()
+            .unwrap_err();
+        assert!(error.to_string().contains("call_timeout_secs"), "{error}");
     }
 
     #[test]

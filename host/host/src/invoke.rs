@@ -340,6 +340,11 @@ impl Location {
     /// The call's wall-clock allowance: the capability's `timeout_ms` (capped
     /// by the host's maxima), else the host default.
     fn timeout_of(&self, binding: &Binding) -> std::time::Duration {
+        if binding.capability.limits.timeout_ms.is_none()
+            && let Some(timeout) = binding.lane.default_timeout()
+        {
+            return timeout;
+        }
         let config = self.shared.runtime.config();
         let requested = LimitOverrides {
             timeout_ms: binding.capability.limits.timeout_ms,

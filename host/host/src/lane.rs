@@ -65,6 +65,13 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// How long a call may take when the capability names no `timeout_ms`;
+    /// `None`: the host's default tool deadline. A hosted server's lane has
+    /// its own (its calls wait on a remote server, not on a sandboxed CPU).
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// The WIT world of the lane's component, for a WASM lane.
     fn world(&self) -> Option<warden_runtime::ComponentWorld> {
         None

@@ -116,6 +116,10 @@ impl Lane for McpLane {
         false
     }
 
+    fn default_timeout(&self) -> Option<std::time::Duration> {
+        Some(self.server.limits().call_timeout)
+    }
+
     fn check_input(&self, _capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>> {
         self.input
             .check(input)

@@ -837,3 +837,37 @@ async fn a_server_without_its_account_is_not_contacted_by_the_follower() {
     );
     follower.abort();
 }
+
+/// Issue 44: a hosted call was cut at the deadline of a WASM tool (10 s by
+/// default; 300 ms here), not the hosted lane's own (60 s by default,
+/// `[mcp] call_timeout_secs`): a 15 s remote tool always timed out.
+#[tokio::test]
+async fn a_hosted_call_runs_under_the_lanes_deadline_not_a_wasm_tools() {
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    rmcp.catalog(|c| {
+        c.tools
+            .push(json!({"name": "slow", "inputSchema": {"type": "object"}}))
+    });
+    let mut config = HostConfig {
+        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
+        hosted: LaneLimits {
+            call_timeout: Duration::from_secs(30),
+            ..LaneLimits::default()
+        },
+        ..HostConfig::default()
+    };
+    config.runtime.defaults.timeout = Duration::from_millis(300);
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(rmcp.resolver()))
+        .build()
+        .unwrap();
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+    let done = completed(&location, "fake-mcp.slow", json!({"ms": 1000})).await;
+    assert_eq!(
+        done.output["content"][0]["text"], "slept 1000 ms",
+        "{}",
+        done.output
+    );
+}
