@@ -395,6 +395,20 @@ async fn a_stalled_server_does_not_hold_back_another_servers_announcements() {
     follower.abort();
 }
 
+/// A host with `config` whose egress trusts and resolves to `rmcp`, with
+/// the account of [`secrets`].
+fn rmcp_host(rmcp: &RmcpServer, config: HostConfig) -> Host {
+    let config = HostConfig {
+        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
+        ..config
+    };
+    Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(rmcp.resolver()))
+        .build()
+        .unwrap()
+}
+
 /// Wait (bounded) until `id` is published in `location`.
 async fn published(location: &Location, id: &str) {
     let mut changes = location.changes();
@@ -411,19 +425,16 @@ async fn published(location: &Location, id: &str) {
 #[tokio::test]
 async fn a_real_mcp_server_is_followed_on_the_refresh_interval_and_called() {
     let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
-    let config = HostConfig {
-        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
-        hosted: LaneLimits {
-            refresh_interval: Duration::from_millis(200),
-            ..LaneLimits::default()
+    let host = rmcp_host(
+        &rmcp,
+        HostConfig {
+            hosted: LaneLimits {
+                refresh_interval: Duration::from_millis(200),
+                ..LaneLimits::default()
+            },
+            ..HostConfig::default()
         },
-        ..HostConfig::default()
-    };
-    let host = Host::builder(config)
-        .secret_store(Arc::new(secrets()))
-        .resolver(Arc::new(rmcp.resolver()))
-        .build()
-        .unwrap();
+    );
     let (location, _dir) = install(&host, rmcp_mcp::URL);
     let follower = tokio::spawn({
         let location = location.clone();
@@ -849,7 +860,6 @@ async fn a_hosted_call_runs_under_the_lanes_deadline_not_a_wasm_tools() {
             .push(json!({"name": "slow", "inputSchema": {"type": "object"}}))
     });
     let mut config = HostConfig {
-        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
         hosted: LaneLimits {
             call_timeout: Duration::from_secs(30),
             ..LaneLimits::default()
@@ -857,11 +867,7 @@ async fn a_hosted_call_runs_under_the_lanes_deadline_not_a_wasm_tools() {
         ..HostConfig::default()
     };
     config.runtime.defaults.timeout = Duration::from_millis(300);
-    let host = Host::builder(config)
-        .secret_store(Arc::new(secrets()))
-        .resolver(Arc::new(rmcp.resolver()))
-        .build()
-        .unwrap();
+    let host = rmcp_host(&rmcp, config);
     let (location, _dir) = install(&host, rmcp_mcp::URL);
     assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
     let done = completed(&location, "fake-mcp.slow", json!({"ms": 1000})).await;
