@@ -202,12 +202,14 @@ pub(crate) fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String>
         .collect()
 }
 
-/// The first query parameter of `url` whose name is a credential's.
+/// The first query parameter of `url` whose name is a credential's, as it
+/// was matched (lower case, without the spaces around it: `+` decodes to a
+/// space, and `?++access_token=x` is `access_token`).
 pub(crate) fn denied_query(url: &str) -> Option<String> {
     let url = url::Url::parse(url).ok()?;
     url.query_pairs()
-        .map(|(name, _)| name.to_ascii_lowercase())
-        .find(|name| DENIED_QUERY_NAMES.contains(&name.trim()))
+        .map(|(name, _)| name.trim().to_ascii_lowercase())
+        .find(|name| DENIED_QUERY_NAMES.contains(&name.as_str()))
 }
 
 fn to_failure(state: &mut CallState, error: HttpError) -> HttpFailure {
@@ -306,6 +308,12 @@ mod tests {
             Some("key")
         );
         assert_eq!(denied_query("https://a.example/x?pageToken=abc&q=1"), None);
+        // Found by the fuzz campaign: the name refused was reported with the
+        // spaces its `+`s decode to, not as the name that matched.
+        assert_eq!(
+            denied_query("https://a.example/x?q=1&++++Access_Token=x").as_deref(),
+            Some("access_token")
+        );
     }
 
     #[test]
