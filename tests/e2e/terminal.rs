@@ -16,21 +16,11 @@ use warden_tests::package::repo_root;
 const PAYLOAD: &str =
     "msg\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\u{9b}31m\u{202e}dlrow\u{2066}\r\x7f";
 
-/// The first character of `text` a terminal would act on.
+/// The first character of `text` a terminal would act on (the CLI's own
+/// rule, `warden_core::text`; new lines and tabs are the output's own).
 fn raw_control(text: &str) -> Option<char> {
-    text.chars().find(|&c| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(
-                c,
-                '\u{061c}'
-                    | '\u{200e}'
-                    | '\u{200f}'
-                    | '\u{2028}'
-                    | '\u{2029}'
-                    | '\u{202a}'..='\u{202e}'
-                    | '\u{2066}'..='\u{2069}'
-            )
-    })
+    text.chars()
+        .find(|&c| c != '\n' && c != '\t' && warden_core::text::is_terminal_control(c))
 }
 
 /// `run` printed no raw control character.

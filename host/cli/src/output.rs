@@ -105,7 +105,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Escaping {
 pub(crate) fn json_text(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if c != '\n' && render::is_terminal_control(c) {
+        if c != '\n' && warden_core::text::is_terminal_control(c) {
             // Every such character is in the Basic Multilingual Plane.
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
@@ -128,7 +128,7 @@ mod tests {
         assert!(
             !text
                 .chars()
-                .any(|c| c != '\n' && render::is_terminal_control(c)),
+                .any(|c| c != '\n' && warden_core::text::is_terminal_control(c)),
             "{text:?}"
         );
         assert!(

@@ -24,7 +24,7 @@ pub(crate) fn escape_text(text: &str, multiline: bool) -> String {
     for c in text.chars() {
         match c {
             '\n' | '\t' if multiline => out.push(c),
-            c if is_terminal_control(c) => {
+            c if warden_core::text::is_terminal_control(c) => {
                 out.extend(c.escape_unicode());
             }
             c => out.push(c),
@@ -38,25 +38,6 @@ pub(crate) fn escape(text: &str) -> String {
     escape_text(text, false)
 }
 
-/// Whether a terminal acts on `c` rather than showing it: a C0 or C1
-/// control (ESC, BEL, CR, CSI U+009B, ...), DEL, or a character that
-/// changes the order or the lines of what it shows (bidirectional marks,
-/// overrides and isolates; the line and paragraph separators).
-pub(crate) fn is_terminal_control(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-        )
-}
-
-/// `a, b, c`, or `none`.
 /// The extensions allowed to use an account, each with the package content
 /// the consent is pinned to (`github (built-in)`, `gh (sha256 0123456789ab)`).
 pub(crate) fn allowed(binding: &warden_egress::secrets::AccountBinding) -> String {
@@ -77,6 +58,7 @@ pub(crate) fn allowed(binding: &warden_egress::secrets::AccountBinding) -> Strin
     words(&named)
 }
 
+/// `a, b, c`, or `none`.
 pub(crate) fn words<T: Display>(items: &[T]) -> String {
     if items.is_empty() {
         return "none".into();

@@ -9,6 +9,7 @@
 //! - [`ErrorCode`]: why a call failed, one spelling on every surface.
 //! - [`spec`]: resolved credential, network-target and auth-recipe declarations.
 //! - [`lane`]: what every lane reports about a call (usage, log entries).
+//! - [`text`]: which characters of outside text a terminal would act on.
 //! - [`schema`]: the one JSON Schema checker of tool inputs and outputs.
 //! - [`net`]: the per-call network service the runtime hands to a guest's
 //!   `http` and `credential` imports, and [`net::DenyAll`], the default when
@@ -29,6 +30,7 @@ pub mod lane;
 pub mod net;
 pub mod schema;
 pub mod spec;
+pub mod text;
 mod vocabulary;
 pub mod wasi;
 

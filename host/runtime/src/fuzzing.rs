@@ -9,6 +9,9 @@ pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
     crate::compat::http::parse_headers(text)
 }
 
+/// Substrings of response header names the guest never sees.
+pub const HIDDEN_RESPONSE_PARTS: &[&str] = crate::compat::http::HIDDEN_RESPONSE_PARTS;
+
 /// The first query parameter of `url` named like a credential.
 pub fn denied_query(url: &str) -> Option<String> {
     crate::compat::http::denied_query(url)

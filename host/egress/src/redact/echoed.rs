@@ -4,6 +4,7 @@
 //! redacted, with no run of the encoded text left, and each must be caught
 //! by the leak pre-scan too.
 
+use super::forms::utf16;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE};
 
@@ -40,18 +41,6 @@ fn assert_gone(text: &[u8], echoed: &[u8]) {
 
 fn assert_echo_gone(echoed: &str) {
     assert_gone(format!("echo: {echoed} end").as_bytes(), echoed.as_bytes());
-}
-
-fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
-    text.encode_utf16()
-        .flat_map(|u| {
-            if big_endian {
-                u.to_be_bytes()
-            } else {
-                u.to_le_bytes()
-            }
-        })
-        .collect()
 }
 
 #[test]

@@ -229,7 +229,7 @@ fn rot13(secret: &[u8]) -> Vec<u8> {
 }
 
 /// `text` in UTF-16, little- or big-endian, without a byte-order mark.
-fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
+pub(super) fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
     text.encode_utf16()
         .flat_map(|unit| {
             if big_endian {

@@ -2,6 +2,7 @@
 //! random text around it. The forms are spelled here independently of the
 //! redactor (the base64 crate, the standard library, bit strings).
 
+use super::forms::utf16;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE};
 use proptest::prelude::*;
@@ -84,18 +85,6 @@ fn echo() -> impl Strategy<Value = Echo> {
         Just(Echo::Reversed),
         Just(Echo::Rot13),
     ]
-}
-
-fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
-    text.encode_utf16()
-        .flat_map(|u| {
-            if big_endian {
-                u.to_be_bytes()
-            } else {
-                u.to_le_bytes()
-            }
-        })
-        .collect()
 }
 
 fn base32(bytes: &[u8]) -> String {

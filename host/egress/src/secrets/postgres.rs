@@ -341,7 +341,8 @@ impl SecretStore for PgSecretStore {
         }
         let mut candidates = Vec::new();
         for (key, sealed) in &values {
-            if key.handle != handle {
+            // The prefix selected them; the key decides.
+            if key.vendor != vendor || key.handle != handle {
                 continue;
             }
             let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());

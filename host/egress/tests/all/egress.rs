@@ -345,9 +345,10 @@ async fn egress_byte_allowance_is_enforced() {
 
 /// The call's remaining deadline (200 ms) bounds a request, not only the
 /// configured timeouts, here two minutes: the server holds its answer until
-/// the test lets it go, so the request can end only by a deadline, and the
-/// configured ones are far past the bound checked (the deadline plus
-/// seconds, which a loaded machine keeps).
+/// the test lets it go, or answers `late` after one minute. Only the call's
+/// deadline can end the request with a timeout before that answer: were it
+/// ignored, the request would get `late` (before the configured timeouts),
+/// not a timeout. No time is measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_server_times_out_within_the_remaining_deadline() {
     let (release, held) = std::sync::mpsc::channel::<()>();
@@ -364,7 +365,7 @@ async fn slow_server_times_out_within_the_remaining_deadline() {
             // the handler (a task in a blocked worker's LIFO slot cannot be
             // stolen).
             tokio::task::block_in_place(|| {
-                let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(120));
+                let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(60));
             });
             TestResponse::ok("late")
         },
@@ -372,15 +373,12 @@ async fn slow_server_times_out_within_the_remaining_deadline() {
     .await;
     let session = fx.session().await;
     let deadline = Duration::from_millis(200);
-    let started = std::time::Instant::now();
     let err = session
         .send(get("https://api.github.com/slow"), None, deadline)
         .await
         .unwrap_err();
-    let took = started.elapsed();
     let _ = release.send(());
     assert_eq!(err, HttpError::Timeout);
-    assert!(took < deadline + Duration::from_secs(10), "{took:?}");
 }
 
 #[tokio::test]

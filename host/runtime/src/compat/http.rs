@@ -65,7 +65,7 @@ const DENIED_QUERY_NAMES: &[&str] = &[
 
 /// Substrings of response header names removed before the guest sees them
 /// (egress already strips `set-cookie`, `www-authenticate` and the like).
-const HIDDEN_RESPONSE_PARTS: &[&str] = &[
+pub(crate) const HIDDEN_RESPONSE_PARTS: &[&str] = &[
     "auth",
     "token",
     "secret",

@@ -10,19 +10,6 @@
 use serde_json::{Map, Value};
 use warden_runtime::fuzzing;
 
-/// Name parts the guest never sees in a response.
-const HIDDEN: &[&str] = &[
-    "auth",
-    "token",
-    "secret",
-    "credential",
-    "password",
-    "cookie",
-    "api-key",
-    "apikey",
-    "api_key",
-];
-
 pub fn run(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let parsed = fuzzing::parse_headers(&text);
@@ -57,7 +44,12 @@ pub fn run(data: &[u8]) {
     let shown = shown.as_object().expect("an object");
     for (name, value) in shown {
         assert_eq!(name, &name.to_ascii_lowercase());
-        assert!(!HIDDEN.iter().any(|p| name.contains(p)), "shows {name}");
+        assert!(
+            !fuzzing::HIDDEN_RESPONSE_PARTS
+                .iter()
+                .any(|p| name.contains(p)),
+            "shows {name}"
+        );
         let value = value.as_str().expect("a string value");
         assert!(
             value
