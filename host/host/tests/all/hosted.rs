@@ -877,3 +877,55 @@ async fn a_hosted_call_runs_under_the_lanes_deadline_not_a_wasm_tools() {
         done.output
     );
 }
+
+/// Issue 42, attacked through the hosted lane: an `[mcp]` package installed
+/// over the one whose account the user allowed (same id, same server) sent
+/// the account's token, since consent was keyed by the id. The hosted lane's
+/// own transport now asks as the installed content too: the call is refused
+/// (`changed`) and no request carries the token.
+#[tokio::test]
+async fn a_replaced_mcp_package_does_not_send_the_allowed_packages_token() {
+    let (fake, location, _dir) = setup(Script {
+        require_token: true,
+        ..Script::default()
+    })
+    .await;
+    // The first call pins the user's consent to the package installed now.
+    completed(&location, "fake-mcp.echo", json!({"text": "hi"})).await;
+
+    let replacement = tempfile::tempdir().unwrap();
+    write_package(replacement.path(), MCP_URL);
+    let manifest = replacement.path().join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("Echo (pinned).", "Echo (replaced)."),
+    )
+    .unwrap();
+    location
+        .install_with(
+            &PackageSource::Dir(replacement.path().into()),
+            warden_host::Replace::Yes,
+        )
+        .unwrap();
+    let sent = fake.requests().len();
+    let outcome = location
+        .invoke(call("fake-mcp.echo", json!({"text": "hi"})))
+        .await
+        .unwrap();
+    let InvokeOutcome::Failed(failure) = &outcome else {
+        panic!("the replacement ran with the account: {outcome:?}")
+    };
+    let details = failure.auth_details().expect("auth_required");
+    assert_eq!(
+        details.reason,
+        Some(warden_egress::secrets::AuthReason::Changed)
+    );
+    let bearer = format!("Bearer {MCP_TOKEN}");
+    assert!(
+        fake.requests()[sent..]
+            .iter()
+            .all(|r| r.header("authorization") != Some(bearer.as_str())),
+        "the token was sent for the replacement"
+    );
+}
