@@ -161,6 +161,30 @@ pub(crate) fn call_approved(
     warden.run(&["--json", "call", tool, "--input", input, "--approve-once"])
 }
 
+/// An MCP client of `warden serve` (stdio) for `warden`'s data, and the
+/// tool it serves whose name ends with `suffix`.
+pub(crate) async fn serve_and_find(
+    warden: &warden_tests::Warden,
+    suffix: &str,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    rmcp::model::Tool,
+) {
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client =
+        ().serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .expect("MCP handshake with warden serve");
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name.ends_with(suffix))
+        .unwrap_or_else(|| panic!("{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>()))
+        .clone();
+    (client, tool)
+}
+
 /// Call a tool whose origin is gated: the first call opens an approval,
 /// the CLI approves it with a grant, the same call then runs.
 pub(crate) async fn call_after_grant(

@@ -258,6 +258,7 @@ fn result(outcome: InvokeOutcome) -> CallResult {
         InvokeOutcome::Completed(done) => CallResult::Output {
             structured: done.output,
             text: done.text,
+            content: done.content,
         },
         InvokeOutcome::Failed(failure) => match failure.auth_details() {
             Some(auth) => CallResult::AuthRequired {

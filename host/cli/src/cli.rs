@@ -268,6 +268,11 @@ pub(crate) struct CallArgs {
     /// with a diff (exit code 4).
     #[arg(long, value_name = "FILE")]
     pub(crate) replay: Option<std::path::PathBuf>,
+    /// Save the data a tool returns (images, audio, a resource's bytes) as
+    /// files in DIR, one line per file saying where; without it such data
+    /// is named, not shown.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: Option<std::path::PathBuf>,
 }
 
 /// Invocation origins.

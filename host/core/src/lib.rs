@@ -9,6 +9,8 @@
 //! - [`ErrorCode`]: why a call failed, one spelling on every surface.
 //! - [`spec`]: resolved credential, network-target and auth-recipe declarations.
 //! - [`lane`]: what every lane reports about a call (usage, log entries).
+//! - [`content`]: the blocks a tool returns beside its structured output
+//!   (text, image, audio, resources), with their bounds.
 //! - [`text`]: which characters of outside text a terminal would act on.
 //! - [`schema`]: the one JSON Schema checker of tool inputs and outputs.
 //! - [`net`]: the per-call network service the runtime hands to a guest's
@@ -24,6 +26,7 @@
 //! assert_eq!("ask_always".parse::<GatePolicy>(), Ok(GatePolicy::AskAlways));
 //! ```
 
+pub mod content;
 mod error_code;
 mod gate;
 pub mod lane;

@@ -124,7 +124,10 @@ fn hosted_lane_alone() {
         .rt
         .block_on(world.lane.call("echo", json!({"text": "hi"})))
         .unwrap();
-    assert!(out.output["content"][0]["text"].is_string());
+    assert!(matches!(
+        out.content[0].body,
+        warden_core::content::Body::Text(_)
+    ));
 }
 
 #[divan::bench(sample_count = 400)]

@@ -293,7 +293,11 @@ impl Location {
         let outcome = binding.lane.call(context, input_json).await;
         match outcome.result {
             Ok(output) => {
-                let rendered = serde_json::to_string_pretty(&output).unwrap_or_default();
+                let rendered = if output.is_null() && !outcome.content.is_empty() {
+                    warden_core::content::describe(&outcome.content)
+                } else {
+                    serde_json::to_string_pretty(&output).unwrap_or_default()
+                };
                 let (text, truncation) = match self.shared.bounder.bound(&rendered) {
                     Ok(bounded) => (bounded.text, bounded.truncation),
                     Err(error) => {
@@ -304,6 +308,7 @@ impl Location {
                 InvokeOutcome::Completed(Completed {
                     capability_id: capability.id.clone(),
                     output,
+                    content: outcome.content,
                     text,
                     truncation,
                     usage: outcome.usage,

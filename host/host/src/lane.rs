@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
+use warden_core::content::ContentBlock;
 use warden_core::lane::{LogEntry, Usage};
 use warden_core::net::{BoxFuture, CallNetwork};
 use warden_core::{ErrorCode, Origin};
@@ -128,6 +129,11 @@ pub struct LaneOutcome {
     /// The output JSON (checked against the output schema by the lane), or
     /// why there is none.
     pub result: Result<Value, Box<dyn LaneError>>,
+    /// Content blocks the tool returned beside its output (bounded with
+    /// [`warden_core::content::bound`], secrets redacted or the block
+    /// withheld); empty when the tool returns JSON only. A lane whose tool
+    /// returned only content sets `result` to `Ok(Value::Null)`.
+    pub content: Vec<ContentBlock>,
     /// What the call consumed (the fields a lane does not measure stay 0).
     pub usage: Usage,
     /// Log entries kept for this call (redacted, bounded).
@@ -139,6 +145,7 @@ impl LaneOutcome {
     pub fn failed(error: impl LaneError) -> Self {
         LaneOutcome {
             result: Err(Box::new(error)),
+            content: Vec::new(),
             usage: Usage::default(),
             logs: Vec::new(),
         }

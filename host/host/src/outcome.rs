@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use warden_core::ErrorCode;
+use warden_core::content::ContentBlock;
 
 use serde_json::Value;
 use warden_core::Origin;
@@ -84,9 +85,16 @@ pub enum InvokeOutcome {
 pub struct Completed {
     /// The capability that ran.
     pub capability_id: String,
-    /// The output JSON, validated against the output schema.
+    /// The output JSON, validated against the output schema; `null` when
+    /// the tool returned only `content`.
     pub output: Value,
-    /// The output as text for a model, bounded (head + tail when cut).
+    /// Content blocks the tool returned beside its output (text, images,
+    /// audio, resources; redacted and bounded); empty when it returned JSON
+    /// only. A surface that can show blocks shows these rather than `text`.
+    pub content: Vec<ContentBlock>,
+    /// The output as text for a model, bounded (head + tail when cut): the
+    /// output JSON, or the content described when the output is `null`
+    /// ([`warden_core::content::describe`]).
     pub text: String,
     /// Set when `text` was cut; says where the full output was kept.
     pub truncation: Option<Truncation>,

@@ -10,7 +10,9 @@
 //!   refused.
 //! - [`HostedServer`] keeps one MCP session per server, lists its tools
 //!   under the [`discovery`] bounds (all or nothing), and calls them with a
-//!   deadline, a result bound and an `outputSchema` check.
+//!   deadline, a result bound and an `outputSchema` check; the content
+//!   blocks a tool returns pass on in the [`warden_core::content`] model,
+//!   binary data scanned for secrets in its decoded form.
 //!
 //! ```no_run
 //! # async fn demo(egress: warden_egress::Egress) -> Result<(), warden_hosted::HostedError> {
@@ -30,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+mod content;
 pub mod discovery;
 mod endpoint;
 mod error;

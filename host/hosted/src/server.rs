@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
+use warden_core::content::ContentBlock;
 use warden_core::schema::{Formats, SchemaCheck};
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
@@ -85,8 +86,11 @@ impl Default for LaneLimits {
     fn default() -> Self {
         Self {
             call_timeout: Duration::from_secs(60),
-            max_response_bytes: 4 << 20,
-            max_result_bytes: 1 << 20,
+            // A result's content may hold 8 MiB of data
+            // (`warden_core::content::MAX_CONTENT_BYTES`), a third larger
+            // in base64, framed as JSON and SSE.
+            max_response_bytes: 16 << 20,
+            max_result_bytes: 12 << 20,
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
         }
     }
@@ -96,10 +100,27 @@ impl Default for LaneLimits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallOutput {
     /// `structuredContent` when the server sent it (checked against the
-    /// tool's `outputSchema`), else `{"content": [...]}`.
-    pub output: Value,
+    /// tool's `outputSchema`).
+    pub structured: Option<Value>,
+    /// The result's content blocks, secrets redacted (a binary block that
+    /// carried one withheld) and bounded ([`warden_core::content::bound`]).
+    pub content: Vec<ContentBlock>,
     /// Bytes of the result as received.
     pub bytes: usize,
+}
+
+impl CallOutput {
+    /// The result as one JSON value: the structured output when there is
+    /// one, else `{"content": [...]}` (MCP content blocks).
+    pub fn to_json(&self) -> Value {
+        match &self.structured {
+            Some(structured) => structured.clone(),
+            None => {
+                let blocks: Vec<Value> = self.content.iter().map(ContentBlock::to_mcp).collect();
+                serde_json::json!({ "content": blocks })
+            }
+        }
+    }
 }
 
 /// The client handler: it only listens for `tools/list_changed`.
@@ -459,20 +480,34 @@ impl HostedServer {
                 .collect();
             return Err(HostedError::Remote(sanitize(&text.join(" "))));
         }
-        let output = match (result.structured_content, check) {
+        let structured = match (result.structured_content, check) {
             (Some(structured), Some(check)) => {
                 check_output(check.as_deref(), &structured)?;
-                structured
+                Some(structured)
             }
-            (Some(structured), None) => structured,
+            (structured, None) => structured,
             (None, Some(_)) => {
                 return Err(HostedError::OutputSchema(
                     "the tool declares an outputSchema but sent no structuredContent".into(),
                 ));
             }
-            (None, None) => serde_json::json!({ "content": result.content }),
         };
-        Ok(CallOutput { output, bytes })
+        let blocks: Vec<Value> = result
+            .content
+            .iter()
+            .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+            .collect();
+        let redactor = if crate::content::carries_binary(&blocks) {
+            Some(self.http.redactor().await?)
+        } else {
+            None
+        };
+        let content = crate::content::received(&blocks, redactor.as_ref());
+        Ok(CallOutput {
+            structured,
+            content,
+            bytes,
+        })
     }
 
     /// The compiled `outputSchema` of tool `name` in the current catalog:

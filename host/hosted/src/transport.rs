@@ -33,6 +33,7 @@ use sse_stream::{Sse, SseStream};
 use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
 use warden_core::spec::CredentialSpec;
 use warden_egress::auth::challenge::BearerChallenge;
+use warden_egress::redact::Redactor;
 use warden_egress::secrets::Requester;
 use warden_egress::{CallSession, Egress, EgressError};
 
@@ -173,6 +174,19 @@ impl EgressHttp {
             .map(|c| c.handle.clone())
             .find(|h| session.acquire(h).is_ok());
         Ok((session, credential))
+    }
+
+    /// The redactor of the secrets a request would carry now (the
+    /// account's token): a call's binary content is searched with it once
+    /// decoded.
+    pub(crate) async fn redactor(&self) -> Result<Redactor, HostedError> {
+        match self.session().await {
+            Ok((session, _)) => Ok(session.redactor().clone()),
+            Err(_) => Err(self.take_refusal().map_or_else(
+                || HostedError::Egress("no egress session".into()),
+                Into::into,
+            )),
+        }
     }
 
     /// Send one request to the endpoint through a fresh egress session.

@@ -162,8 +162,12 @@ pub enum CallResult {
         /// The output value; sent as `structuredContent` when the tool has
         /// an output schema.
         structured: Value,
-        /// The output as text (usually compact JSON), sent as a text block.
+        /// The output as text (usually compact JSON), sent as a text block
+        /// when `content` is empty.
         text: String,
+        /// The tool's content blocks, sent as MCP content blocks (with
+        /// `structured` beside them when the tool has an output schema).
+        content: Vec<warden_core::content::ContentBlock>,
     },
     /// The tool ran (or was refused) with a failure the model can act on;
     /// sent as a result with `isError: true`. Both fields must already be

@@ -39,8 +39,14 @@ pub(crate) fn answer(result: CallResult, structured: bool) -> Answer {
         CallResult::Output {
             structured: value,
             text,
+            content,
         } => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            let blocks = if content.is_empty() {
+                vec![ContentBlock::text(text)]
+            } else {
+                content.iter().map(block).collect()
+            };
+            let mut result = CallToolResult::success(blocks);
             if structured {
                 result.structured_content = Some(value);
             }
@@ -60,6 +66,18 @@ pub(crate) fn answer(result: CallResult, structured: bool) -> Answer {
             });
         }
         CallResult::Protocol(message) => Err(ErrorData::invalid_params(message, None)),
+    })
+}
+
+/// One block of the content model as rmcp's type. The model writes only
+/// what MCP defines, so this cannot fail short of a defect; if it did, the
+/// block's description goes out as text rather than nothing.
+fn block(content: &warden_core::content::ContentBlock) -> ContentBlock {
+    serde_json::from_value(content.to_mcp()).unwrap_or_else(|error| {
+        tracing::error!(%error, "a content block did not convert to MCP");
+        ContentBlock::text(warden_core::content::describe(std::slice::from_ref(
+            content,
+        )))
     })
 }
 
@@ -118,6 +136,7 @@ mod tests {
         let output = || CallResult::Output {
             structured: json!({"a": 1}),
             text: "{\"a\":1}".into(),
+            content: Vec::new(),
         };
         let Answer::Done(Ok(with)) = answer(output(), true) else {
             panic!("expected a result");

@@ -1,5 +1,7 @@
 //! `warden call`: one invocation through authorization.
 
+mod content;
+
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,7 +63,7 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     // A tool no tape can hold was refused before anything ran: no tape is
     // written (an empty one would replay as nothing at all).
     let untaped = matches!(&outcome, InvokeOutcome::Failed(failure) if failure.code() == ErrorCode::TapeUnsupported);
-    let code = report(cx, outcome);
+    let code = report(cx, outcome, args.output_dir.as_deref());
     if untaped {
         return Ok(code);
     }
@@ -197,11 +199,18 @@ fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
     ExitCode::from(EXIT_PENDING)
 }
 
-fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
+fn report(cx: &Context, outcome: InvokeOutcome, output_dir: Option<&std::path::Path>) -> ExitCode {
     match outcome {
         InvokeOutcome::Completed(done) => {
+            // A file that cannot be written fails the command, after the
+            // result is shown (its data named, not saved) and the tape kept.
+            let (saved, unsaved) =
+                match content::save(output_dir, &done.capability_id, &done.content) {
+                    Ok(saved) => (saved, None),
+                    Err(error) => (vec![None; done.content.len()], Some(error)),
+                };
             if cx.json {
-                render::json(&json!({
+                let mut value = json!({
                     "status": "ok",
                     "capability_id": done.capability_id,
                     "output": done.output,
@@ -212,11 +221,28 @@ fn report(cx: &Context, outcome: InvokeOutcome) -> ExitCode {
                         "wall_time_us": done.usage.wall_time.as_micros() as u64,
                         "http_requests": done.usage.http_requests,
                     },
-                }));
-            } else {
+                });
+                if !done.content.is_empty() {
+                    value["content"] = content::json(&done.content, &saved);
+                }
+                render::json(&value);
+            } else if done.content.is_empty() {
                 out!("{}", done.text);
+            } else {
+                if !done.output.is_null() {
+                    out!("{}", done.text);
+                }
+                for line in content::lines(&done.content, &saved) {
+                    out!("{line}");
+                }
             }
-            ExitCode::SUCCESS
+            match unsaved {
+                Some(error) => {
+                    say!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+                None => ExitCode::SUCCESS,
+            }
         }
         InvokeOutcome::Failed(failure) => {
             if cx.json {

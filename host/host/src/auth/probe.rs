@@ -184,7 +184,7 @@ async fn probe_once(
 ) -> Result<ProbeFound, HostedError> {
     let tools = hosted.catalog().await?.as_ref().clone();
     let output = match tool {
-        Some((name, arguments)) => Some(hosted.call(name, arguments).await?.output),
+        Some((name, arguments)) => Some(hosted.call(name, arguments).await?.to_json()),
         None => None,
     };
     Ok((tools, output))

@@ -374,6 +374,7 @@ impl Lane for FirstPartyLane {
             .await;
             LaneOutcome {
                 result: result.map_err(|e| Box::new(self.scrub(e, &*network)) as _),
+                content: Vec::new(),
                 usage: Usage {
                     wall_time: started.elapsed(),
                     http_requests: requests.load(Ordering::Relaxed),

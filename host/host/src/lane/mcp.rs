@@ -141,7 +141,8 @@ impl Lane for McpLane {
             };
             match result {
                 Ok(out) => LaneOutcome {
-                    result: Ok(out.output),
+                    result: Ok(out.structured.unwrap_or(serde_json::Value::Null)),
+                    content: out.content,
                     usage: Usage::default(),
                     logs: Vec::new(),
                 },

@@ -43,6 +43,7 @@ impl Lane for WasmLane {
                 result: outcome
                     .result
                     .map_err(|e| Box::new(e) as Box<dyn LaneError>),
+                content: Vec::new(),
                 usage: outcome.usage,
                 logs: outcome.logs,
             }

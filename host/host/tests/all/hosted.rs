@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use warden_core::content::ContentBlock;
 use warden_core::{Effect, Origin, Permission};
 use warden_egress::testing;
 use warden_host::{
@@ -871,11 +872,8 @@ async fn a_hosted_call_runs_under_the_lanes_deadline_not_a_wasm_tools() {
     let (location, _dir) = install(&host, rmcp_mcp::URL);
     assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
     let done = completed(&location, "fake-mcp.slow", json!({"ms": 1000})).await;
-    assert_eq!(
-        done.output["content"][0]["text"], "slept 1000 ms",
-        "{}",
-        done.output
-    );
+    assert_eq!(done.content, [ContentBlock::text("slept 1000 ms")]);
+    assert_eq!(done.text, "slept 1000 ms");
 }
 
 /// Issue 42, attacked through the hosted lane: an `[mcp]` package installed
@@ -927,5 +925,60 @@ async fn a_replaced_mcp_package_does_not_send_the_allowed_packages_token() {
             .iter()
             .all(|r| r.header("authorization") != Some(bearer.as_str())),
         "the token was sent for the replacement"
+    );
+}
+
+/// Issue 44: a hosted tool's image reached the caller as one text block of
+/// JSON with the base64 inside. Its content now arrives as blocks (image
+/// bytes, annotations, resources intact), described for a text-only
+/// reader; an image hiding the account's token in its bytes is withheld,
+/// the block beside it kept.
+#[tokio::test]
+async fn a_hosted_tools_content_arrives_as_blocks_and_an_image_hiding_the_token_is_withheld() {
+    use warden_core::content::Body;
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    rmcp.catalog(|c| {
+        for name in ["picture", "leak_image"] {
+            c.tools
+                .push(json!({"name": name, "inputSchema": {"type": "object"}}));
+        }
+    });
+    let host = rmcp_host(&rmcp, HostConfig::default());
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+
+    let done = completed(&location, "fake-mcp.picture", json!({})).await;
+    assert_eq!(done.output, serde_json::Value::Null);
+    let kinds: Vec<&str> = done.content.iter().map(|b| b.body.kind()).collect();
+    assert_eq!(kinds, ["text", "image", "resource", "resource_link"]);
+    let Body::Image(image) = &done.content[1].body else {
+        panic!("{:?}", done.content)
+    };
+    assert_eq!(image.data, rmcp_mcp::tiny_png());
+    assert_eq!(image.mime_type, "image/png");
+    assert_eq!(
+        done.content[1].annotations.as_ref().unwrap()["audience"],
+        json!(["user"])
+    );
+    assert!(
+        done.text
+            .starts_with("a tiny picture\n[image: image/png, 70 bytes]"),
+        "{}",
+        done.text
+    );
+
+    let done = completed(&location, "fake-mcp.leak_image", json!({})).await;
+    assert_eq!(
+        done.content,
+        [
+            ContentBlock::text("[image content withheld: it carried a secret of this call]"),
+            ContentBlock::text("nothing to see"),
+        ]
+    );
+    assert!(
+        rmcp.received()
+            .iter()
+            .any(|r| r.header("authorization") == Some(format!("Bearer {MCP_TOKEN}").as_str())),
+        "the server had the token to hide"
     );
 }

@@ -18,7 +18,8 @@ async fn lists_and_calls_with_the_credential_injected_and_redacted() {
     let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo", "weather"]);
     let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
-    let text = out.output["content"][0]["text"].as_str().unwrap();
+    let json = out.to_json();
+    let text = json["content"][0]["text"].as_str().unwrap();
     // The server saw the token; what comes back has it redacted.
     assert!(text.starts_with("hi (auth: Bearer "), "{text}");
     assert!(!text.contains(MCP_TOKEN), "{text}");
@@ -60,7 +61,7 @@ async fn structured_output_is_checked_against_the_output_schema() {
         .call("weather", json!({"city": "Oslo"}))
         .await
         .unwrap();
-    assert_eq!(out.output, json!({"celsius": 21.5}));
+    assert_eq!(out.to_json(), json!({"celsius": 21.5}));
     let error = server.call("liar", json!({})).await.unwrap_err();
     assert!(matches!(error, HostedError::OutputSchema(_)), "{error}");
 }
@@ -82,7 +83,7 @@ async fn a_session_dropped_by_the_server_is_reinitialized() {
     server.call("weather", json!({})).await.unwrap();
     fake.drop_sessions();
     let out = server.call("weather", json!({})).await.unwrap();
-    assert_eq!(out.output["celsius"], 21.5);
+    assert_eq!(out.to_json()["celsius"], 21.5);
     let methods = fake.methods();
     assert_eq!(
         methods.iter().filter(|m| *m == "initialize").count(),
@@ -261,9 +262,9 @@ async fn a_2025_03_26_server_is_spoken_to_and_an_older_one_refused() {
     assert!(catalog.iter().any(|t| t.name == "echo"));
     let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
     assert!(
-        out.output["content"][0]["text"].is_string(),
+        out.to_json()["content"][0]["text"].is_string(),
         "{}",
-        out.output
+        out.to_json()
     );
 
     let (_fake, old) = lane(Script {

@@ -39,7 +39,8 @@ async fn lists_and_calls_one_session_with_the_credential_only_at_the_endpoint() 
     let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo", "weather"]);
     let out = server.call("echo", json!({"text": "hi"})).await.unwrap();
-    let text = out.output["content"][0]["text"].as_str().unwrap();
+    let json = out.to_json();
+    let text = json["content"][0]["text"].as_str().unwrap();
     // The server got the token; what came back has it redacted.
     assert!(text.starts_with("hi (auth: Bearer "), "{text}");
     assert!(
@@ -74,7 +75,7 @@ async fn structured_output_is_returned_and_checked_against_the_output_schema() {
     let out = server
         .call("weather", json!({"city": "Oslo"}))
         .await
-        .map(|o| o.output);
+        .map(|o| o.to_json());
     // Called before any listing: no schema known yet, the output passes.
     assert_eq!(out.unwrap(), json!({"city": "Oslo", "celsius": 21}));
     rmcp.catalog(|c| {
@@ -84,7 +85,7 @@ async fn structured_output_is_returned_and_checked_against_the_output_schema() {
     });
     server.refresh().await.unwrap();
     let out = server.call("weather", json!({"city": "Oslo"})).await;
-    assert_eq!(out.unwrap().output["celsius"], 21);
+    assert_eq!(out.unwrap().to_json()["celsius"], 21);
     match server.call("liar", json!({})).await {
         Err(HostedError::OutputSchema(reason)) => assert!(reason.contains("celsius"), "{reason}"),
         other => panic!("{other:?}"),
@@ -158,7 +159,7 @@ async fn a_session_dropped_by_the_server_is_opened_again() {
     assert_eq!(rmcp.session_count().await, 0);
     let out = server.call("echo", json!({"text": "two"})).await.unwrap();
     assert!(
-        out.output["content"][0]["text"]
+        out.to_json()["content"][0]["text"]
             .as_str()
             .unwrap()
             .starts_with("two")
@@ -331,7 +332,7 @@ async fn a_server_echoing_the_token_in_any_encoding_gets_nothing_through() {
     // from per-form searchers to its automaton.
     for pad in [0, 80_000] {
         let out = server.call("leak", json!({ "pad": pad })).await.unwrap();
-        let text = out.output.to_string();
+        let text = out.to_json().to_string();
         for form in warden_tests::rmcp_mcp::leaked_forms(MCP_TOKEN) {
             assert!(!text.contains(&form), "pad {pad}: {form} came back");
         }

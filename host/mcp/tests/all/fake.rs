@@ -1,10 +1,11 @@
 //! An in-memory backend: an echo tool, a tool that needs approval, a tool
-//! that fails.
+//! that fails, a tool that returns content blocks.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use warden_core::content::ContentBlock;
 use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
 
 /// The approval id the `write` tool asks for.
@@ -74,6 +75,15 @@ impl Backend for Fake {
                     open_world: true,
                     ..ToolHints::default()
                 }),
+            ToolEntry::new(
+                "picture",
+                "Returns an image and a link.",
+                json!({"type": "object"}),
+            )
+            .with_hints(ToolHints {
+                read_only: true,
+                ..ToolHints::default()
+            }),
         ];
         for name in self.extra_tools.lock().unwrap().iter() {
             tools.push(ToolEntry::new(
@@ -96,6 +106,20 @@ impl Backend for Fake {
             "echo" => CallResult::Output {
                 text: arguments.to_string(),
                 structured: arguments,
+                content: Vec::new(),
+            },
+            "picture" => CallResult::Output {
+                structured: Value::Null,
+                text: "[image: image/png, 4 bytes]".into(),
+                content: vec![
+                    ContentBlock::text("a picture"),
+                    ContentBlock::from_mcp(&json!({"type": "image", "mimeType": "image/png",
+                        "data": "iVBORw==", "annotations": {"audience": ["user"]}}))
+                    .unwrap(),
+                    ContentBlock::from_mcp(&json!({"type": "resource_link",
+                        "uri": "file:///p.png", "name": "p.png"}))
+                    .unwrap(),
+                ],
             },
             "fail" => CallResult::ToolError {
                 code: "operation-failed".into(),
@@ -124,6 +148,7 @@ impl Backend for Fake {
             ApprovalAnswer::ApproveOnce | ApprovalAnswer::ApproveAndGrant => CallResult::Output {
                 structured: json!({"written": true}),
                 text: "{\"written\":true}".into(),
+                content: Vec::new(),
             },
             ApprovalAnswer::Deny => CallResult::ToolError {
                 code: "denied".into(),

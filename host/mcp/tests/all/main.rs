@@ -11,7 +11,7 @@ use rmcp::{
     model::{ElicitResult, ElicitationAction, ErrorCode},
     service::ServiceError,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use warden_mcp::{APPROVAL_REQUIRED, ApprovalAnswer, META_APPROVAL_ID, META_ERROR_CODE};
 
 use crate::{
@@ -38,6 +38,7 @@ macro_rules! both_transports {
 both_transports!(
     lists_tools_with_schemas_and_annotations,
     echo_returns_structured_content,
+    content_blocks_arrive_as_blocks,
     a_failing_tool_is_an_error_result_with_its_code,
     an_unknown_tool_is_a_protocol_error,
     approval_through_elicitation_resumes_the_call_once,
@@ -63,7 +64,7 @@ async fn lists_tools_with_schemas_and_annotations(kind: Kind) {
 
     let tools = session.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
-    assert_eq!(names, ["echo", "fail", "write"]);
+    assert_eq!(names, ["echo", "fail", "write", "picture"]);
 
     let echo = &tools[0];
     assert_eq!(echo.title.as_deref(), Some("Echo"));
@@ -101,6 +102,29 @@ async fn echo_returns_structured_content(kind: Kind) {
         .await
         .expect("call");
     assert_eq!(again.structured_content, Some(json!({"text": "again"})));
+}
+
+/// An image stays an image block (its bytes, media type and annotations
+/// intact), a link a link; no structured content without an output schema.
+async fn content_blocks_arrive_as_blocks(kind: Kind) {
+    let session = Session::connect(kind, Fake::new(), TestClient::default()).await;
+    let result = session.call("picture", json!({})).await.expect("call");
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(result.structured_content, None);
+    let blocks: Vec<Value> = result
+        .content
+        .iter()
+        .map(|b| serde_json::to_value(b).unwrap())
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            json!({"type": "text", "text": "a picture"}),
+            json!({"type": "image", "mimeType": "image/png", "data": "iVBORw==",
+                "annotations": {"audience": ["user"]}}),
+            json!({"type": "resource_link", "uri": "file:///p.png", "name": "p.png"}),
+        ]
+    );
 }
 
 async fn a_failing_tool_is_an_error_result_with_its_code(kind: Kind) {
@@ -203,7 +227,7 @@ async fn a_tool_change_notifies_the_client(kind: Kind) {
             .await
             .expect("tools/list")
             .len(),
-        3
+        4
     );
     // The server starts watching once it has handled `initialized`, which the
     // client sends without waiting: tick until a notification arrives.
