@@ -185,18 +185,40 @@ pub(crate) async fn serve_and_find(
     (client, tool)
 }
 
-/// Call a tool whose origin is gated: the first call opens an approval,
-/// the CLI approves it with a grant, the same call then runs.
-pub(crate) async fn call_after_grant(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+/// Make `request`, which opens an approval, and approve it with a grant:
+/// the same call then runs without asking.
+pub(crate) async fn grant_by_calling(
+    client: &rmcp::service::Peer<rmcp::RoleClient>,
     warden: &warden_tests::Warden,
     request: CallToolRequestParams,
-) -> rmcp::model::CallToolResult {
-    let gated = client.call_tool(request.clone()).await.unwrap();
+) {
+    let gated = client.call_tool(request).await.unwrap();
     let meta = &gated.meta.as_ref().expect("_meta").0;
     let approval = meta["warden/approvalId"].as_str().expect("approval id");
     let approved = warden.run(&["approvals", "approve", "--grant", approval]);
     assert!(approved.code == 0, "{}", approved.all());
+}
+
+/// Wait (bounded) until `check` holds.
+pub(crate) async fn until(what: &str, check: impl Fn() -> bool) {
+    let wait = async {
+        while !check() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{what} never happened"));
+}
+
+/// Call a tool whose origin is gated: the first call opens an approval,
+/// the CLI approves it with a grant, the same call then runs.
+pub(crate) async fn call_after_grant(
+    client: &rmcp::service::Peer<rmcp::RoleClient>,
+    warden: &warden_tests::Warden,
+    request: CallToolRequestParams,
+) -> rmcp::model::CallToolResult {
+    grant_by_calling(client, warden, request.clone()).await;
     let result = client.call_tool(request).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     result

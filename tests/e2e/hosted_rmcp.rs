@@ -2,6 +2,8 @@
 //! through the `warden` binary: `mcp add`, `mcp refresh`, `list` from the
 //! kept catalog, `call`, and `serve` with an MCP client.
 
+use std::sync::{Arc, Mutex};
+
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use warden_tests::rmcp_mcp::{Catalog, RmcpServer, URL};
@@ -64,19 +66,28 @@ async fn a_real_mcp_server_through_mcp_add_refresh_list_call_and_serve() {
     client.cancel().await.unwrap();
 }
 
+/// A real MCP server that also serves `tools`, and a `warden` configured
+/// to reach it.
+async fn server_with(tools: &[&str]) -> (RmcpServer, warden_tests::Warden) {
+    let rmcp = RmcpServer::start(Catalog::default()).await;
+    rmcp.catalog(|c| {
+        for name in tools {
+            c.tools
+                .push(json!({"name": name, "inputSchema": {"type": "object"}}));
+        }
+    });
+    let warden = crate::warden();
+    rmcp.configure(&warden);
+    (rmcp, warden)
+}
+
 /// Issue 44: a remote tool's image reached `warden call` and MCP clients
 /// as one text block of JSON with the base64 inside. `call` now shows the
 /// text, names the image and saves it under `--output-dir`; `serve` hands
 /// the client the server's blocks as blocks.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_image_is_saved_by_call_and_served_as_an_image_block() {
-    let rmcp = RmcpServer::start(Catalog::default()).await;
-    rmcp.catalog(|c| {
-        c.tools
-            .push(json!({"name": "picture", "inputSchema": {"type": "object"}}))
-    });
-    let warden = crate::warden();
-    rmcp.configure(&warden);
+    let (_rmcp, warden) = server_with(&["picture"]).await;
     let added = warden.run(&["mcp", "add", "real", URL]);
     assert!(added.code == 0, "{}", added.all());
 
@@ -146,4 +157,127 @@ async fn a_remote_image_is_saved_by_call_and_served_as_an_image_block() {
     assert_eq!(blocks[3]["type"], "resource_link");
     assert_eq!(result.structured_content, None);
     client.cancel().await.unwrap();
+}
+
+/// A client that keeps the progress it is sent.
+#[derive(Clone, Default)]
+struct Watching(Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>);
+
+impl rmcp::ClientHandler for Watching {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+/// Issue 44 through `warden serve`: an MCP client's progress token gets
+/// the remote server's progress, and its `notifications/cancelled` stops
+/// the call at the remote server (the call audited `cancelled`).
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_and_cancellation_pass_through_serve_to_the_remote_server() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let (rmcp, warden) = server_with(&["progress", "wait"]).await;
+    let added = warden.run(&["mcp", "add", "real", URL]);
+    assert!(added.code == 0, "{}", added.all());
+    let refreshed = warden.run(&["mcp", "refresh", "mcp-real"]);
+    assert!(refreshed.code == 0, "{}", refreshed.all());
+
+    let watching = Watching::default();
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client = watching
+        .clone()
+        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("MCP handshake with warden serve");
+    let tools = client.list_all_tools().await.unwrap();
+    let name = |suffix: &str| {
+        tools
+            .iter()
+            .find(|t| t.name.ends_with(suffix))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{suffix}: {:?}",
+                    tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+                )
+            })
+            .name
+            .clone()
+    };
+    let request = CallToolRequestParams::new(name("progress")).with_arguments(
+        json!({"steps": 3, "gap_ms": 50})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let result = crate::hosted::call_after_grant(&client, &warden, request).await;
+    assert_eq!(
+        result.content[0].as_text().map(|t| t.text.as_str()),
+        Some("3 steps done")
+    );
+    let seen = watching.0.lock().unwrap().clone();
+    let messages: Vec<_> = seen
+        .iter()
+        .map(|p| p.message.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(messages, ["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
+    assert_eq!(seen[2].total, Some(3.0));
+
+    let request = CallToolRequestParams::new(name("wait"));
+    crate::hosted::grant_by_calling(&client, &warden, request.clone()).await;
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(request)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    crate::hosted::until("the remote call started", || rmcp.waits().0 == 1).await;
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .unwrap();
+    crate::hosted::until("the remote call was cancelled", || rmcp.waits() == (0, 1)).await;
+    let audit = std::fs::read_to_string(warden.data_dir().join("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"mcp-real.wait\"") && l.contains("\"outcome\":\"cancelled\"")),
+        "{audit}"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Issue 44: a registered server had no timeout of its own. `mcp add
+/// --timeout` sets one (shown by `mcp list`, bounded by the operator's
+/// maximum), and a silent call of that server ends at it.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_add_timeout_is_the_servers_own_and_bounded_by_the_operator() {
+    let (rmcp, warden) = server_with(&["wait"]).await;
+    let over = warden.run(&["mcp", "add", "real", URL, "--timeout", "601"]);
+    assert!(over.code != 0, "{}", over.all());
+    assert!(
+        over.all().contains("over the operator's maximum of 600 s"),
+        "{}",
+        over.all()
+    );
+    let added = warden.run(&["mcp", "add", "real", URL, "--timeout", "1"]);
+    assert!(added.code == 0, "{}", added.all());
+    let listed = warden.run(&["mcp", "list"]);
+    assert!(listed.stdout.contains("timeout=1s"), "{}", listed.all());
+
+    let called = warden.run(&["call", "mcp-real.wait", "--input", "{}", "--approve-once"]);
+    assert!(called.code != 0, "{}", called.all());
+    assert!(
+        called.all().contains("error[timeout]") && called.all().contains("1000 ms"),
+        "{}",
+        called.all()
+    );
+    crate::hosted::until("the server was told", || rmcp.waits() == (0, 1)).await;
 }

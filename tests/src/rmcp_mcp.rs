@@ -99,6 +99,9 @@ struct State {
     peers: Vec<rmcp::service::Peer<RoleServer>>,
     /// The next listing waits here once it has read the catalog.
     hold: Option<Hold>,
+    /// `wait` calls running, and those the client cancelled.
+    waiting: u32,
+    cancelled: u32,
 }
 
 /// A listing held back: `entered` is notified once it has read the catalog,
@@ -265,6 +268,39 @@ impl ServerHandler for Handler {
                     {"type": "image", "mimeType": "image/png", "data": data},
                     {"type": "text", "text": "nothing to see"},
                 ])))
+            }
+            // A long call that reports: `steps` reports `gap_ms` apart
+            // (to the caller's progress token), then an answer.
+            "progress" => {
+                let steps = arguments["steps"].as_u64().unwrap_or(3);
+                let gap =
+                    std::time::Duration::from_millis(arguments["gap_ms"].as_u64().unwrap_or(0));
+                let token = context.meta.get_progress_token();
+                for step in 1..=steps {
+                    tokio::time::sleep(gap).await;
+                    if let Some(token) = &token {
+                        let mut params =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), step as f64);
+                        params.total = Some(steps as f64);
+                        params.message = Some(format!("step {step} of {steps}"));
+                        let _ = context.peer.notify_progress(params).await;
+                    }
+                }
+                CallToolResult::success(vec![ContentBlock::text(format!("{steps} steps done"))])
+            }
+            // Runs until the client cancels it (counted) or an hour passes.
+            "wait" => {
+                lock(&self.state).waiting += 1;
+                let cancelled = tokio::select! {
+                    () = context.ct.cancelled() => true,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(3600)) => false,
+                };
+                let mut state = lock(&self.state);
+                state.waiting -= 1;
+                if cancelled {
+                    state.cancelled += 1;
+                }
+                CallToolResult::success(vec![ContentBlock::text("waited")])
             }
             other => {
                 return Err(ErrorData::invalid_params(
@@ -445,6 +481,12 @@ impl RmcpServer {
     /// Tool calls the SDK handled.
     pub fn calls(&self) -> u32 {
         lock(&self.state).calls
+    }
+
+    /// Calls of `wait` running now, and those their client cancelled.
+    pub fn waits(&self) -> (u32, u32) {
+        let state = lock(&self.state);
+        (state.waiting, state.cancelled)
     }
 
     /// Close every session the SDK holds (the next request with one of their

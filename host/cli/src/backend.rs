@@ -24,7 +24,8 @@ use warden_host::{
     Resolution,
 };
 use warden_mcp::{
-    ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints, UrlConnect,
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, ToolEntry, ToolHints,
+    UrlConnect,
 };
 use warden_registry::{ApprovalError, GrantTerms};
 
@@ -98,11 +99,14 @@ impl Backend for HostBackend {
         name: String,
         arguments: Value,
         caller: Option<Caller>,
+        signals: CallSignals,
     ) -> BoxFuture<'static, CallResult> {
         let location = self.location.clone();
         Box::pin(async move {
             let mut invocation = Invocation::new(name, arguments, Origin::LoopRun);
             invocation.session = caller.map(caller_session);
+            invocation.progress = signals.progress;
+            invocation.cancel = signals.cancel;
             match location.invoke(invocation).await {
                 Ok(InvokeOutcome::NeedsApproval(request)) => {
                     let id = request.id.to_string();
@@ -311,7 +315,8 @@ mod tests {
                 subject: s.to_owned(),
                 expires_at: None,
             });
-            backend.call("echo_echo".into(), json!({ "text": "hi" }), caller)
+            let signals = CallSignals::default();
+            backend.call("echo_echo".into(), json!({ "text": "hi" }), caller, signals)
         };
         let CallResult::NeedsApproval { approval_id, .. } = call(Some("bob")).await else {
             panic!("a third-party tool asks at loop_run");

@@ -355,6 +355,11 @@ pub(crate) enum McpCommand {
         /// The server only reads: no `external_write` effect.
         #[arg(long)]
         read_only: bool,
+        /// Seconds a call of this server may go without an answer or a
+        /// progress report (default `[mcp] call_timeout_secs`, 60); at most
+        /// `[mcp] max_call_timeout_secs` (600).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
     },
     /// List the registered servers.
     List,

@@ -20,7 +20,13 @@
 //!
 //! [mcp]                                          # hosted MCP servers
 //! refresh_interval_secs = 600                    # list a server's tools again after this long
-//! call_timeout_secs = 60                         # how long one call of a hosted server may take
+//! call_timeout_secs = 60                         # how long a hosted call may go without an
+//!                                                # answer or progress report
+//! max_call_timeout_secs = 600                    # no hosted call runs longer, whatever its
+//!                                                # progress; no server's own timeout is longer
+//!
+//! [mcp.servers.mcp-slow]                         # one server's own settings, by package id
+//! call_timeout_secs = 300                        # (also `warden mcp add --timeout`)
 //!
 //! [compile]                                      # bounds on compiling a component
 //! max_code_bytes = 16777216                      # function bodies an installed package may hold
@@ -140,8 +146,25 @@ struct McpSettings {
     /// announce `tools/list_changed` are listed again at once).
     #[serde(default)]
     refresh_interval_secs: Option<u64>,
-    /// Seconds one call (or listing) of a hosted server may take (default
-    /// 60; a tool of a server may run longer than a WASM tool's 10 s).
+    /// Seconds one call of a hosted server may go without an answer or a
+    /// progress report, and one listing may take (default 60; a tool of a
+    /// server may run longer than a WASM tool's 10 s).
+    #[serde(default)]
+    call_timeout_secs: Option<u64>,
+    /// Seconds no hosted call runs past, whatever its progress (default
+    /// 600); no server's own timeout may be longer.
+    #[serde(default)]
+    max_call_timeout_secs: Option<u64>,
+    /// One server's own settings, by package id.
+    #[serde(default)]
+    servers: std::collections::BTreeMap<String, ServerSettings>,
+}
+
+/// `[mcp.servers.<id>]`: one hosted server's own settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerSettings {
+    /// This server's `call_timeout_secs`.
     #[serde(default)]
     call_timeout_secs: Option<u64>,
 }
@@ -375,13 +398,61 @@ impl Settings {
             }
             limits.refresh_interval = std::time::Duration::from_secs(secs);
         }
-        if let Some(secs) = self.mcp.call_timeout_secs {
+        if let Some(secs) = self.mcp.max_call_timeout_secs {
             if secs == 0 {
-                bail!("[mcp] call_timeout_secs must be at least 1");
+                bail!("[mcp] max_call_timeout_secs must be at least 1");
             }
+            limits.max_call_timeout = std::time::Duration::from_secs(secs);
+        }
+        if let Some(secs) = self.mcp.call_timeout_secs {
+            self.check_server_timeout(secs)
+                .context("[mcp] call_timeout_secs")?;
             limits.call_timeout = std::time::Duration::from_secs(secs);
         }
         Ok(limits)
+    }
+
+    /// Whether `secs` may be a hosted server's call timeout: at least 1, at
+    /// most `[mcp] max_call_timeout_secs`.
+    pub(crate) fn check_server_timeout(&self, secs: u64) -> Result<()> {
+        let max = self.mcp.max_call_timeout_secs.unwrap_or(
+            warden_host::LaneLimits::default()
+                .max_call_timeout
+                .as_secs(),
+        );
+        if secs == 0 {
+            bail!("a call timeout must be at least 1 second");
+        }
+        if secs > max {
+            bail!(
+                "a call timeout of {secs} s is over the operator's maximum of {max} s \
+                 ([mcp] max_call_timeout_secs in warden.toml)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Each hosted server's own call timeout: `registered` (from `warden
+    /// mcp add --timeout`), overridden by `[mcp.servers.<id>]`; each checked
+    /// against the maximum.
+    pub(crate) fn hosted_timeouts(
+        &self,
+        registered: std::collections::BTreeMap<String, u64>,
+    ) -> Result<std::collections::BTreeMap<String, std::time::Duration>> {
+        let mut timeouts = registered;
+        for (id, server) in &self.mcp.servers {
+            if let Some(secs) = server.call_timeout_secs {
+                timeouts.insert(id.clone(), secs);
+            }
+        }
+        timeouts
+            .into_iter()
+            .map(|(id, secs)| {
+                self.check_server_timeout(secs)
+                    .with_context(|| format!("the call timeout of `{id}`"))?;
+                Ok((id, std::time::Duration::from_secs(secs)))
+            })
+            .collect()
     }
 
     /// The system resolver, with the `[resolve]` overrides in front of it.
@@ -448,6 +519,38 @@ mod tests {
             .hosted()
             .unwrap_err();
         assert!(error.to_string().contains("call_timeout_secs"), "{error}");
+    }
+
+    #[test]
+    fn server_timeouts_are_bounded_by_the_operators_maximum() {
+        let s = settings(
+            "[mcp]\nmax_call_timeout_secs = 900\n[mcp.servers.mcp-slow]\ncall_timeout_secs = 800\n",
+        );
+        assert_eq!(
+            s.hosted().unwrap().max_call_timeout,
+            std::time::Duration::from_secs(900)
+        );
+        let registered = std::collections::BTreeMap::from([
+            ("mcp-slow".to_owned(), 100),
+            ("mcp-other".to_owned(), 120),
+        ]);
+        let timeouts = s.hosted_timeouts(registered).unwrap();
+        assert_eq!(timeouts["mcp-slow"], std::time::Duration::from_secs(800));
+        assert_eq!(timeouts["mcp-other"], std::time::Duration::from_secs(120));
+        let over = settings("[mcp.servers.mcp-x]\ncall_timeout_secs = 601\n")
+            .hosted_timeouts(Default::default())
+            .unwrap_err();
+        assert!(
+            format!("{over:#}").contains("over the operator's maximum of 600 s"),
+            "{over:#}"
+        );
+        let global = settings("[mcp]\ncall_timeout_secs = 700\n")
+            .hosted()
+            .unwrap_err();
+        assert!(
+            format!("{global:#}").contains("call_timeout_secs"),
+            "{global:#}"
+        );
     }
 
     #[test]

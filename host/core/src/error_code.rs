@@ -72,6 +72,9 @@ vocabulary! {
         MemoryLimit = "memory_limit",
         /// The call ran past its deadline.
         Timeout = "timeout",
+        /// The caller cancelled the call while it ran (MCP
+        /// `notifications/cancelled`); it was stopped.
+        Cancelled = "cancelled",
         /// The guest panicked.
         GuestPanic = "guest_panic",
         /// The guest reached unreachable code.

@@ -1,9 +1,46 @@
 //! What every lane reports about a call, whatever runs it: the resources
-//! it used ([`Usage`]; a field a lane does not measure stays 0) and the log
-//! entries it kept ([`LogEntry`]). The WASM runtime fills every field; the
-//! hosted and first-party lanes the ones they measure.
+//! it used ([`Usage`]; a field a lane does not measure stays 0), the log
+//! entries it kept ([`LogEntry`]) and, while it runs, its [`Progress`]. The
+//! WASM runtime fills every usage field; the hosted and first-party lanes
+//! the ones they measure.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+/// One report of how far a running call has come (MCP's
+/// `notifications/progress`): already redacted and bounded by the lane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How far; grows with each report.
+    pub progress: f64,
+    /// Out of how much, when known.
+    pub total: Option<f64>,
+    /// What it is doing, one line.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go (the caller's, e.g. an MCP client's
+/// `progressToken`). Called from the lane's tasks: it must not block.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    /// A sink that hands each report to `report`.
+    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(report))
+    }
+
+    /// Pass `progress` on.
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress);
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
 
 /// Resources one call consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -408,9 +408,10 @@ impl CallSession {
     }
 
     /// Open a streaming request for a host-run client (the hosted-MCP
-    /// lane's event stream; see [`CallSession::for_host_client`]): the same
-    /// policy, address checks and injection as a send, no redirect
-    /// followed, the response head within the total timeout. The body is
+    /// lane's event stream and its calls; see [`CallSession::for_host_client`]):
+    /// the same policy, leak pre-scan, address checks and injection as a
+    /// send, no redirect followed, the response head within the request's
+    /// own `timeout` (else the total timeout). The body is
     /// **not** redacted: the caller bounds it and redacts each unit it
     /// reads with [`CallSession::redact`]. Refused for a guest's session.
     pub async fn open_stream(

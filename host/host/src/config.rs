@@ -1,5 +1,6 @@
 //! How a host is set up: where it keeps data, its limits, its egress.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,6 +35,11 @@ pub struct HostConfig {
     /// Limits of the hosted-MCP lane: call timeout, response and result
     /// bounds, and how often a server's catalog is listed again.
     pub hosted: LaneLimits,
+    /// A hosted server's own call timeout, by package id (`warden mcp add
+    /// --timeout`, `[mcp.servers.<id>]`), in place of
+    /// [`LaneLimits::call_timeout`]; never above
+    /// [`LaneLimits::max_call_timeout`].
+    pub hosted_timeouts: BTreeMap<String, Duration>,
 }
 
 impl Default for HostConfig {
@@ -49,6 +55,7 @@ impl Default for HostConfig {
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),
             hosted: LaneLimits::default(),
+            hosted_timeouts: BTreeMap::new(),
         }
     }
 }

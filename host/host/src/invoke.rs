@@ -289,8 +289,19 @@ impl Location {
             session: invocation.session.clone(),
             deadline: Instant::now() + self.timeout_of(binding),
             network,
+            progress: invocation.progress.clone(),
         };
-        let outcome = binding.lane.call(context, input_json).await;
+        let call = binding.lane.call(context, input_json);
+        let outcome = match &invocation.cancel {
+            // Dropping the lane's future stops the call: a hosted server is
+            // sent `notifications/cancelled`, a guest's instance goes.
+            Some(cancel) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return InvokeOutcome::Failed(CallFailure::Cancelled),
+                outcome = call => outcome,
+            },
+            None => call.await,
+        };
         match outcome.result {
             Ok(output) => {
                 let rendered = if output.is_null() && !outcome.content.is_empty() {

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use warden_core::content::ContentBlock;
-use warden_core::lane::{LogEntry, Usage};
+use warden_core::lane::{LogEntry, ProgressSink, Usage};
 use warden_core::net::{BoxFuture, CallNetwork};
 use warden_core::{ErrorCode, Origin};
 use warden_manifest::{Implementation, Package};
@@ -108,6 +108,8 @@ pub struct CallContext {
     /// capability's network policy, injects its staged credentials and
     /// redacts every staged secret from what comes back.
     pub network: Arc<dyn CallNetwork>,
+    /// Where the call's progress goes, when the caller asked for it.
+    pub progress: Option<ProgressSink>,
 }
 
 impl std::fmt::Debug for CallContext {

@@ -62,7 +62,8 @@ pub use lane::{
 pub use location::hosted::Discovery;
 pub use location::{InstalledPackage, Location, Replace, ResolvedTool};
 pub use outcome::{
-    AuthDetails, AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode,
+    AuthDetails, AuthorizedBy, CallFailure, CancellationToken, Completed, Invocation,
+    InvokeOutcome, TapeMode,
 };
 pub use source::{
     LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,

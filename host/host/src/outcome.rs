@@ -3,8 +3,10 @@
 use std::sync::Arc;
 use warden_core::ErrorCode;
 use warden_core::content::ContentBlock;
+use warden_core::lane::ProgressSink;
 
 use serde_json::Value;
+pub use tokio_util::sync::CancellationToken;
 use warden_core::Origin;
 use warden_egress::AuthRequired;
 use warden_egress::secrets::AuthReason;
@@ -29,6 +31,13 @@ pub struct Invocation {
     pub call_id: Option<String>,
     /// Record the call's host-mediated HTTP, or answer it from a tape.
     pub tape: Option<TapeMode>,
+    /// Where the running call's progress goes (a lane that reports none
+    /// never calls it).
+    pub progress: Option<ProgressSink>,
+    /// Cancelled by the caller: the running call is stopped (its lane's
+    /// future dropped: a hosted server is sent `notifications/cancelled`, a
+    /// guest's instance is torn down) and ends `cancelled`, audited.
+    pub cancel: Option<CancellationToken>,
 }
 
 /// What to do with a call's host-mediated HTTP besides sending it
@@ -52,7 +61,21 @@ impl Invocation {
             session: None,
             call_id: None,
             tape: None,
+            progress: None,
+            cancel: None,
         }
+    }
+
+    /// This call with its progress reported to `sink`.
+    pub fn reporting(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// This call stopped (`cancelled`) when `token` is cancelled.
+    pub fn cancelled_by(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
     }
 
     /// This call with its HTTP recorded into `recorder`.
@@ -134,6 +157,9 @@ pub enum CallFailure {
     /// its audience; the host refused before the guest started (nothing ran,
     /// nothing was sent).
     AuthRequired(AuthRequired),
+    /// The caller cancelled the call while it ran ([`Invocation::cancel`]);
+    /// it was stopped.
+    Cancelled,
     /// The tool's lane refused the input or the tool failed (for the WASM
     /// lane, a [`RuntimeError`]: see [`CallFailure::runtime_error`]); usage
     /// is still reported.
@@ -160,6 +186,7 @@ impl CallFailure {
                 _ => ErrorCode::ApprovalUnusable,
             },
             CallFailure::AuthRequired(_) => ErrorCode::AuthRequired,
+            CallFailure::Cancelled => ErrorCode::Cancelled,
             CallFailure::Runtime { error, .. } => error.code(),
         }
     }
@@ -205,6 +232,7 @@ impl CallFailure {
             },
             CallFailure::Approval(error) => error.to_string(),
             CallFailure::AuthRequired(auth) => auth.to_string(),
+            CallFailure::Cancelled => "the caller cancelled the call; it was stopped".into(),
             CallFailure::Runtime { error, .. } => error.to_string(),
         }
     }

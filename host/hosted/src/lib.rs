@@ -24,6 +24,7 @@
 //!     credentials: Vec::new(),
 //!     max_tools: 64,
 //!     loopback_http: false,
+//!     call_timeout: None,
 //! };
 //! let server = HostedServer::new(egress, &spec, LaneLimits::default())?;
 //! for tool in server.catalog().await?.iter() {
@@ -36,6 +37,7 @@ mod content;
 pub mod discovery;
 mod endpoint;
 mod error;
+mod progress;
 mod schema;
 mod server;
 mod transport;

@@ -17,11 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService, ServiceError,
+    ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RoleClient,
+    RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -29,6 +31,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 use warden_core::content::ContentBlock;
+use warden_core::lane::ProgressSink;
 use warden_core::schema::{Formats, SchemaCheck};
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
@@ -37,6 +40,7 @@ use warden_egress::secrets::Requester;
 use crate::discovery::{self, Bounds, CatalogBoundError, RemoteTool};
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
+use crate::progress;
 use crate::transport::EgressHttp;
 
 /// Oldest protocol version the lane accepts: `2025-03-26` is still widely
@@ -67,13 +71,22 @@ pub struct ServerSpec {
     /// Accept a plain-`http` loopback endpoint (see [`Endpoint::parse_with`]);
     /// never set for a package.
     pub loopback_http: bool,
+    /// This server's own call timeout (`warden mcp add --timeout`), in
+    /// place of [`LaneLimits::call_timeout`]; never above
+    /// [`LaneLimits::max_call_timeout`].
+    pub call_timeout: Option<Duration>,
 }
 
 /// Limits of the lane, per host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaneLimits {
-    /// Deadline of one call (or one listing), end to end.
+    /// How long one call may go without an answer or a progress report
+    /// (progress resets it), and the deadline of one listing. A server's
+    /// own [`ServerSpec::call_timeout`] replaces it for that server.
     pub call_timeout: Duration,
+    /// The operator's maximum: no call runs longer, whatever its progress,
+    /// and no server's own timeout is longer.
+    pub max_call_timeout: Duration,
     /// Bytes one HTTP response may have.
     pub max_response_bytes: u64,
     /// Bytes of one call's result.
@@ -86,6 +99,7 @@ impl Default for LaneLimits {
     fn default() -> Self {
         Self {
             call_timeout: Duration::from_secs(60),
+            max_call_timeout: Duration::from_secs(600),
             // A result's content may hold 8 MiB of data
             // (`warden_core::content::MAX_CONTENT_BYTES`), a third larger
             // in base64, framed as JSON and SSE.
@@ -123,11 +137,13 @@ impl CallOutput {
     }
 }
 
-/// The client handler: it only listens for `tools/list_changed`.
+/// The client handler: it listens for `tools/list_changed` and passes
+/// progress on to the call it belongs to.
 #[derive(Debug, Clone)]
 struct Listener {
     stale: Arc<AtomicBool>,
     changes: Arc<watch::Sender<u64>>,
+    progress: progress::Routes,
 }
 
 impl ClientHandler for Listener {
@@ -142,6 +158,14 @@ impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::SeqCst);
         self.changes.send_modify(|n| *n += 1);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.report(params);
     }
 }
 
@@ -171,6 +195,8 @@ impl std::fmt::Debug for OutputChecks {
 #[derive(Debug)]
 pub struct HostedServer {
     http: EgressHttp,
+    /// How long a call may go without an answer or progress.
+    call_timeout: Duration,
     bounds: Bounds,
     limits: LaneLimits,
     listener: Listener,
@@ -197,15 +223,23 @@ impl HostedServer {
             },
             spec.credentials.clone(),
             limits.max_response_bytes,
-            limits.call_timeout,
+            // A request may last as long as a call can (its answer streams
+            // progress first); the call's own timers stop it sooner.
+            limits.max_call_timeout,
         );
+        let call_timeout = spec
+            .call_timeout
+            .unwrap_or(limits.call_timeout)
+            .min(limits.max_call_timeout);
         Ok(Self {
             http,
+            call_timeout,
             bounds: Bounds::with_max_tools(spec.max_tools),
             limits,
             listener: Listener {
                 stale: Arc::new(AtomicBool::new(true)),
                 changes: Arc::new(watch::channel(0).0),
+                progress: progress::Routes::default(),
             },
             running: tokio::sync::Mutex::new(None),
             catalog: Mutex::new(None),
@@ -253,7 +287,7 @@ impl HostedServer {
     }
 
     fn timeout_ms(&self) -> u64 {
-        u64::try_from(self.limits.call_timeout.as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(self.call_timeout.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// A typed refusal the transport saw, or a connection failure whose
@@ -453,6 +487,20 @@ impl HostedServer {
     /// `outputSchema` from the accepted catalog; a tool error comes back as
     /// [`HostedError::Remote`] with a bounded message.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallOutput, HostedError> {
+        self.call_reporting(name, arguments, None).await
+    }
+
+    /// [`Self::call`], the server's progress reports passed to `progress`.
+    /// The call may go [`Self::call_timeout`] without an answer or a
+    /// report, and runs [`LaneLimits::max_call_timeout`] at most. Dropping
+    /// the future cancels the call: the server is sent
+    /// `notifications/cancelled`.
+    pub async fn call_reporting(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallOutput, HostedError> {
         let arguments = match arguments {
             Value::Object(map) => map,
             Value::Null => serde_json::Map::new(),
@@ -461,11 +509,7 @@ impl HostedServer {
         let check = self.output_check(name);
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result =
-            match tokio::time::timeout(self.limits.call_timeout, peer.call_tool(params)).await {
-                Err(_) => return Err(HostedError::Timeout(self.timeout_ms())),
-                Ok(result) => result.map_err(|e| self.service_error(e))?,
-            };
+        let result = self.send_call(&peer, params, progress).await?;
         let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
         if bytes > self.limits.max_result_bytes {
             return Err(HostedError::ResultTooLarge {
@@ -508,6 +552,40 @@ impl HostedServer {
             content,
             bytes,
         })
+    }
+
+    /// Send `tools/call` and wait for its result: its progress routed to
+    /// `progress`, the idle timeout reset by each report, the total bounded,
+    /// the server told when the call is abandoned.
+    async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallToolResult, HostedError> {
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.call_timeout);
+        options.reset_timeout_on_progress = true;
+        options.max_total_timeout = Some(self.limits.max_call_timeout);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_cancellable_request(request, options)
+            .await
+            .map_err(|e| self.service_error(e))?;
+        let _route = progress.map(|sink| {
+            self.listener
+                .progress
+                .route(handle.progress_token.clone(), sink)
+        });
+        let mut abandoned = CancelOnDrop(Some((peer.clone(), handle.id.clone())));
+        let answer = handle.await_response().await;
+        abandoned.0 = None;
+        match answer.map_err(|e| self.service_error(e))? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            _ => Err(HostedError::Remote(
+                "the server answered tools/call with something other than a tool result".into(),
+            )),
+        }
     }
 
     /// The compiled `outputSchema` of tool `name` in the current catalog:
@@ -574,6 +652,27 @@ fn initialize_text(error: &ClientInitializeError) -> String {
             format!("{} ({context})", error.error)
         }
         other => other.to_string(),
+    }
+}
+
+/// Tells the server a call was abandoned (`notifications/cancelled`) when
+/// dropped armed: the caller cancelled it, or its deadline passed.
+struct CancelOnDrop(Option<(Peer<RoleClient>, RequestId)>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let reason = Some("the caller cancelled the call".to_owned());
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                .await;
+        });
     }
 }
 

@@ -30,12 +30,12 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::{Sse, SseStream};
-use warden_core::net::{CallNetwork, GuestRequest, GuestResponse};
+use warden_core::net::{CallNetwork, GuestRequest};
 use warden_core::spec::CredentialSpec;
 use warden_egress::auth::challenge::BearerChallenge;
 use warden_egress::redact::Redactor;
 use warden_egress::secrets::Requester;
-use warden_egress::{CallSession, Egress, EgressError};
+use warden_egress::{CallSession, Egress, EgressError, StreamingResponse};
 
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
@@ -189,16 +189,18 @@ impl EgressHttp {
         }
     }
 
-    /// Send one request to the endpoint through a fresh egress session.
-    async fn send(
+    /// Open one request to the endpoint through a fresh egress session:
+    /// the response head, checked (a redirect, a 401 or a 403
+    /// `insufficient_scope` is refused), its body still to read, and the
+    /// session that redacts it.
+    async fn open(
         &self,
         method: &str,
         headers: Vec<(String, String)>,
         body: Option<Vec<u8>>,
-    ) -> Result<GuestResponse, StreamableHttpError<HostedError>> {
+    ) -> Result<(CallSession, StreamingResponse), StreamableHttpError<HostedError>> {
         let inner = &self.inner;
         let (session, credential) = self.session().await?;
-        let credential = credential.as_deref();
         let request = GuestRequest {
             method: method.to_owned(),
             url: inner.endpoint.url().to_owned(),
@@ -207,13 +209,13 @@ impl EgressHttp {
             timeout: Some(inner.timeout),
         };
         let response = session
-            .send_checked(request, credential, inner.timeout)
+            .open_stream(request, credential.as_deref())
             .await
             .map_err(|e| self.refuse(refusal_of(&e, &session)))?;
         if (300..400).contains(&response.status) {
             return Err(self.refuse(Refusal::Redirect(response.status)));
         }
-        let challenge = header(&response, "www-authenticate")
+        let challenge = header(&response.headers, "www-authenticate")
             .map(|c| c.chars().take(MAX_CHALLENGE).collect::<String>());
         if response.status == 401 {
             return Err(self.refuse(Refusal::Unauthorized(challenge, credential.is_some())));
@@ -224,7 +226,39 @@ impl EgressHttp {
         {
             return Err(self.refuse(Refusal::InsufficientScope(scopes, challenge)));
         }
-        Ok(response)
+        Ok((session, response))
+    }
+
+    /// The whole body of `response`, at most the response limit, redacted
+    /// (and at most `inner.timeout` from now).
+    async fn read_all(
+        &self,
+        session: &CallSession,
+        mut body: warden_egress::StreamBody,
+    ) -> Result<Vec<u8>, StreamableHttpError<HostedError>> {
+        let limit = usize::try_from(self.inner.max_response_bytes).unwrap_or(usize::MAX);
+        let deadline = tokio::time::Instant::now() + self.inner.timeout;
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout_at(deadline, body.next_chunk()).await {
+                Err(_) => {
+                    let text = "the server's answer did not end in time".to_owned();
+                    return Err(self.refuse(Refusal::Egress(text)));
+                }
+                Ok(None) => break,
+                Ok(Some(chunk)) => chunk
+                    .map_err(|e| self.refuse(Refusal::Unavailable(egress_text(&e, session))))?,
+            };
+            if bytes.len() + chunk.len() > limit {
+                let text = format!("the server's answer is over {limit} bytes");
+                return Err(self.refuse(Refusal::Egress(text)));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(match session.redactor().redact_bytes(&bytes) {
+            Cow::Borrowed(_) => bytes,
+            Cow::Owned(redacted) => redacted,
+        })
     }
 }
 
@@ -258,9 +292,8 @@ fn egress_text(error: &EgressError, session: &warden_egress::CallSession) -> Str
     text.chars().take(300).collect()
 }
 
-fn header<'a>(response: &'a GuestResponse, name: &str) -> Option<&'a str> {
-    response
-        .headers
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
@@ -377,10 +410,21 @@ fn media_type_is(value: Option<&str>, expected: &str) -> bool {
 fn bounded_events(
     body: warden_egress::StreamBody,
     limit: usize,
+    deadline: Option<tokio::time::Instant>,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     futures::stream::unfold(Some((body, Pending::default())), move |state| async move {
         let (mut body, mut pending) = state?;
-        match body.next_chunk().await? {
+        let next = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, body.next_chunk()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let error = std::io::Error::other("the event stream did not end in time");
+                    return Some((Err(error), None));
+                }
+            },
+            None => body.next_chunk().await,
+        };
+        match next? {
             Err(error) => Some((Err(std::io::Error::other(error.to_string())), None)),
             Ok(chunk) => {
                 if pending.feed(&chunk) > limit {
@@ -428,15 +472,33 @@ impl Pending {
     }
 }
 
-/// A buffered SSE body (an answer) as the stream rmcp expects; its event
-/// ids are remembered in `streams`.
-fn sse_of(
-    body: Vec<u8>,
-    streams: Arc<Mutex<Streams>>,
+/// The events of a streaming body as rmcp reads them, as they arrive:
+/// each bounded to `limit` bytes, its text fields redacted by `session`,
+/// the stream ended at `deadline` when given; the ids of events that
+/// answer requests remembered in `answers`.
+fn redacted_events(
+    body: warden_egress::StreamBody,
+    session: CallSession,
+    limit: usize,
+    deadline: Option<tokio::time::Instant>,
+    answers: Option<Arc<Mutex<Streams>>>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
-    let chunks = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(body))]);
+    let chunks = bounded_events(body, limit, deadline);
     SseStream::from_bytes_stream(chunks)
-        .inspect(move |event| remember_answer_id(&streams, event))
+        .map(move |event| {
+            let event = event.map(|mut sse| {
+                // Every text field: `id` goes back to the server as
+                // Last-Event-ID, `event` and `data` into the MCP client.
+                for field in [&mut sse.data, &mut sse.id, &mut sse.event] {
+                    *field = field.take().map(|text| session.redact(&text));
+                }
+                sse
+            });
+            if let Some(answers) = &answers {
+                remember_answer_id(answers, &event);
+            }
+            event
+        })
         .boxed()
 }
 
@@ -480,7 +542,7 @@ impl StreamableHttpClient for EgressHttp {
             })?;
             headers.push((name.as_str().to_owned(), value.to_owned()));
         }
-        let response = self.send("POST", headers, Some(body)).await?;
+        let (session, response) = self.open("POST", headers, Some(body)).await?;
         let status = response.status;
         if matches!(status, 202 | 204) {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -488,34 +550,46 @@ impl StreamableHttpClient for EgressHttp {
         if status == 404 && had_session {
             return Err(StreamableHttpError::SessionExpired);
         }
-        let session = header(&response, "mcp-session-id").map(str::to_owned);
-        let content_type = header(&response, "content-type");
+        let session_id = header(&response.headers, "mcp-session-id").map(str::to_owned);
+        let content_type = header(&response.headers, "content-type").map(str::to_owned);
+        let content_type = content_type.as_deref();
         let awaits_no_response = !matches!(message, JsonRpcMessage::Request(_));
         if !(200..300).contains(&status) {
             // A JSON-RPC error in the body is the server's answer; any other
             // body is never echoed.
             if media_type_is(content_type, "application/json")
+                && let Ok(body) = self.read_all(&session, response.body).await
                 && let Ok(error @ JsonRpcMessage::Error(_)) =
-                    serde_json::from_slice::<ServerJsonRpcMessage>(&response.body)
+                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
             {
-                return Ok(StreamableHttpPostResponse::Json(error, session));
+                return Ok(StreamableHttpPostResponse::Json(error, session_id));
             }
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                 format!("HTTP {status}"),
             )));
         }
         if media_type_is(content_type, "text/event-stream") {
-            return Ok(StreamableHttpPostResponse::Sse(
-                sse_of(response.body, self.inner.streams.clone()),
+            // Read as it arrives: the server's progress and requests come
+            // before the answer, which may be minutes later. The stream
+            // ends at the lane's deadline whatever the server does.
+            let limit = usize::try_from(self.inner.max_response_bytes).unwrap_or(usize::MAX);
+            let deadline = tokio::time::Instant::now() + self.inner.timeout;
+            let events = redacted_events(
+                response.body,
                 session,
-            ));
+                limit,
+                Some(deadline),
+                Some(self.inner.streams.clone()),
+            );
+            return Ok(StreamableHttpPostResponse::Sse(events, session_id));
         }
         if awaits_no_response {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
         if media_type_is(content_type, "application/json") {
-            let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&response.body)?;
-            return Ok(StreamableHttpPostResponse::Json(parsed, session));
+            let body = self.read_all(&session, response.body).await?;
+            let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&body)?;
+            return Ok(StreamableHttpPostResponse::Json(parsed, session_id));
         }
         Err(StreamableHttpError::UnexpectedContentType(
             content_type.map(|c| c.chars().take(100).collect()),
@@ -531,7 +605,9 @@ impl StreamableHttpClient for EgressHttp {
     ) -> Result<(), StreamableHttpError<Self::Error>> {
         let headers = vec![("mcp-session-id".to_owned(), session_id.to_string())];
         // Ending the session is a courtesy; a refusal changes nothing here.
-        let _ = self.send("DELETE", headers, None).await;
+        if let Ok((session, response)) = self.open("DELETE", headers, None).await {
+            let _ = self.read_all(&session, response.body).await;
+        }
         Ok(())
     }
 
@@ -615,23 +691,14 @@ impl StreamableHttpClient for EgressHttp {
             ));
         }
         let limit = usize::try_from(self.inner.max_response_bytes).unwrap_or(usize::MAX);
-        let chunks = bounded_events(response.body, limit);
-        let streams = self.inner.streams.clone();
-        let events = SseStream::from_bytes_stream(chunks).map(move |event| {
-            let event = event.map(|mut sse| {
-                // Every text field: `id` goes back to the server as
-                // Last-Event-ID, `event` and `data` into the MCP client.
-                for field in [&mut sse.data, &mut sse.id, &mut sse.event] {
-                    *field = field.take().map(|text| session.redact(&text));
-                }
-                sse
-            });
-            if resumes_answer {
-                remember_answer_id(&streams, &event);
-            }
-            event
-        });
-        Ok(events.boxed())
+        let answers = resumes_answer.then(|| self.inner.streams.clone());
+        Ok(redacted_events(
+            response.body,
+            session,
+            limit,
+            None,
+            answers,
+        ))
     }
 }
 

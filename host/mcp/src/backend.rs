@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use warden_core::lane::ProgressSink;
 
 use crate::Caller;
 
@@ -22,11 +24,14 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs one call that came from an MCP client (origin: MCP), made by
     /// `caller` when the transport authenticated one (HTTP with
     /// [`crate::HttpAuth`]); `None` over stdio and unauthenticated loopback.
+    /// `signals` carries where the call's progress goes and its
+    /// cancellation.
     fn call(
         &self,
         name: String,
         arguments: Value,
         caller: Option<Caller>,
+        signals: CallSignals,
     ) -> BoxFuture<'static, CallResult>;
 
     /// Resolves a pending approval and, when approved, resumes that same call
@@ -52,6 +57,18 @@ pub trait Backend: Send + Sync + 'static {
     /// The server re-reads [`Backend::tools`] after a bump and sends
     /// `notifications/tools/list_changed` to every connected client.
     fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// What an MCP client attached to a call besides its arguments.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallSignals {
+    /// Where the call's progress goes, when the client sent a
+    /// `progressToken` (each report becomes a `notifications/progress`).
+    pub progress: Option<ProgressSink>,
+    /// Cancelled when the client sends `notifications/cancelled` for the
+    /// call (or its connection goes): the backend stops the call.
+    pub cancel: Option<CancellationToken>,
 }
 
 /// An account connection a person completes by opening a URL.

@@ -54,6 +54,7 @@ mod lines;
 mod owners;
 mod parse;
 mod peers;
+mod progress;
 mod result;
 mod server;
 mod stdio;
@@ -66,7 +67,7 @@ pub use auth::{
     KEY_REFETCH_INTERVAL, LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN, STREAM_RECHECK_INTERVAL,
 };
 pub use backend::{
-    ApprovalAnswer, Backend, BoxFuture, CallResult, ToolEntry, ToolHints, UrlConnect,
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, ToolEntry, ToolHints, UrlConnect,
 };
 pub use http::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig,

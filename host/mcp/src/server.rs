@@ -18,9 +18,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::{
     Caller, approval,
-    backend::{Backend, CallResult},
+    backend::{Backend, CallResult, CallSignals},
     catalog::Catalog,
-    connect,
+    connect, progress,
     result::{self, Answer, PendingApproval},
 };
 
@@ -131,9 +131,13 @@ impl<B: Backend> WardenServer<B> {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallResult, PendingApproval> {
         let backend = &self.shared.backend;
-        let outcome = backend
-            .call(name.to_owned(), arguments.clone(), caller.clone())
-            .await;
+        let (progress, relay) = progress::relay(context);
+        let signals = CallSignals {
+            progress,
+            cancel: Some(context.ct.clone()),
+        };
+        let call = backend.call(name.to_owned(), arguments.clone(), caller.clone(), signals);
+        let outcome = progress::beside(relay, call).await;
         let CallResult::NeedsApproval {
             approval_id,
             summary,

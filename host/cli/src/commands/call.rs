@@ -10,9 +10,11 @@ use warden_core::ErrorCode;
 
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
+use warden_core::lane::{Progress, ProgressSink};
 use warden_egress::tape::{self, Recorder, Replay};
 use warden_host::{
-    ApprovalId, ApprovalRequest, CallFailure, Invocation, InvokeOutcome, Resolution,
+    ApprovalId, ApprovalRequest, CallFailure, CancellationToken, Invocation, InvokeOutcome,
+    Resolution,
 };
 use warden_registry::GrantTerms;
 
@@ -33,11 +35,25 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
             say!("warning: {}", render::escape(&error.to_string()));
         }
     }
-    let invocation = tape.apply(Invocation::new(
-        args.tool.clone(),
-        input,
-        args.origin.into(),
-    ));
+    // Progress on stderr as it comes; Ctrl-C cancels the running call
+    // (it ends `cancelled`, audited, the tool stopped).
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    });
+    let invocation = tape
+        .apply(Invocation::new(
+            args.tool.clone(),
+            input,
+            args.origin.into(),
+        ))
+        .reporting(ProgressSink::new(show_progress))
+        .cancelled_by(cancel);
     let outcome = match &args.resume {
         Some(id) => {
             location
@@ -68,6 +84,16 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     Ok(tape.finish(&args.tool)?.unwrap_or(code))
+}
+
+/// One progress report, on stderr: `progress: 3/10 step three`.
+fn show_progress(progress: Progress) {
+    let total = progress.total.map(|t| format!("/{t}")).unwrap_or_default();
+    let message = progress
+        .message
+        .map(|m| format!(" {m}"))
+        .unwrap_or_default();
+    say!("progress: {}{total}{message}", progress.progress);
 }
 
 /// `--record` / `--replay`.

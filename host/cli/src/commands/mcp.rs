@@ -19,6 +19,8 @@ use warden_manifest::Source;
 
 use super::Context;
 use crate::cli::{McpAuth, McpCommand};
+
+pub(crate) mod timeout;
 use crate::render;
 
 /// Tools a registered server may offer.
@@ -39,7 +41,8 @@ pub(crate) async fn run(cx: &Context, command: McpCommand) -> Result<ExitCode> {
             url,
             auth,
             read_only,
-        } => add(cx, &name, &url, auth, read_only).await,
+            timeout,
+        } => add(cx, &name, &url, auth, read_only, timeout).await,
         McpCommand::List => list(cx),
         McpCommand::Remove { name } => remove(cx, &name),
         McpCommand::Refresh { package } => refresh(cx, package.as_deref()).await,
@@ -104,8 +107,12 @@ async fn add(
     url: &str,
     auth: McpAuth,
     read_only: bool,
+    timeout: Option<u64>,
 ) -> Result<ExitCode> {
     let id = package_id(name)?;
+    if let Some(secs) = timeout {
+        cx.settings.check_server_timeout(secs)?;
+    }
     Endpoint::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (host, location) = cx.open()?;
     let discover = |challenge: Option<String>| {
@@ -168,6 +175,7 @@ async fn add(
             .with_context(|| format!("replacing {}", target.display()))?;
     }
     std::fs::rename(&staging, &target).with_context(|| format!("writing {}", target.display()))?;
+    timeout::write(&cx.mcp_dir(), &id, timeout)?;
     if cx.json {
         render::json(
             &serde_json::json!({"added": id, "server": url, "dir": target, "auth": auth.name(), "read_only": read_only}),
@@ -245,9 +253,10 @@ fn list(cx: &Context) -> Result<ExitCode> {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
+        let timeout = timeout::read(&cx.mcp_dir(), &id)?;
         rows.push(
             serde_json::json!({"id": id, "server": server, "read_only": read_only,
-            "auth": auth}),
+            "auth": auth, "call_timeout_secs": timeout}),
         );
     }
     if cx.json {
@@ -257,7 +266,7 @@ fn list(cx: &Context) -> Result<ExitCode> {
     } else {
         for row in rows {
             out!(
-                "{}  {}  auth={}{}",
+                "{}  {}  auth={}{}{}",
                 row["id"].as_str().unwrap_or_default(),
                 render::escape(row["server"].as_str().unwrap_or_default()),
                 row["auth"].as_str().unwrap_or_default(),
@@ -265,6 +274,10 @@ fn list(cx: &Context) -> Result<ExitCode> {
                     "  read-only"
                 } else {
                     ""
+                },
+                match row["call_timeout_secs"].as_u64() {
+                    Some(secs) => format!("  timeout={secs}s"),
+                    None => String::new(),
                 }
             );
         }
@@ -334,6 +347,7 @@ fn remove(cx: &Context, name: &str) -> Result<ExitCode> {
         bail!("no MCP server `{id}` is registered (see `warden mcp list`)");
     }
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    timeout::write(&cx.mcp_dir(), &id, None)?;
     out!("removed {id}");
     Ok(ExitCode::SUCCESS)
 }

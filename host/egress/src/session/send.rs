@@ -165,7 +165,19 @@ pub(super) async fn open(
     request: GuestRequest,
     credential: Option<&str>,
 ) -> Result<super::StreamingResponse, EgressError> {
-    let deadline = Instant::now() + session.egress.inner.config.total_timeout;
+    // The host client's own timeout, when it names one: its calls wait on
+    // a remote tool (minutes, with progress), not on a guest's fetch.
+    let head = request
+        .timeout
+        .unwrap_or(session.egress.inner.config.total_timeout);
+    let deadline = Instant::now() + head;
+    if request
+        .body
+        .as_ref()
+        .is_some_and(|b| b.len() > session.egress.inner.config.max_request_body)
+    {
+        return Err(EgressError::RequestTooLarge);
+    }
     let plan = first_plan(session, request, credential, deadline).await?;
     let (outgoing, _) = prepare(session, &plan).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;

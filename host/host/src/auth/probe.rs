@@ -104,6 +104,7 @@ impl Location {
             credentials: vec![credential],
             max_tools,
             loopback_http,
+            call_timeout: None,
         };
         let egress = &self.shared.egress;
         let mut granted: Vec<String> = Vec::new();

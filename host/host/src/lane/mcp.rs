@@ -116,8 +116,11 @@ impl Lane for McpLane {
         false
     }
 
+    /// The operator's maximum: a call that reports progress may run that
+    /// long; the server's own timeout (reset by progress) stops a silent
+    /// one sooner.
     fn default_timeout(&self) -> Option<std::time::Duration> {
-        Some(self.server.limits().call_timeout)
+        Some(self.server.limits().max_call_timeout)
     }
 
     fn check_input(&self, _capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>> {
@@ -132,7 +135,9 @@ impl Lane for McpLane {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now());
             let arguments = serde_json::from_str(&input).unwrap_or_default();
-            let call = self.server.call(&self.remote_name, arguments);
+            let call = self
+                .server
+                .call_reporting(&self.remote_name, arguments, context.progress);
             let result = match tokio::time::timeout(remaining, call).await {
                 Err(_) => Err(HostedError::Timeout(
                     u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),

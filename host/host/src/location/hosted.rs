@@ -74,6 +74,7 @@ impl Location {
             credentials: mcp.credentials.clone(),
             max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
             loopback_http: false,
+            call_timeout: self.shared.hosted_timeouts.get(&package.id).copied(),
         };
         let server = HostedServer::new(self.shared.egress.clone(), &spec, self.shared.hosted)
             .map_err(|source| HostError::Hosted {

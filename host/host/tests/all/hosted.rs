@@ -982,3 +982,137 @@ async fn a_hosted_tools_content_arrives_as_blocks_and_an_image_hiding_the_token_
         "the server had the token to hide"
     );
 }
+
+fn progress_host(rmcp: &RmcpServer, call_timeout: Duration) -> Host {
+    rmcp.catalog(|c| {
+        for name in ["progress", "wait"] {
+            c.tools
+                .push(json!({"name": name, "inputSchema": {"type": "object"}}));
+        }
+    });
+    rmcp_host(
+        rmcp,
+        HostConfig {
+            hosted: LaneLimits {
+                call_timeout,
+                max_call_timeout: Duration::from_secs(60),
+                ..LaneLimits::default()
+            },
+            ..HostConfig::default()
+        },
+    )
+}
+
+/// Issue 44: none of a server's progress reached the caller, and a long
+/// call was cut at its timeout however much it reported. Each report now
+/// reaches the call's sink and resets the timeout (up to the operator's
+/// maximum): 15 reports 100 ms apart outlive a 1 s timeout.
+#[tokio::test]
+async fn a_servers_progress_reaches_the_caller_and_keeps_a_long_call_alive() {
+    use warden_core::lane::{Progress, ProgressSink};
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    let host = progress_host(&rmcp, Duration::from_secs(1));
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+    let reports: Arc<std::sync::Mutex<Vec<Progress>>> = Arc::default();
+    let sink = {
+        let reports = reports.clone();
+        ProgressSink::new(move |p| reports.lock().unwrap().push(p))
+    };
+    let invocation = call("fake-mcp.progress", json!({"steps": 15, "gap_ms": 100})).reporting(sink);
+    let outcome = location.invoke(invocation).await.unwrap();
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(done.content, [ContentBlock::text("15 steps done")]);
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 15, "{reports:?}");
+    assert_eq!(
+        reports[14],
+        Progress {
+            progress: 15.0,
+            total: Some(15.0),
+            message: Some("step 15 of 15".into())
+        }
+    );
+}
+
+/// Wait (bounded) until `check` holds.
+async fn until(what: &str, check: impl Fn() -> bool) {
+    let wait = async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{what} never happened"));
+}
+
+/// Issue 44: a client's cancellation was not passed on. A cancelled call
+/// now ends `cancelled` (audited) and the server is told
+/// (`notifications/cancelled`): nothing is left running there. A silent
+/// call past its timeout is cancelled at the server too.
+#[tokio::test]
+async fn a_cancelled_call_ends_cancelled_audited_and_the_server_stops() {
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    rmcp.catalog(|c| {
+        c.tools
+            .push(json!({"name": "wait", "inputSchema": {"type": "object"}}))
+    });
+    let data = tempfile::tempdir().unwrap();
+    let config = HostConfig {
+        egress: testing::config(rmcp.ca(), &[(rmcp_mcp::HOST, 443)]),
+        data_dir: Some(data.path().to_path_buf()),
+        hosted: LaneLimits {
+            call_timeout: Duration::from_millis(500),
+            ..LaneLimits::default()
+        },
+        ..HostConfig::default()
+    };
+    let log = warden_host::AuditLog::new(
+        data.path().join("audit.jsonl"),
+        warden_host::DEFAULT_AUDIT_MAX_BYTES,
+    );
+    let host = Host::builder(config)
+        .secret_store(Arc::new(secrets()))
+        .resolver(Arc::new(rmcp.resolver()))
+        .audit_log(log)
+        .build()
+        .unwrap();
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+
+    let cancel = warden_host::CancellationToken::new();
+    let running = tokio::spawn({
+        let location = location.clone();
+        let invocation = call("fake-mcp.wait", json!({})).cancelled_by(cancel.clone());
+        async move { location.invoke(invocation).await }
+    });
+    until("the server's call started", || rmcp.waits().0 == 1).await;
+    cancel.cancel();
+    let outcome = running.await.unwrap().unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failure.code(), warden_core::ErrorCode::Cancelled);
+    until("the server's call was cancelled", || rmcp.waits() == (0, 1)).await;
+    let audit = std::fs::read_to_string(data.path().join("audit.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!(last["outcome"], "cancelled");
+    assert_eq!(last["capability"], "fake-mcp.wait");
+
+    // Silent past the server's timeout: `timeout`, and cancelled there too.
+    let outcome = location
+        .invoke(call("fake-mcp.wait", json!({})))
+        .await
+        .unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failure.code(), warden_core::ErrorCode::Timeout);
+    until("the timed-out call was cancelled", || {
+        rmcp.waits() == (0, 2)
+    })
+    .await;
+}

@@ -112,3 +112,54 @@ async fn input_the_host_refuses_never_reaches_the_guest() {
     let fits = location.invoke(echo(json!("fits"))).await.unwrap();
     assert!(matches!(fits, InvokeOutcome::Completed(_)), "{fits:?}");
 }
+
+/// Issue 44: a client's cancellation did not reach a running guest. A
+/// cancelled call of a guest that loops forever now ends `cancelled` at
+/// once, and its instance is gone: the memory its call reserved is free
+/// again well before its 10 s deadline.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_guest_stops_and_its_instance_is_released() {
+    let host = Host::builder(HostConfig::default()).build().unwrap();
+    let location = host.open_location("p");
+    location
+        .install(&PackageSource::Dir(
+            root().join("tests/fixtures/packages/hostile"),
+        ))
+        .unwrap();
+    let cancel = warden_host::CancellationToken::new();
+    let invocation =
+        Invocation::new("hostile.spin", json!({}), Origin::Product).cancelled_by(cancel.clone());
+    let running = tokio::spawn({
+        let location = location.clone();
+        async move { location.invoke(invocation).await }
+    });
+    let reserved = || host.runtime().memory().reserved_bytes;
+    let wait = async {
+        while reserved() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .expect("the guest started");
+    cancel.cancel();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), running)
+        .await
+        .expect("the cancelled call ends before its deadline")
+        .unwrap()
+        .unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failure.code(), warden_core::ErrorCode::Cancelled);
+    // A call moved to the long-call lane is dropped there at its next
+    // yield (every epoch tick): soon, and long before its deadline.
+    let released = async {
+        while reserved() != 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), released)
+        .await
+        .expect("the guest's instance is gone before its 10 s deadline");
+}

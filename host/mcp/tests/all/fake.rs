@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use warden_core::content::ContentBlock;
-use warden_mcp::{ApprovalAnswer, Backend, BoxFuture, CallResult, Caller, ToolEntry, ToolHints};
+use warden_mcp::{
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, ToolEntry, ToolHints,
+};
 
 /// The approval id the `write` tool asks for.
 pub(crate) const APPROVAL_ID: &str = "appr-7";
@@ -100,6 +102,7 @@ impl Backend for Fake {
         name: String,
         arguments: Value,
         caller: Option<Caller>,
+        _signals: CallSignals,
     ) -> BoxFuture<'static, CallResult> {
         self.callers.lock().unwrap().push(caller.map(|c| c.subject));
         let result = match name.as_str() {
