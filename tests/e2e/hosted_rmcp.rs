@@ -281,3 +281,96 @@ async fn mcp_add_timeout_is_the_servers_own_and_bounded_by_the_operator() {
     );
     crate::hosted::until("the server was told", || rmcp.waits() == (0, 1)).await;
 }
+
+/// An MCP client that declares elicitation and sampling and answers both.
+#[derive(Clone, Default)]
+struct Answering;
+
+impl rmcp::ClientHandler for Answering {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({
+            "elicitation": {"form": {}},
+            "sampling": {},
+        }))
+        .unwrap();
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("answering", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let asked = serde_json::to_value(&request).unwrap();
+        // Warden's own approval prompt first, then the remote server's.
+        let content = match asked["message"].as_str().unwrap_or_default() {
+            "Your name?" => json!({"name": "Grace"}),
+            approval if approval.starts_with("Approve this tool call?") => {
+                json!({"decision": "approve_once"})
+            }
+            other => panic!("unexpected elicitation: {other}"),
+        };
+        Ok(serde_json::from_value(json!({"action": "accept", "content": content})).unwrap())
+    }
+
+    #[expect(
+        deprecated,
+        reason = "sampling is still what servers of 2025-11-25 use"
+    )]
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        Ok(
+            serde_json::from_value(json!({"role": "assistant", "model": "m",
+            "content": {"type": "text", "text": "hi there"}}))
+            .unwrap(),
+        )
+    }
+}
+
+/// Issue 44 through `warden serve`: the remote server's elicitation is
+/// answered by the MCP client that made the call, and its sampling request
+/// reaches that client's model.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_servers_elicitation_and_sampling_are_answered_by_the_calling_client() {
+    use rmcp::ServiceExt as _;
+    let (_rmcp, warden) = server_with(&["ask", "sample"]).await;
+    let added = warden.run(&["mcp", "add", "real", URL]);
+    assert!(added.code == 0, "{}", added.all());
+    let refreshed = warden.run(&["mcp", "refresh", "mcp-real"]);
+    assert!(refreshed.code == 0, "{}", refreshed.all());
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client = Answering
+        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("MCP handshake with warden serve");
+    let tools = client.list_all_tools().await.unwrap();
+    for (suffix, answer) in [
+        ("ask", r#""accept": {"name":"Grace"}"#),
+        ("sample", "sampled: hi there"),
+    ] {
+        let name = tools
+            .iter()
+            .find(|t| t.name.ends_with(suffix))
+            .unwrap_or_else(|| panic!("{suffix}"))
+            .name
+            .clone();
+        // Approved through the client's elicitation, then resumed: the
+        // resumed call relays too.
+        let result = client
+            .call_tool(CallToolRequestParams::new(name))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.content[0].as_text().map(|t| t.text.as_str()),
+            Some(answer)
+        );
+    }
+    client.cancel().await.unwrap();
+}

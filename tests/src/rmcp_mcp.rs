@@ -288,6 +288,34 @@ impl ServerHandler for Handler {
                 }
                 CallToolResult::success(vec![ContentBlock::text(format!("{steps} steps done"))])
             }
+            // Asks the caller for a name (form elicitation) and says what
+            // came back, or how it was refused.
+            "ask" => {
+                let params = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                }))
+                .expect("elicitation params");
+                let text = match context.peer.create_elicitation(params).await {
+                    Ok(result) => format!(
+                        "{}: {}",
+                        serde_json::to_value(&result.action).unwrap_or_default(),
+                        serde_json::to_value(&result.content).unwrap_or_default()
+                    ),
+                    Err(error) => refused(error),
+                };
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            // Asks the caller's model (sampling) and says what it answered.
+            "sample" => {
+                let text = match sample(&context.peer).await {
+                    Ok(text) => format!("sampled: {text}"),
+                    Err(error) => refused(error),
+                };
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
             // Runs until the client cancels it (counted) or an hour passes.
             "wait" => {
                 lock(&self.state).waiting += 1;
@@ -311,6 +339,36 @@ impl ServerHandler for Handler {
         };
         Ok(CallToolResponse::from(result))
     }
+}
+
+/// How a request of the client was refused: `refused: <code>` for an MCP
+/// error, else `failed: …`.
+fn refused(error: rmcp::service::ServiceError) -> String {
+    match error {
+        rmcp::service::ServiceError::McpError(error) => format!("refused: {}", error.code.0),
+        other => format!("failed: {other}"),
+    }
+}
+
+/// Ask the client's model to say hello; the text it answered.
+#[expect(
+    deprecated,
+    reason = "sampling is still what servers of 2025-11-25 use"
+)]
+async fn sample(
+    peer: &rmcp::service::Peer<RoleServer>,
+) -> Result<String, rmcp::service::ServiceError> {
+    let params = serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+        "maxTokens": 20,
+    }))
+    .expect("sampling params");
+    let result = peer.create_message(params).await?;
+    let value = serde_json::to_value(&result).unwrap_or_default();
+    Ok(value["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }
 
 /// The token a request carried (`authorization: Bearer …`), or "".

@@ -105,8 +105,7 @@ impl Backend for HostBackend {
         Box::pin(async move {
             let mut invocation = Invocation::new(name, arguments, Origin::LoopRun);
             invocation.session = caller.map(caller_session);
-            invocation.progress = signals.progress;
-            invocation.cancel = signals.cancel;
+            let invocation = with_signals(invocation, signals);
             match location.invoke(invocation).await {
                 Ok(InvokeOutcome::NeedsApproval(request)) => {
                     let id = request.id.to_string();
@@ -131,6 +130,7 @@ impl Backend for HostBackend {
         &self,
         approval_id: String,
         answer: ApprovalAnswer,
+        signals: CallSignals,
     ) -> BoxFuture<'static, CallResult> {
         let location = self.location.clone();
         Box::pin(async move {
@@ -143,8 +143,19 @@ impl Backend for HostBackend {
                 ApprovalAnswer::Deny => Resolution::Deny,
                 ApprovalAnswer::DenyWithFeedback(text) => Resolution::DenyWithFeedback(text),
             };
-            // A denial comes back as a typed failure the model sees.
-            match location.answer(&ApprovalId(approval_id), resolution).await {
+            // A denial comes back as a typed failure the model sees. The
+            // resumed call reports, stops and relays as the call that asked.
+            let id = ApprovalId(approval_id);
+            let answered = match location.asking_invocation(&id).await {
+                Ok(invocation) => {
+                    let invocation = with_signals(invocation, signals);
+                    location
+                        .answer_and_resume(&id, resolution, invocation)
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            match answered {
                 Ok(outcome) => result(outcome),
                 Err(HostError::Approval(ApprovalError::NotFound(id))) => {
                     CallResult::Protocol(format!("no pending call for approval `{id}`"))
@@ -256,6 +267,14 @@ fn trust_meta(package: &InstalledPackage) -> serde_json::Map<String, Value> {
     meta
 }
 
+/// `invocation` with what the MCP client attached to its call.
+fn with_signals(mut invocation: Invocation, signals: CallSignals) -> Invocation {
+    invocation.progress = signals.progress;
+    invocation.cancel = signals.cancel;
+    invocation.relay = signals.relay;
+    invocation
+}
+
 /// A finished outcome as an MCP result.
 fn result(outcome: InvokeOutcome) -> CallResult {
     match outcome {
@@ -322,7 +341,11 @@ mod tests {
             panic!("a third-party tool asks at loop_run");
         };
         let resumed = backend
-            .resolve(approval_id, ApprovalAnswer::ApproveAndGrant)
+            .resolve(
+                approval_id,
+                ApprovalAnswer::ApproveAndGrant,
+                CallSignals::default(),
+            )
             .await;
         assert!(matches!(resumed, CallResult::Output { .. }), "{resumed:?}");
         let again = call(Some("bob")).await;

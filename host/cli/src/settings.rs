@@ -27,6 +27,8 @@
 //!
 //! [mcp.servers.mcp-slow]                         # one server's own settings, by package id
 //! call_timeout_secs = 300                        # (also `warden mcp add --timeout`)
+//! relay = false                                  # answer its elicitation and sampling
+//!                                                # requests "not supported" (default: relay)
 //!
 //! [compile]                                      # bounds on compiling a component
 //! max_code_bytes = 16777216                      # function bodies an installed package may hold
@@ -167,6 +169,10 @@ struct ServerSettings {
     /// This server's `call_timeout_secs`.
     #[serde(default)]
     call_timeout_secs: Option<u64>,
+    /// Relay the server's elicitation and sampling requests to the calling
+    /// client (default true).
+    #[serde(default)]
+    relay: Option<bool>,
 }
 
 /// `[oauth]`: how Warden presents itself to authorization servers.
@@ -432,27 +438,36 @@ impl Settings {
         Ok(())
     }
 
-    /// Each hosted server's own call timeout: `registered` (from `warden
-    /// mcp add --timeout`), overridden by `[mcp.servers.<id>]`; each checked
-    /// against the maximum.
-    pub(crate) fn hosted_timeouts(
+    /// Each hosted server's own settings: its call timeout from
+    /// `registered` (`warden mcp add --timeout`), overridden by
+    /// `[mcp.servers.<id>]` and checked against the maximum; whether its
+    /// requests are relayed.
+    pub(crate) fn hosted_servers(
         &self,
         registered: std::collections::BTreeMap<String, u64>,
-    ) -> Result<std::collections::BTreeMap<String, std::time::Duration>> {
+    ) -> Result<std::collections::BTreeMap<String, warden_host::ServerSettings>> {
+        let mut servers = std::collections::BTreeMap::new();
         let mut timeouts = registered;
         for (id, server) in &self.mcp.servers {
             if let Some(secs) = server.call_timeout_secs {
                 timeouts.insert(id.clone(), secs);
             }
+            if server.relay == Some(false) {
+                servers
+                    .entry(id.clone())
+                    .or_insert_with(warden_host::ServerSettings::default)
+                    .no_relay = true;
+            }
         }
-        timeouts
-            .into_iter()
-            .map(|(id, secs)| {
-                self.check_server_timeout(secs)
-                    .with_context(|| format!("the call timeout of `{id}`"))?;
-                Ok((id, std::time::Duration::from_secs(secs)))
-            })
-            .collect()
+        for (id, secs) in timeouts {
+            self.check_server_timeout(secs)
+                .with_context(|| format!("the call timeout of `{id}`"))?;
+            servers
+                .entry(id)
+                .or_insert_with(warden_host::ServerSettings::default)
+                .call_timeout = Some(std::time::Duration::from_secs(secs));
+        }
+        Ok(servers)
     }
 
     /// The system resolver, with the `[resolve]` overrides in front of it.
@@ -534,11 +549,16 @@ mod tests {
             ("mcp-slow".to_owned(), 100),
             ("mcp-other".to_owned(), 120),
         ]);
-        let timeouts = s.hosted_timeouts(registered).unwrap();
-        assert_eq!(timeouts["mcp-slow"], std::time::Duration::from_secs(800));
-        assert_eq!(timeouts["mcp-other"], std::time::Duration::from_secs(120));
+        let servers = s.hosted_servers(registered).unwrap();
+        let secs = |id: &str| servers[id].call_timeout.unwrap().as_secs();
+        assert_eq!((secs("mcp-slow"), secs("mcp-other")), (800, 120));
+        assert!(!servers["mcp-slow"].no_relay);
+        let quiet = settings("[mcp.servers.mcp-q]\nrelay = false\n")
+            .hosted_servers(Default::default())
+            .unwrap();
+        assert!(quiet["mcp-q"].no_relay && quiet["mcp-q"].call_timeout.is_none());
         let over = settings("[mcp.servers.mcp-x]\ncall_timeout_secs = 601\n")
-            .hosted_timeouts(Default::default())
+            .hosted_servers(Default::default())
             .unwrap_err();
         assert!(
             format!("{over:#}").contains("over the operator's maximum of 600 s"),

@@ -1,6 +1,7 @@
 //! What every lane reports about a call, whatever runs it: the resources
 //! it used ([`Usage`]; a field a lane does not measure stays 0), the log
-//! entries it kept ([`LogEntry`]) and, while it runs, its [`Progress`]. The
+//! entries it kept ([`LogEntry`]), while it runs its [`Progress`], and
+//! what its tool's server may ask the caller's client ([`Relay`]). The
 //! WASM runtime fills every usage field; the hosted and first-party lanes
 //! the ones they measure.
 
@@ -89,4 +90,39 @@ pub struct LogEntry {
     pub message: String,
     /// Whether the message was cut to the per-entry cap.
     pub truncated: bool,
+}
+
+/// Why a request relayed to the caller's client got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// The caller's client cannot be asked this (it declared no such
+    /// capability, or there is no client to ask): the tool's server should
+    /// fall back.
+    #[error("the caller's client does not support this request")]
+    Unsupported,
+    /// The client was asked and failed to answer.
+    #[error("the caller's client did not answer: {0}")]
+    Failed(String),
+}
+
+/// What the caller's client can be asked on a running call's behalf: a
+/// hosted server's MCP elicitation and sampling requests, relayed within
+/// the call that caused them. Parameters and results are JSON as MCP
+/// writes them (`elicitation/create`, `sampling/createMessage`); the
+/// implementation checks what its client declared.
+pub trait Relay: Send + Sync + std::fmt::Debug {
+    /// Ask the client's user (an `elicitation/create` request's params);
+    /// the client's result.
+    fn elicit(
+        &self,
+        params: serde_json::Value,
+    ) -> crate::net::BoxFuture<'_, Result<serde_json::Value, RelayError>>;
+
+    /// Ask the client's model (a `sampling/createMessage` request's
+    /// params); the client's result.
+    fn sample(
+        &self,
+        params: serde_json::Value,
+    ) -> crate::net::BoxFuture<'_, Result<serde_json::Value, RelayError>>;
 }

@@ -72,7 +72,7 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
             )],
             max_tools: 8,
             loopback_http: false,
-            call_timeout: None,
+            settings: Default::default(),
         };
         warden_hosted::HostedServer::new(egress, &spec, warden_hosted::LaneLimits::default())
             .unwrap()

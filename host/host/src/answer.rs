@@ -20,6 +20,15 @@ impl Location {
         id: &ApprovalId,
         resolution: Resolution,
     ) -> Result<InvokeOutcome, HostError> {
+        let invocation = self.asking_invocation(id).await?;
+        self.answer_and_resume(id, resolution, invocation).await
+    }
+
+    /// The invocation that asked for approval `id`, as the approval store
+    /// keeps it, for a caller that adds what only it has (where progress
+    /// goes, its cancellation, its client to relay to) before
+    /// [`Location::answer_and_resume`].
+    pub async fn asking_invocation(&self, id: &ApprovalId) -> Result<Invocation, HostError> {
         let request = self
             .shared
             .approvals
@@ -34,7 +43,7 @@ impl Location {
             request.origin,
         );
         invocation.session = request.scope.session.clone();
-        self.answer_and_resume(id, resolution, invocation).await
+        Ok(invocation)
     }
 
     /// [`Location::answer`] for a caller that still holds the invocation

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use warden_egress::EgressConfig;
-use warden_hosted::LaneLimits;
+use warden_hosted::{LaneLimits, ServerSettings};
 use warden_registry::{AllowlistEntry, BoundConfig};
 use warden_runtime::RuntimeConfig;
 
@@ -35,11 +35,10 @@ pub struct HostConfig {
     /// Limits of the hosted-MCP lane: call timeout, response and result
     /// bounds, and how often a server's catalog is listed again.
     pub hosted: LaneLimits,
-    /// A hosted server's own call timeout, by package id (`warden mcp add
-    /// --timeout`, `[mcp.servers.<id>]`), in place of
-    /// [`LaneLimits::call_timeout`]; never above
-    /// [`LaneLimits::max_call_timeout`].
-    pub hosted_timeouts: BTreeMap<String, Duration>,
+    /// A hosted server's own settings, by package id (`warden mcp add
+    /// --timeout`, `[mcp.servers.<id>]`): its call timeout, whether its
+    /// requests of the caller are relayed.
+    pub hosted_servers: BTreeMap<String, ServerSettings>,
 }
 
 impl Default for HostConfig {
@@ -55,7 +54,7 @@ impl Default for HostConfig {
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),
             hosted: LaneLimits::default(),
-            hosted_timeouts: BTreeMap::new(),
+            hosted_servers: BTreeMap::new(),
         }
     }
 }

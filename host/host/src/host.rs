@@ -37,8 +37,8 @@ pub(crate) struct Shared {
     pub(crate) audit: Option<AuditLog>,
     /// Limits of the hosted-MCP lane.
     pub(crate) hosted: warden_hosted::LaneLimits,
-    /// Servers' own call timeouts, by package id.
-    pub(crate) hosted_timeouts: std::collections::BTreeMap<String, std::time::Duration>,
+    /// Servers' own settings, by package id.
+    pub(crate) hosted_servers: std::collections::BTreeMap<String, warden_hosted::ServerSettings>,
     /// Where the host keeps its data (`None`: in memory only).
     pub(crate) data_dir: Option<std::path::PathBuf>,
 }
@@ -162,7 +162,7 @@ impl HostBuilder {
             mut bound,
             lease_ttl,
             hosted,
-            hosted_timeouts,
+            hosted_servers,
         } = self.config;
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
@@ -198,7 +198,7 @@ impl HostBuilder {
             first_party: self.first_party,
             audit: self.audit,
             hosted,
-            hosted_timeouts,
+            hosted_servers,
             data_dir,
         };
         // Spilled outputs past their retention period are removed at start.
@@ -324,7 +324,7 @@ impl Host {
             credentials: Vec::new(),
             max_tools,
             loopback_http,
-            call_timeout: None,
+            settings: Default::default(),
         };
         let hosted = warden_hosted::HostedServer::new(
             self.shared.egress.clone(),

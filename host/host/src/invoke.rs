@@ -290,6 +290,7 @@ impl Location {
             deadline: Instant::now() + self.timeout_of(binding),
             network,
             progress: invocation.progress.clone(),
+            relay: invocation.relay.clone(),
         };
         let call = binding.lane.call(context, input_json);
         let outcome = match &invocation.cancel {

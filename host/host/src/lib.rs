@@ -72,7 +72,7 @@ pub use source::{
 
 pub use trust::{EffectiveTrust, effective_trust};
 pub use warden_core::Origin;
-pub use warden_hosted::{HostedError, LaneLimits, RemoteTool};
+pub use warden_hosted::{HostedError, LaneLimits, RemoteTool, ServerSettings};
 pub use warden_manifest::Trust;
 pub use warden_registry::{
     AllowlistEntry, ApprovalId, ApprovalRequest, Catalog, PackageIdentity, Resolution, Snapshot,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use warden_core::ErrorCode;
 use warden_core::content::ContentBlock;
-use warden_core::lane::ProgressSink;
+use warden_core::lane::{ProgressSink, Relay};
 
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
@@ -38,6 +38,10 @@ pub struct Invocation {
     /// future dropped: a hosted server is sent `notifications/cancelled`, a
     /// guest's instance is torn down) and ends `cancelled`, audited.
     pub cancel: Option<CancellationToken>,
+    /// What the caller's client may be asked on the call's behalf: a
+    /// hosted server's elicitation and sampling are relayed through it,
+    /// within the call (without one they are refused as not supported).
+    pub relay: Option<Arc<dyn Relay>>,
 }
 
 /// What to do with a call's host-mediated HTTP besides sending it
@@ -63,12 +67,19 @@ impl Invocation {
             tape: None,
             progress: None,
             cancel: None,
+            relay: None,
         }
     }
 
     /// This call with its progress reported to `sink`.
     pub fn reporting(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// This call's server requests (elicitation, sampling) relayed by `relay`.
+    pub fn relaying(mut self, relay: Arc<dyn Relay>) -> Self {
+        self.relay = Some(relay);
         self
     }
 

@@ -24,7 +24,7 @@
 //!     credentials: Vec::new(),
 //!     max_tools: 64,
 //!     loopback_http: false,
-//!     call_timeout: None,
+//!     settings: Default::default(),
 //! };
 //! let server = HostedServer::new(egress, &spec, LaneLimits::default())?;
 //! for tool in server.catalog().await?.iter() {
@@ -33,11 +33,12 @@
 //! # Ok(()) }
 //! ```
 
+mod calls;
 mod content;
 pub mod discovery;
 mod endpoint;
 mod error;
-mod progress;
+mod listener;
 mod schema;
 mod server;
 mod transport;
@@ -46,5 +47,7 @@ pub use discovery::{Bounds, CatalogBoundError, RemoteTool};
 pub use endpoint::Endpoint;
 pub use error::HostedError;
 pub use schema::InputCheck;
-pub use server::{CallOutput, DEFAULT_REFRESH_INTERVAL, HostedServer, LaneLimits, ServerSpec};
+pub use server::{
+    CallOutput, DEFAULT_REFRESH_INTERVAL, HostedServer, LaneLimits, ServerSettings, ServerSpec,
+};
 pub use transport::EgressHttp;

@@ -16,31 +16,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult,
+    ClientRequest, PaginatedRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RoleClient,
-    RunningService, ServiceError,
+    ClientInitializeError, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 use warden_core::content::ContentBlock;
-use warden_core::lane::ProgressSink;
+use warden_core::lane::{ProgressSink, Relay};
 use warden_core::schema::{Formats, SchemaCheck};
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
 use warden_egress::secrets::Requester;
 
+use crate::calls::{Calls, RunningCall};
 use crate::discovery::{self, Bounds, CatalogBoundError, RemoteTool};
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
-use crate::progress;
+use crate::listener::Listener;
 use crate::transport::EgressHttp;
 
 /// Oldest protocol version the lane accepts: `2025-03-26` is still widely
@@ -71,10 +70,20 @@ pub struct ServerSpec {
     /// Accept a plain-`http` loopback endpoint (see [`Endpoint::parse_with`]);
     /// never set for a package.
     pub loopback_http: bool,
-    /// This server's own call timeout (`warden mcp add --timeout`), in
-    /// place of [`LaneLimits::call_timeout`]; never above
+    /// The operator's settings for this server.
+    pub settings: ServerSettings,
+}
+
+/// One server's own settings, from the operator (by package id).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Its call timeout (`warden mcp add --timeout`), in place of
+    /// [`LaneLimits::call_timeout`]; never above
     /// [`LaneLimits::max_call_timeout`].
     pub call_timeout: Option<Duration>,
+    /// Never relay its elicitation and sampling requests to the caller's
+    /// client: they are answered "not supported" at once.
+    pub no_relay: bool,
 }
 
 /// Limits of the lane, per host.
@@ -137,38 +146,6 @@ impl CallOutput {
     }
 }
 
-/// The client handler: it listens for `tools/list_changed` and passes
-/// progress on to the call it belongs to.
-#[derive(Debug, Clone)]
-struct Listener {
-    stale: Arc<AtomicBool>,
-    changes: Arc<watch::Sender<u64>>,
-    progress: progress::Routes,
-}
-
-impl ClientHandler for Listener {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("warden", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.stale.store(true, Ordering::SeqCst);
-        self.changes.send_modify(|n| *n += 1);
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.report(params);
-    }
-}
-
 type Running = RunningService<RoleClient, Listener>;
 
 /// An accepted catalog and when this process listed it (`None`: restored
@@ -228,6 +205,7 @@ impl HostedServer {
             limits.max_call_timeout,
         );
         let call_timeout = spec
+            .settings
             .call_timeout
             .unwrap_or(limits.call_timeout)
             .min(limits.max_call_timeout);
@@ -239,7 +217,8 @@ impl HostedServer {
             listener: Listener {
                 stale: Arc::new(AtomicBool::new(true)),
                 changes: Arc::new(watch::channel(0).0),
-                progress: progress::Routes::default(),
+                calls: Calls::default(),
+                relay: !spec.settings.no_relay,
             },
             running: tokio::sync::Mutex::new(None),
             catalog: Mutex::new(None),
@@ -487,12 +466,14 @@ impl HostedServer {
     /// `outputSchema` from the accepted catalog; a tool error comes back as
     /// [`HostedError::Remote`] with a bounded message.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallOutput, HostedError> {
-        self.call_reporting(name, arguments, None).await
+        self.call_reporting(name, arguments, None, None).await
     }
 
-    /// [`Self::call`], the server's progress reports passed to `progress`.
-    /// The call may go [`Self::call_timeout`] without an answer or a
-    /// report, and runs [`LaneLimits::max_call_timeout`] at most. Dropping
+    /// [`Self::call`], the server's progress reports passed to `progress`
+    /// and its elicitation and sampling requests made for the call relayed
+    /// by `relay`. The call may go the server's call timeout without an
+    /// answer or a report (and waits on no timer while the caller is being
+    /// asked), and runs [`LaneLimits::max_call_timeout`] at most. Dropping
     /// the future cancels the call: the server is sent
     /// `notifications/cancelled`.
     pub async fn call_reporting(
@@ -500,6 +481,7 @@ impl HostedServer {
         name: &str,
         arguments: Value,
         progress: Option<ProgressSink>,
+        relay: Option<Arc<dyn Relay>>,
     ) -> Result<CallOutput, HostedError> {
         let arguments = match arguments {
             Value::Object(map) => map,
@@ -509,7 +491,8 @@ impl HostedServer {
         let check = self.output_check(name);
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result = self.send_call(&peer, params, progress).await?;
+        let running = Arc::new(RunningCall::new(progress, relay));
+        let result = self.send_call(&peer, params, running).await?;
         let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
         if bytes > self.limits.max_result_bytes {
             return Err(HostedError::ResultTooLarge {
@@ -554,31 +537,53 @@ impl HostedServer {
         })
     }
 
-    /// Send `tools/call` and wait for its result: its progress routed to
-    /// `progress`, the idle timeout reset by each report, the total bounded,
-    /// the server told when the call is abandoned.
+    /// Send `tools/call` and wait for its result, routing to `running`
+    /// what the server sends for it; refused as `timeout` when it goes
+    /// quiet for the call timeout or runs past the maximum (the server is
+    /// then told, as when the caller abandons the call).
     async fn send_call(
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
-        progress: Option<ProgressSink>,
+        running: Arc<RunningCall>,
     ) -> Result<CallToolResult, HostedError> {
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(self.call_timeout);
-        options.reset_timeout_on_progress = true;
-        options.max_total_timeout = Some(self.limits.max_call_timeout);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
-            .send_cancellable_request(request, options)
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| self.service_error(e))?;
-        let _route = progress.map(|sink| {
-            self.listener
-                .progress
-                .route(handle.progress_token.clone(), sink)
-        });
+        let _route = self.listener.calls.route(
+            handle.progress_token.clone(),
+            handle.id.clone(),
+            running.clone(),
+        );
         let mut abandoned = CancelOnDrop(Some((peer.clone(), handle.id.clone())));
-        let answer = handle.await_response().await;
+        let total = tokio::time::Instant::now() + self.limits.max_call_timeout;
+        let mut activity = running.watch();
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let answer = loop {
+            let idle = running.idle_deadline(self.call_timeout);
+            let (deadline, limit) = match idle {
+                Some(idle) if idle < total => (idle, self.call_timeout),
+                _ => (total, self.limits.max_call_timeout),
+            };
+            tokio::select! {
+                answer = &mut answer => break answer,
+                changed = activity.changed() => {
+                    if changed.is_err() {
+                        break answer.await;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    // Told before the error returns: the process may end
+                    // right after (`warden call`).
+                    abandoned.send("the call timed out").await;
+                    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+                    return Err(HostedError::Timeout(ms));
+                }
+            }
+        };
         abandoned.0 = None;
         match answer.map_err(|e| self.service_error(e))? {
             ServerResult::CallToolResult(result) => Ok(result),
@@ -658,6 +663,16 @@ fn initialize_text(error: &ClientInitializeError) -> String {
 /// Tells the server a call was abandoned (`notifications/cancelled`) when
 /// dropped armed: the caller cancelled it, or its deadline passed.
 struct CancelOnDrop(Option<(Peer<RoleClient>, RequestId)>);
+
+impl CancelOnDrop {
+    /// Tell the server now, for `reason`.
+    async fn send(&mut self, reason: &str) {
+        if let Some((peer, id)) = self.0.take() {
+            let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
+            let _ = peer.notify_cancelled(params).await;
+        }
+    }
+}
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

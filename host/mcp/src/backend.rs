@@ -1,9 +1,11 @@
 //! The seam between the MCP protocol and whatever runs the tools.
 
 use serde_json::Value;
+use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use warden_core::lane::ProgressSink;
+
+use warden_core::lane::{ProgressSink, Relay};
 
 use crate::Caller;
 
@@ -35,11 +37,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> BoxFuture<'static, CallResult>;
 
     /// Resolves a pending approval and, when approved, resumes that same call
-    /// exactly once, returning its result.
+    /// exactly once (with `signals`, as [`Backend::call`]), returning its
+    /// result.
     fn resolve(
         &self,
         approval_id: String,
         answer: ApprovalAnswer,
+        signals: CallSignals,
     ) -> BoxFuture<'static, CallResult>;
 
     /// Starts connecting the account an `auth_required` result names
@@ -69,6 +73,9 @@ pub struct CallSignals {
     /// Cancelled when the client sends `notifications/cancelled` for the
     /// call (or its connection goes): the backend stops the call.
     pub cancel: Option<CancellationToken>,
+    /// The client that made the call, to relay what the tool's server asks
+    /// of it (elicitation, sampling) when it declared the capability.
+    pub relay: Option<Arc<dyn Relay>>,
 }
 
 /// An account connection a person completes by opening a URL.

@@ -55,6 +55,7 @@ mod owners;
 mod parse;
 mod peers;
 mod progress;
+mod relay;
 mod result;
 mod server;
 mod stdio;

@@ -19,45 +19,49 @@ use warden_core::lane::{Progress, ProgressSink};
 /// Reports waiting to be sent; past it, new ones are dropped.
 const QUEUE: usize = 64;
 
-/// The reports of one call, on their way to its client.
-pub(crate) struct Relay {
+/// The reports of one call, queued on their way to its client.
+pub(crate) struct Reports {
     token: ProgressToken,
     peer: Peer<RoleServer>,
-    reports: mpsc::Receiver<Progress>,
+    queue: tokio::sync::Mutex<mpsc::Receiver<Progress>>,
 }
 
-/// A sink for the call of `context` and its relay, when the client asked
+/// A sink for the call of `context` and its reports' way out, when the client asked
 /// for progress; `(None, None)` otherwise.
-pub(crate) fn relay(context: &RequestContext<RoleServer>) -> (Option<ProgressSink>, Option<Relay>) {
+pub(crate) fn reports(
+    context: &RequestContext<RoleServer>,
+) -> (Option<ProgressSink>, Option<Reports>) {
     let Some(token) = context.meta.get_progress_token() else {
         return (None, None);
     };
-    let (sender, reports) = mpsc::channel(QUEUE);
+    let (sender, queue) = mpsc::channel(QUEUE);
     let sink = ProgressSink::new(move |progress| {
         let _ = sender.try_send(progress);
     });
-    let relay = Relay {
+    let reports = Reports {
         token,
         peer: context.peer.clone(),
-        reports,
+        queue: tokio::sync::Mutex::new(queue),
     };
-    (Some(sink), Some(relay))
+    (Some(sink), Some(reports))
 }
 
-/// Run `call`, sending the reports `relay` receives meanwhile; the reports
-/// that came before the call's end are sent before it returns.
-pub(crate) async fn beside<F: Future>(relay: Option<Relay>, call: F) -> F::Output {
-    let Some(mut relay) = relay else {
+/// Run `call`, sending the reports queued meanwhile; those that came before
+/// the call's end are sent before it returns. One [`Reports`] may serve a
+/// call and then its resumption once approved.
+pub(crate) async fn beside<F: Future>(reports: Option<&Reports>, call: F) -> F::Output {
+    let Some(sender) = reports else {
         return call.await;
     };
+    let mut queue = sender.queue.lock().await;
     tokio::pin!(call);
     loop {
         tokio::select! {
             biased;
-            Some(progress) = relay.reports.recv() => relay.send(progress).await,
+            Some(progress) = queue.recv() => sender.send(progress).await,
             output = &mut call => {
-                while let Ok(progress) = relay.reports.try_recv() {
-                    relay.send(progress).await;
+                while let Ok(progress) = queue.try_recv() {
+                    sender.send(progress).await;
                 }
                 return output;
             }
@@ -65,7 +69,7 @@ pub(crate) async fn beside<F: Future>(relay: Option<Relay>, call: F) -> F::Outpu
     }
 }
 
-impl Relay {
+impl Reports {
     async fn send(&self, progress: Progress) {
         let mut params = ProgressNotificationParam::new(self.token.clone(), progress.progress);
         params.total = progress.total;

@@ -20,7 +20,7 @@ use crate::{
     Caller, approval,
     backend::{Backend, CallResult, CallSignals},
     catalog::Catalog,
-    connect, progress,
+    connect, progress, relay,
     result::{self, Answer, PendingApproval},
 };
 
@@ -131,13 +131,19 @@ impl<B: Backend> WardenServer<B> {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallResult, PendingApproval> {
         let backend = &self.shared.backend;
-        let (progress, relay) = progress::relay(context);
+        let (progress, reports) = progress::reports(context);
         let signals = CallSignals {
             progress,
             cancel: Some(context.ct.clone()),
+            relay: Some(Arc::new(relay::ClientRelay::of(context))),
         };
-        let call = backend.call(name.to_owned(), arguments.clone(), caller.clone(), signals);
-        let outcome = progress::beside(relay, call).await;
+        let call = backend.call(
+            name.to_owned(),
+            arguments.clone(),
+            caller.clone(),
+            signals.clone(),
+        );
+        let outcome = progress::beside(reports.as_ref(), call).await;
         let CallResult::NeedsApproval {
             approval_id,
             summary,
@@ -157,7 +163,8 @@ impl<B: Backend> WardenServer<B> {
         let Some(answer) = approval::ask(context, &pending).await else {
             return Err(pending);
         };
-        Ok(backend.resolve(pending.id, answer).await)
+        let resumed = backend.resolve(pending.id, answer, signals);
+        Ok(progress::beside(reports.as_ref(), resumed).await)
     }
 
     /// Sends `notifications/tools/list_changed` to this connection's client

@@ -135,9 +135,9 @@ impl Context {
             data_dir: Some(self.data_dir.clone()),
             egress: adjust(self.settings.egress()?),
             hosted: self.settings.hosted()?,
-            hosted_timeouts: self
+            hosted_servers: self
                 .settings
-                .hosted_timeouts(mcp::timeout::read_all(&self.mcp_dir())?)?,
+                .hosted_servers(mcp::timeout::read_all(&self.mcp_dir())?)?,
             runtime,
             ..HostConfig::default()
         };

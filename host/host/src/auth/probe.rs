@@ -104,7 +104,7 @@ impl Location {
             credentials: vec![credential],
             max_tools,
             loopback_http,
-            call_timeout: None,
+            settings: Default::default(),
         };
         let egress = &self.shared.egress;
         let mut granted: Vec<String> = Vec::new();

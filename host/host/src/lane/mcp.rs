@@ -135,9 +135,12 @@ impl Lane for McpLane {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now());
             let arguments = serde_json::from_str(&input).unwrap_or_default();
-            let call = self
-                .server
-                .call_reporting(&self.remote_name, arguments, context.progress);
+            let call = self.server.call_reporting(
+                &self.remote_name,
+                arguments,
+                context.progress,
+                context.relay,
+            );
             let result = match tokio::time::timeout(remaining, call).await {
                 Err(_) => Err(HostedError::Timeout(
                     u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),

@@ -74,7 +74,12 @@ impl Location {
             credentials: mcp.credentials.clone(),
             max_tools: usize::try_from(mcp.max_tools).unwrap_or(usize::MAX),
             loopback_http: false,
-            call_timeout: self.shared.hosted_timeouts.get(&package.id).copied(),
+            settings: self
+                .shared
+                .hosted_servers
+                .get(&package.id)
+                .copied()
+                .unwrap_or_default(),
         };
         let server = HostedServer::new(self.shared.egress.clone(), &spec, self.shared.hosted)
             .map_err(|source| HostError::Hosted {

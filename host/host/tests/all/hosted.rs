@@ -1116,3 +1116,74 @@ async fn a_cancelled_call_ends_cancelled_audited_and_the_server_stops() {
     })
     .await;
 }
+
+/// A caller's client that answers every request: a name for a form, a
+/// greeting for a sampling request; it keeps what it was asked.
+#[derive(Debug, Default)]
+struct Answering(std::sync::Mutex<Vec<serde_json::Value>>);
+
+impl warden_core::lane::Relay for Answering {
+    fn elicit(
+        &self,
+        params: serde_json::Value,
+    ) -> warden_core::net::BoxFuture<'_, Result<serde_json::Value, warden_core::lane::RelayError>>
+    {
+        self.0.lock().unwrap().push(params);
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+    }
+
+    fn sample(
+        &self,
+        params: serde_json::Value,
+    ) -> warden_core::net::BoxFuture<'_, Result<serde_json::Value, warden_core::lane::RelayError>>
+    {
+        self.0.lock().unwrap().push(params);
+        Box::pin(async {
+            Ok(json!({"role": "assistant", "model": "test",
+                "content": {"type": "text", "text": "hello"}}))
+        })
+    }
+}
+
+/// Issue 44: a server that asked for input hung until the timeout (an
+/// elicitation) or was told it blamed itself (a sampling request). Both now
+/// reach the caller's client within the call, and without one they are
+/// refused at once with MCP's "not supported" (-32601) so the server can
+/// fall back.
+#[tokio::test]
+async fn a_servers_elicitation_and_sampling_reach_the_callers_client_or_are_refused_at_once() {
+    let rmcp = RmcpServer::start(rmcp_mcp::Catalog::default()).await;
+    rmcp.catalog(|c| {
+        for name in ["ask", "sample"] {
+            c.tools
+                .push(json!({"name": name, "inputSchema": {"type": "object"}}));
+        }
+    });
+    let host = rmcp_host(&rmcp, HostConfig::default());
+    let (location, _dir) = install(&host, rmcp_mcp::URL);
+    assert!(location.refresh_hosted_package("fake-mcp").await.is_empty());
+    let text = |done: warden_host::Completed| done.text;
+
+    let client = Arc::new(Answering::default());
+    let asked = call("fake-mcp.ask", json!({})).relaying(client.clone());
+    let InvokeOutcome::Completed(done) = location.invoke(asked).await.unwrap() else {
+        panic!("the call completes")
+    };
+    assert_eq!(text(done), r#""accept": {"name":"Ada"}"#);
+    let sampled = call("fake-mcp.sample", json!({})).relaying(client.clone());
+    let InvokeOutcome::Completed(done) = location.invoke(sampled).await.unwrap() else {
+        panic!("the call completes")
+    };
+    assert_eq!(text(done), "sampled: hello");
+    let asked = client.0.lock().unwrap().clone();
+    assert_eq!(asked[0]["message"], "Your name?");
+    assert_eq!(asked[1]["messages"][0]["content"]["text"], "Say hello");
+
+    for tool in ["fake-mcp.ask", "fake-mcp.sample"] {
+        let outcome = location.invoke(call(tool, json!({}))).await.unwrap();
+        let InvokeOutcome::Completed(done) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(done.text, "refused: -32601", "{tool}");
+    }
+}

@@ -43,7 +43,7 @@ pub(crate) fn spec(max_tools: usize) -> ServerSpec {
         )],
         max_tools,
         loopback_http: false,
-        call_timeout: None,
+        settings: Default::default(),
     }
 }
 
