@@ -159,9 +159,12 @@ async fn a_remote_image_is_saved_by_call_and_served_as_an_image_block() {
     client.cancel().await.unwrap();
 }
 
-/// A client that keeps the progress it is sent.
+/// A client that keeps the progress and the log messages it is sent.
 #[derive(Clone, Default)]
-struct Watching(Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>);
+struct Watching(
+    Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+    Arc<Mutex<Vec<serde_json::Value>>>,
+);
 
 impl rmcp::ClientHandler for Watching {
     async fn on_progress(
@@ -171,17 +174,37 @@ impl rmcp::ClientHandler for Watching {
     ) {
         self.0.lock().unwrap().push(params);
     }
+
+    #[expect(deprecated, reason = "logging is still what clients of 2025-11-25 use")]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.1
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(&params).unwrap());
+    }
+}
+
+/// `logging/setLevel` to `level` (an MCP level name).
+#[expect(deprecated, reason = "logging is still what clients of 2025-11-25 use")]
+async fn set_level(client: &rmcp::service::Peer<rmcp::RoleClient>, level: &str) {
+    let params = serde_json::from_value(json!({ "level": level })).unwrap();
+    client.set_level(params).await.unwrap();
 }
 
 /// Issue 44 through `warden serve`: an MCP client's progress token gets
-/// the remote server's progress, and its `notifications/cancelled` stops
-/// the call at the remote server (the call audited `cancelled`).
+/// the remote server's progress, the level it sets gets the server's log
+/// messages, and its `notifications/cancelled` stops the call at the
+/// remote server (the call audited `cancelled`).
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_and_cancellation_pass_through_serve_to_the_remote_server() {
     use rmcp::ServiceExt as _;
     use rmcp::model::{CallToolRequest, ClientRequest};
     use rmcp::service::PeerRequestOptions;
-    let (rmcp, warden) = server_with(&["progress", "wait"]).await;
+    let (rmcp, warden) = server_with(&["progress", "wait", "chatty"]).await;
     let added = warden.run(&["mcp", "add", "real", URL]);
     assert!(added.code == 0, "{}", added.all());
     let refreshed = warden.run(&["mcp", "refresh", "mcp-real"]);
@@ -220,6 +243,10 @@ async fn progress_and_cancellation_pass_through_serve_to_the_remote_server() {
         result.content[0].as_text().map(|t| t.text.as_str()),
         Some("3 steps done")
     );
+    crate::hosted::until("three progress reports", || {
+        watching.0.lock().unwrap().len() >= 3
+    })
+    .await;
     let seen = watching.0.lock().unwrap().clone();
     let messages: Vec<_> = seen
         .iter()
@@ -227,6 +254,24 @@ async fn progress_and_cancellation_pass_through_serve_to_the_remote_server() {
         .collect();
     assert_eq!(messages, ["step 1 of 3", "step 2 of 3", "step 3 of 3"]);
     assert_eq!(seen[2].total, Some(3.0));
+
+    // Log messages at or above the level the client set, from the call
+    // that made them.
+    set_level(&client, "info").await;
+    let request = CallToolRequestParams::new(name("chatty"));
+    crate::hosted::call_after_grant(&client, &warden, request).await;
+    // The client handles notifications on tasks of their own.
+    crate::hosted::until("two log messages", || watching.1.lock().unwrap().len() >= 2).await;
+    // In the order the client's tasks ran.
+    let mut logs = watching.1.lock().unwrap().clone();
+    logs.sort_by_key(|l| l["data"].as_str().unwrap_or_default().to_owned());
+    assert_eq!(
+        logs,
+        [
+            json!({"level": "warning", "logger": "warden", "data": "fixture: careful"}),
+            json!({"level": "info", "logger": "warden", "data": "fixture: starting"}),
+        ]
+    );
 
     let request = CallToolRequestParams::new(name("wait"));
     crate::hosted::grant_by_calling(&client, &warden, request.clone()).await;

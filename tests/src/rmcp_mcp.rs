@@ -286,6 +286,10 @@ impl ServerHandler for Handler {
                         let _ = context.peer.notify_progress(params).await;
                     }
                 }
+                // Reports go to the client's notification tasks, the answer
+                // straight to its caller: a report sent the instant before
+                // the answer may be handled after it (see `calls.rs`).
+                tokio::time::sleep(FINISHING).await;
                 CallToolResult::success(vec![ContentBlock::text(format!("{steps} steps done"))])
             }
             // Asks the caller for a name (form elicitation) and says what
@@ -315,6 +319,18 @@ impl ServerHandler for Handler {
                     Err(error) => refused(error),
                 };
                 CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            // Logs at three levels (`notifications/message`), then answers.
+            "chatty" => {
+                for (level, text) in [
+                    ("info", "starting"),
+                    ("debug", "detail"),
+                    ("warning", "careful"),
+                ] {
+                    let _ = log(&context.peer, level, text).await;
+                }
+                tokio::time::sleep(FINISHING).await;
+                CallToolResult::success(vec![ContentBlock::text("said it all")])
             }
             // Runs until the client cancels it (counted) or an hour passes.
             "wait" => {
@@ -348,6 +364,21 @@ fn refused(error: rmcp::service::ServiceError) -> String {
         rmcp::service::ServiceError::McpError(error) => format!("refused: {}", error.code.0),
         other => format!("failed: {other}"),
     }
+}
+
+/// How long a tool that reported works on before it answers.
+const FINISHING: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Send a log message at `level` (an MCP level name).
+#[expect(deprecated, reason = "logging is still what servers of 2025-11-25 use")]
+async fn log(
+    peer: &rmcp::service::Peer<RoleServer>,
+    level: &str,
+    text: &str,
+) -> Result<(), rmcp::service::ServiceError> {
+    let params = serde_json::from_value(json!({"level": level, "logger": "fixture", "data": text}))
+        .expect("log params");
+    peer.notify_logging_message(params).await
 }
 
 /// Ask the client's model to say hello; the text it answered.

@@ -270,6 +270,7 @@ fn trust_meta(package: &InstalledPackage) -> serde_json::Map<String, Value> {
 /// `invocation` with what the MCP client attached to its call.
 fn with_signals(mut invocation: Invocation, signals: CallSignals) -> Invocation {
     invocation.progress = signals.progress;
+    invocation.logs = signals.logs;
     invocation.cancel = signals.cancel;
     invocation.relay = signals.relay;
     invocation

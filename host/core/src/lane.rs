@@ -20,26 +20,39 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Where a call's progress reports go (the caller's, e.g. an MCP client's
-/// `progressToken`). Called from the lane's tasks: it must not block.
-#[derive(Clone)]
-pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+/// Where what a running call reports goes, as it happens: its
+/// [`Progress`] ([`ProgressSink`]) or its log entries ([`LogSink`]), e.g.
+/// to an MCP client. Called from the lane's tasks: it must not block.
+pub struct Sink<T>(Arc<dyn Fn(T) + Send + Sync>);
 
-impl ProgressSink {
+/// Where a call's progress reports go (an MCP client's `progressToken`).
+pub type ProgressSink = Sink<Progress>;
+
+/// Where a call's log entries go while it runs (an MCP client that set a
+/// level with `logging/setLevel`).
+pub type LogSink = Sink<LogEntry>;
+
+impl<T> Sink<T> {
     /// A sink that hands each report to `report`.
-    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+    pub fn new(report: impl Fn(T) + Send + Sync + 'static) -> Self {
         Self(Arc::new(report))
     }
 
-    /// Pass `progress` on.
-    pub fn report(&self, progress: Progress) {
-        (self.0)(progress);
+    /// Pass `item` on.
+    pub fn report(&self, item: T) {
+        (self.0)(item);
     }
 }
 
-impl std::fmt::Debug for ProgressSink {
+impl<T> Clone for Sink<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> std::fmt::Debug for Sink<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressSink")
+        f.write_str("Sink")
     }
 }
 

@@ -290,6 +290,7 @@ impl Location {
             deadline: Instant::now() + self.timeout_of(binding),
             network,
             progress: invocation.progress.clone(),
+            logs: invocation.logs.clone(),
             relay: invocation.relay.clone(),
         };
         let call = binding.lane.call(context, input_json);
@@ -303,6 +304,11 @@ impl Location {
             },
             None => call.await,
         };
+        if let Some(sink) = &invocation.logs {
+            for entry in &outcome.logs {
+                sink.report(entry.clone());
+            }
+        }
         match outcome.result {
             Ok(output) => {
                 let rendered = if output.is_null() && !outcome.content.is_empty() {

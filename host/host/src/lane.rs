@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use warden_core::content::ContentBlock;
-use warden_core::lane::{LogEntry, ProgressSink, Relay, Usage};
+use warden_core::lane::{LogEntry, LogSink, ProgressSink, Relay, Usage};
 use warden_core::net::{BoxFuture, CallNetwork};
 use warden_core::{ErrorCode, Origin};
 use warden_manifest::{Implementation, Package};
@@ -110,6 +110,10 @@ pub struct CallContext {
     pub network: Arc<dyn CallNetwork>,
     /// Where the call's progress goes, when the caller asked for it.
     pub progress: Option<ProgressSink>,
+    /// Where log entries go as they come (a lane that keeps them until
+    /// the end returns them in [`LaneOutcome::logs`]; the host passes
+    /// those on).
+    pub logs: Option<LogSink>,
     /// What the caller's client may be asked on the call's behalf (a
     /// hosted server's elicitation and sampling), when the caller can.
     pub relay: Option<Arc<dyn Relay>>,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use warden_core::ErrorCode;
 use warden_core::content::ContentBlock;
-use warden_core::lane::{ProgressSink, Relay};
+use warden_core::lane::{LogSink, ProgressSink, Relay};
 
 use serde_json::Value;
 pub use tokio_util::sync::CancellationToken;
@@ -34,6 +34,10 @@ pub struct Invocation {
     /// Where the running call's progress goes (a lane that reports none
     /// never calls it).
     pub progress: Option<ProgressSink>,
+    /// Where the call's log entries go as it runs (a hosted server's
+    /// messages as they come, a guest's when it ends); they are in the
+    /// outcome as well.
+    pub logs: Option<LogSink>,
     /// Cancelled by the caller: the running call is stopped (its lane's
     /// future dropped: a hosted server is sent `notifications/cancelled`, a
     /// guest's instance is torn down) and ends `cancelled`, audited.
@@ -66,6 +70,7 @@ impl Invocation {
             call_id: None,
             tape: None,
             progress: None,
+            logs: None,
             cancel: None,
             relay: None,
         }
@@ -74,6 +79,12 @@ impl Invocation {
     /// This call with its progress reported to `sink`.
     pub fn reporting(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// This call with its log entries passed to `sink` as they come.
+    pub fn logging(mut self, sink: LogSink) -> Self {
+        self.logs = Some(sink);
         self
     }
 

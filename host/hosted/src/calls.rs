@@ -21,27 +21,49 @@ use std::time::Duration;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use warden_core::lane::{Progress, ProgressSink, Relay};
+use warden_core::lane::{LogEntry, LogLevel, Progress, Relay};
+
+use crate::server::Reporting;
 
 /// Longest progress message passed on, in characters.
 const MAX_MESSAGE_CHARS: usize = 500;
+
+/// Longest log message passed on, in characters.
+const MAX_LOG_CHARS: usize = 4096;
 
 /// One running call: where its progress goes, who may be asked on its
 /// behalf, and when it was last heard of.
 #[derive(Debug)]
 pub(crate) struct RunningCall {
-    pub(crate) progress: Option<ProgressSink>,
-    pub(crate) relay: Option<Arc<dyn Relay>>,
+    reporting: Reporting,
     /// The last activity, and how many requests of the caller are open.
     activity: watch::Sender<(Instant, u32)>,
 }
 
 impl RunningCall {
-    pub(crate) fn new(progress: Option<ProgressSink>, relay: Option<Arc<dyn Relay>>) -> Self {
+    pub(crate) fn new(reporting: Reporting) -> Self {
         Self {
-            progress,
-            relay,
+            reporting,
             activity: watch::channel((Instant::now(), 0)).0,
+        }
+    }
+
+    /// Who may be asked on the call's behalf.
+    pub(crate) fn relay(&self) -> Option<Arc<dyn Relay>> {
+        self.reporting.relay.clone()
+    }
+
+    /// Pass a server's log message for this call on (bounded, one line).
+    pub(crate) fn log(&self, level: LogLevel, message: &str) {
+        self.touch();
+        if let Some(sink) = &self.reporting.logs {
+            let line = one_line_of(message, MAX_LOG_CHARS);
+            let truncated = line.len() < message.len();
+            sink.report(LogEntry {
+                level,
+                message: line,
+                truncated,
+            });
         }
     }
 
@@ -113,6 +135,17 @@ impl Calls {
         }
     }
 
+    /// The only call running, if there is exactly one: a server's log
+    /// message carries no mark of the call it belongs to, so it is passed
+    /// on only when it cannot belong to another caller's call.
+    pub(crate) fn sole(&self) -> Option<Arc<RunningCall>> {
+        let maps = self.lock();
+        match maps.by_id.len() {
+            1 => maps.by_id.values().next().cloned(),
+            _ => None,
+        }
+    }
+
     /// The call whose answer stream carried a server request.
     pub(crate) fn by_request(&self, id: &RequestId) -> Option<Arc<RunningCall>> {
         self.lock().by_id.get(id).cloned()
@@ -127,7 +160,7 @@ impl Calls {
             return;
         };
         call.touch();
-        let Some(sink) = &call.progress else {
+        let Some(sink) = &call.reporting.progress else {
             return;
         };
         if !params.progress.is_finite() {
@@ -163,15 +196,20 @@ impl Drop for Route {
 
 /// `text` on one line (control characters become spaces), bounded.
 pub(crate) fn one_line(text: &str) -> String {
+    one_line_of(text, MAX_MESSAGE_CHARS)
+}
+
+fn one_line_of(text: &str, max_chars: usize) -> String {
     text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_MESSAGE_CHARS)
+        .take(max_chars)
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use rmcp::model::NumberOrString;
+    use warden_core::lane::ProgressSink;
 
     use super::*;
 
@@ -193,7 +231,10 @@ mod tests {
             let seen = seen.clone();
             ProgressSink::new(move |p| seen.lock().unwrap().push(p))
         };
-        let call = Arc::new(RunningCall::new(Some(sink), None));
+        let call = Arc::new(RunningCall::new(Reporting {
+            progress: Some(sink),
+            ..Reporting::default()
+        }));
         let route = calls.route(token(1), RequestId::Number(7), call);
         assert!(calls.by_request(&RequestId::Number(7)).is_some());
         calls.report(params(1, 1.0, "step\u{1b}[2J one"));
@@ -211,7 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn no_idle_deadline_while_the_caller_is_asked() {
-        let call = RunningCall::new(None, None);
+        let call = RunningCall::new(Reporting::default());
         let second = Duration::from_secs(1);
         assert!(call.idle_deadline(second).is_some());
         let asking = call.asking();

@@ -48,6 +48,7 @@ pub use endpoint::Endpoint;
 pub use error::HostedError;
 pub use schema::InputCheck;
 pub use server::{
-    CallOutput, DEFAULT_REFRESH_INTERVAL, HostedServer, LaneLimits, ServerSettings, ServerSpec,
+    CallOutput, DEFAULT_REFRESH_INTERVAL, HostedServer, LaneLimits, Reporting, ServerSettings,
+    ServerSpec,
 };
 pub use transport::EgressHttp;

@@ -2,6 +2,10 @@
 //!
 //! - `notifications/tools/list_changed` marks the catalog stale;
 //! - `notifications/progress` goes to the running call it names;
+//! - `notifications/message` (a log line) goes to the running call's log
+//!   sink when exactly one call is running (the message names no call, so
+//!   with several it could belong to another caller's; it then goes to the
+//!   host's own log only);
 //! - `elicitation/create` and `sampling/createMessage` made on a call's
 //!   answer stream are relayed to the client of whoever made that call
 //!   (its [`Relay`](warden_core::lane::Relay)), within the call. A request
@@ -33,7 +37,7 @@ use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
 use tokio::sync::watch;
-use warden_core::lane::RelayError;
+use warden_core::lane::{LogLevel, RelayError};
 
 use crate::calls::{Calls, RunningCall};
 
@@ -86,7 +90,7 @@ impl Listener {
         R: serde::de::DeserializeOwned,
     {
         let call = self.call_of(context);
-        let Some((call, relay)) = call.and_then(|c| c.relay.clone().map(|r| (c, r))) else {
+        let Some((call, relay)) = call.and_then(|c| c.relay().map(|r| (c, r))) else {
             return Err(ErrorData::method_not_found::<M>());
         };
         let params = serde_json::to_value(request).map_err(|e| {
@@ -150,6 +154,39 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) {
         self.calls.report(params);
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by a protocol after 2025-11-25, which servers still use"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        use rmcp::model::LoggingLevel;
+        let level = match params.level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
+            LoggingLevel::Warning => LogLevel::Warn,
+            _ => LogLevel::Error,
+        };
+        let data = match &params.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let message = match &params.logger {
+            Some(logger) => format!("{logger}: {data}"),
+            None => data,
+        };
+        match self.calls.sole() {
+            Some(call) => call.log(level, &message),
+            None => tracing::debug!(
+                message = %crate::calls::one_line(&message),
+                "a hosted server's log message"
+            ),
+        }
     }
 
     async fn create_elicitation(

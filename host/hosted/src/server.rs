@@ -29,7 +29,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 use tokio::sync::watch;
 use warden_core::content::ContentBlock;
-use warden_core::lane::{ProgressSink, Relay};
+use warden_core::lane::{LogSink, ProgressSink, Relay};
 use warden_core::schema::{Formats, SchemaCheck};
 use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
@@ -72,6 +72,17 @@ pub struct ServerSpec {
     pub loopback_http: bool,
     /// The operator's settings for this server.
     pub settings: ServerSettings,
+}
+
+/// Where what the server sends for one call goes while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct Reporting {
+    /// Its progress reports.
+    pub progress: Option<ProgressSink>,
+    /// Its log messages (`notifications/message`), as log entries.
+    pub logs: Option<LogSink>,
+    /// The caller's client, for its elicitation and sampling requests.
+    pub relay: Option<Arc<dyn Relay>>,
 }
 
 /// One server's own settings, from the operator (by package id).
@@ -466,12 +477,13 @@ impl HostedServer {
     /// `outputSchema` from the accepted catalog; a tool error comes back as
     /// [`HostedError::Remote`] with a bounded message.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallOutput, HostedError> {
-        self.call_reporting(name, arguments, None, None).await
+        self.call_reporting(name, arguments, Reporting::default())
+            .await
     }
 
-    /// [`Self::call`], the server's progress reports passed to `progress`
-    /// and its elicitation and sampling requests made for the call relayed
-    /// by `relay`. The call may go the server's call timeout without an
+    /// [`Self::call`], the server's progress reports and log messages for
+    /// the call passed to `reporting`'s sinks, and its elicitation and
+    /// sampling requests made for the call relayed by its relay. The call may go the server's call timeout without an
     /// answer or a report (and waits on no timer while the caller is being
     /// asked), and runs [`LaneLimits::max_call_timeout`] at most. Dropping
     /// the future cancels the call: the server is sent
@@ -480,8 +492,7 @@ impl HostedServer {
         &self,
         name: &str,
         arguments: Value,
-        progress: Option<ProgressSink>,
-        relay: Option<Arc<dyn Relay>>,
+        reporting: Reporting,
     ) -> Result<CallOutput, HostedError> {
         let arguments = match arguments {
             Value::Object(map) => map,
@@ -491,7 +502,7 @@ impl HostedServer {
         let check = self.output_check(name);
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let running = Arc::new(RunningCall::new(progress, relay));
+        let running = Arc::new(RunningCall::new(reporting));
         let result = self.send_call(&peer, params, running).await?;
         let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
         if bytes > self.limits.max_result_bytes {
@@ -585,6 +596,14 @@ impl HostedServer {
             }
         };
         abandoned.0 = None;
+        // rmcp hands notifications to tasks of their own and the answer to
+        // this call directly: a report the server sent just before its
+        // answer may still be on its way. Give those tasks their turn
+        // before the route goes (best effort; a report that comes later is
+        // dropped).
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
         match answer.map_err(|e| self.service_error(e))? {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(HostedError::Remote(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use warden_core::lane::{ProgressSink, Relay};
+use warden_core::lane::{LogSink, ProgressSink, Relay};
 
 use crate::Caller;
 
@@ -70,6 +70,9 @@ pub struct CallSignals {
     /// Where the call's progress goes, when the client sent a
     /// `progressToken` (each report becomes a `notifications/progress`).
     pub progress: Option<ProgressSink>,
+    /// Where the call's log entries go, when the client set a level
+    /// (`logging/setLevel`; each becomes a `notifications/message`).
+    pub logs: Option<LogSink>,
     /// Cancelled when the client sends `notifications/cancelled` for the
     /// call (or its connection goes): the backend stops the call.
     pub cancel: Option<CancellationToken>,

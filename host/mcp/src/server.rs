@@ -20,7 +20,7 @@ use crate::{
     Caller, approval,
     backend::{Backend, CallResult, CallSignals},
     catalog::Catalog,
-    connect, progress, relay,
+    connect, relay, reports,
     result::{self, Answer, PendingApproval},
 };
 
@@ -43,6 +43,8 @@ pub struct WardenServer<B> {
     shared: Arc<Shared<B>>,
     /// Stops this connection's `list_changed` watcher when the handler drops.
     watcher: OnceLock<DropGuard>,
+    /// The level this connection's client set (`logging/setLevel`).
+    level: reports::Level,
 }
 
 impl<B> std::fmt::Debug for WardenServer<B> {
@@ -56,14 +58,20 @@ impl<B> Clone for WardenServer<B> {
         Self {
             shared: Arc::clone(&self.shared),
             watcher: OnceLock::new(),
+            level: reports::Level::default(),
         }
     }
 }
 
 impl<B: Backend> WardenServer<B> {
     /// A server over `backend`.
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by a protocol after 2025-11-25, which clients still use"
+    )]
     pub fn new(backend: Arc<B>) -> Self {
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -79,6 +87,7 @@ impl<B: Backend> WardenServer<B> {
                 info,
             }),
             watcher: OnceLock::new(),
+            level: reports::Level::default(),
         }
     }
 
@@ -131,9 +140,10 @@ impl<B: Backend> WardenServer<B> {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallResult, PendingApproval> {
         let backend = &self.shared.backend;
-        let (progress, reports) = progress::reports(context);
+        let (progress, logs, reports) = reports::reports(context, &self.level);
         let signals = CallSignals {
             progress,
+            logs,
             cancel: Some(context.ct.clone()),
             relay: Some(Arc::new(relay::ClientRelay::of(context))),
         };
@@ -143,7 +153,7 @@ impl<B: Backend> WardenServer<B> {
             caller.clone(),
             signals.clone(),
         );
-        let outcome = progress::beside(reports.as_ref(), call).await;
+        let outcome = reports::beside(reports.as_ref(), call).await;
         let CallResult::NeedsApproval {
             approval_id,
             summary,
@@ -164,7 +174,7 @@ impl<B: Backend> WardenServer<B> {
             return Err(pending);
         };
         let resumed = backend.resolve(pending.id, answer, signals);
-        Ok(progress::beside(reports.as_ref(), resumed).await)
+        Ok(reports::beside(reports.as_ref(), resumed).await)
     }
 
     /// Sends `notifications/tools/list_changed` to this connection's client
@@ -204,6 +214,21 @@ fn caller(context: &RequestContext<RoleServer>) -> Option<&Caller> {
 impl<B: Backend> ServerHandler for WardenServer<B> {
     fn get_info(&self) -> ServerConfig {
         self.shared.info.clone()
+    }
+
+    /// The least severe level of log message this connection's client
+    /// wants from its calls (none until it sets one).
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated by a protocol after 2025-11-25, which clients still use"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     /// The `2026-07-28` lifecycle (no `initialize`, approvals as

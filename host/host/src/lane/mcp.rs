@@ -14,7 +14,7 @@ use warden_core::ErrorCode;
 use warden_core::net::BoxFuture;
 use warden_core::spec::CredentialSpec;
 use warden_egress::secrets::AuthReason;
-use warden_hosted::{HostedError, HostedServer, InputCheck};
+use warden_hosted::{HostedError, HostedServer, InputCheck, Reporting};
 use warden_runtime::Usage;
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
@@ -138,8 +138,11 @@ impl Lane for McpLane {
             let call = self.server.call_reporting(
                 &self.remote_name,
                 arguments,
-                context.progress,
-                context.relay,
+                Reporting {
+                    progress: context.progress,
+                    logs: context.logs,
+                    relay: context.relay,
+                },
             );
             let result = match tokio::time::timeout(remaining, call).await {
                 Err(_) => Err(HostedError::Timeout(
