@@ -199,6 +199,67 @@ pub(crate) async fn grant_by_calling(
     assert!(approved.code == 0, "{}", approved.all());
 }
 
+/// Register the server at `url` as `mcp-<name>` and list its tools now.
+pub(crate) fn add_and_refresh(warden: &warden_tests::Warden, name: &str, url: &str) {
+    let added = warden.run(&["mcp", "add", name, url]);
+    assert!(added.code == 0, "{}", added.all());
+    let refreshed = warden.run(&["mcp", "refresh", &format!("mcp-{name}")]);
+    assert!(refreshed.code == 0, "{}", refreshed.all());
+}
+
+/// An MCP client with `handler` of `warden serve` (stdio), and the names
+/// of the tools it serves.
+pub(crate) async fn serve_with<H: rmcp::ClientHandler>(
+    warden: &warden_tests::Warden,
+    handler: H,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, H>,
+    Vec<String>,
+) {
+    let mut command = tokio::process::Command::from(warden.command());
+    command.arg("serve");
+    let client = handler
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("MCP handshake with warden serve");
+    let tools = client.list_all_tools().await.unwrap();
+    let names = tools.iter().map(|t| t.name.to_string()).collect();
+    (client, names)
+}
+
+/// The served tool whose name ends with `suffix`.
+pub(crate) fn tool_named(tools: &[String], suffix: &str) -> String {
+    tools
+        .iter()
+        .find(|t| t.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no tool ends with {suffix}: {tools:?}"))
+        .clone()
+}
+
+/// What a test client that can be asked declares: form elicitation and
+/// sampling.
+pub(crate) fn asked_client_info(name: &str) -> rmcp::model::ClientConfig {
+    let capabilities =
+        serde_json::from_value(json!({"elicitation": {"form": {}}, "sampling": {}})).unwrap();
+    rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new(name, "1"))
+}
+
+/// A client's acceptance of an elicitation with `content`.
+pub(crate) fn accepted(content: serde_json::Value) -> rmcp::model::ElicitResult {
+    serde_json::from_value(json!({"action": "accept", "content": content})).unwrap()
+}
+
+/// A client model's answer `text` to a sampling request.
+#[expect(
+    deprecated,
+    reason = "sampling is still what servers of 2025-11-25 use"
+)]
+pub(crate) fn sampled(text: &str) -> rmcp::model::CreateMessageResult {
+    serde_json::from_value(json!({"role": "assistant", "model": "test-model",
+        "content": {"type": "text", "text": text}}))
+    .unwrap()
+}
+
 /// Wait (bounded) until `check` holds.
 pub(crate) async fn until(what: &str, check: impl Fn() -> bool) {
     let wait = async {

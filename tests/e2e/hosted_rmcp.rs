@@ -201,37 +201,13 @@ async fn set_level(client: &rmcp::service::Peer<rmcp::RoleClient>, level: &str) 
 /// remote server (the call audited `cancelled`).
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_and_cancellation_pass_through_serve_to_the_remote_server() {
-    use rmcp::ServiceExt as _;
     use rmcp::model::{CallToolRequest, ClientRequest};
     use rmcp::service::PeerRequestOptions;
     let (rmcp, warden) = server_with(&["progress", "wait", "chatty"]).await;
-    let added = warden.run(&["mcp", "add", "real", URL]);
-    assert!(added.code == 0, "{}", added.all());
-    let refreshed = warden.run(&["mcp", "refresh", "mcp-real"]);
-    assert!(refreshed.code == 0, "{}", refreshed.all());
-
+    crate::hosted::add_and_refresh(&warden, "real", URL);
     let watching = Watching::default();
-    let mut command = tokio::process::Command::from(warden.command());
-    command.arg("serve");
-    let client = watching
-        .clone()
-        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
-        .await
-        .expect("MCP handshake with warden serve");
-    let tools = client.list_all_tools().await.unwrap();
-    let name = |suffix: &str| {
-        tools
-            .iter()
-            .find(|t| t.name.ends_with(suffix))
-            .unwrap_or_else(|| {
-                panic!(
-                    "{suffix}: {:?}",
-                    tools.iter().map(|t| &t.name).collect::<Vec<_>>()
-                )
-            })
-            .name
-            .clone()
-    };
+    let (client, tools) = crate::hosted::serve_with(&warden, watching.clone()).await;
+    let name = |suffix: &str| crate::hosted::tool_named(&tools, suffix);
     let request = CallToolRequestParams::new(name("progress")).with_arguments(
         json!({"steps": 3, "gap_ms": 50})
             .as_object()
@@ -333,15 +309,7 @@ struct Answering;
 
 impl rmcp::ClientHandler for Answering {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let capabilities = serde_json::from_value(json!({
-            "elicitation": {"form": {}},
-            "sampling": {},
-        }))
-        .unwrap();
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("answering", "1"),
-        )
+        crate::hosted::asked_client_info("answering")
     }
 
     async fn create_elicitation(
@@ -358,7 +326,7 @@ impl rmcp::ClientHandler for Answering {
             }
             other => panic!("unexpected elicitation: {other}"),
         };
-        Ok(serde_json::from_value(json!({"action": "accept", "content": content})).unwrap())
+        Ok(crate::hosted::accepted(content))
     }
 
     #[expect(
@@ -370,11 +338,7 @@ impl rmcp::ClientHandler for Answering {
         _params: rmcp::model::CreateMessageRequestParams,
         _context: rmcp::service::RequestContext<rmcp::RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        Ok(
-            serde_json::from_value(json!({"role": "assistant", "model": "m",
-            "content": {"type": "text", "text": "hi there"}}))
-            .unwrap(),
-        )
+        Ok(crate::hosted::sampled("hi there"))
     }
 }
 
@@ -383,29 +347,14 @@ impl rmcp::ClientHandler for Answering {
 /// reaches that client's model.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_remote_servers_elicitation_and_sampling_are_answered_by_the_calling_client() {
-    use rmcp::ServiceExt as _;
     let (_rmcp, warden) = server_with(&["ask", "sample"]).await;
-    let added = warden.run(&["mcp", "add", "real", URL]);
-    assert!(added.code == 0, "{}", added.all());
-    let refreshed = warden.run(&["mcp", "refresh", "mcp-real"]);
-    assert!(refreshed.code == 0, "{}", refreshed.all());
-    let mut command = tokio::process::Command::from(warden.command());
-    command.arg("serve");
-    let client = Answering
-        .serve(rmcp::transport::TokioChildProcess::new(command).unwrap())
-        .await
-        .expect("MCP handshake with warden serve");
-    let tools = client.list_all_tools().await.unwrap();
+    crate::hosted::add_and_refresh(&warden, "real", URL);
+    let (client, tools) = crate::hosted::serve_with(&warden, Answering).await;
     for (suffix, answer) in [
         ("ask", r#""accept": {"name":"Grace"}"#),
         ("sample", "sampled: hi there"),
     ] {
-        let name = tools
-            .iter()
-            .find(|t| t.name.ends_with(suffix))
-            .unwrap_or_else(|| panic!("{suffix}"))
-            .name
-            .clone();
+        let name = crate::hosted::tool_named(&tools, suffix);
         // Approved through the client's elicitation, then resumed: the
         // resumed call relays too.
         let result = client

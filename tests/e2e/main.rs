@@ -9,6 +9,7 @@ mod cache;
 mod cli;
 mod compat;
 mod compile_limits;
+mod everything;
 mod github;
 mod hosted;
 mod hosted_rmcp;

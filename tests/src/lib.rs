@@ -10,6 +10,7 @@
 
 pub mod archive;
 pub mod direct_mcp;
+pub mod everything;
 mod fake_github;
 pub mod fake_mcp;
 pub mod files;

@@ -187,21 +187,7 @@ fn install_suite(dir: &Path) -> Result<()> {
         return Ok(());
     }
     println!("conformance: installing Node 22 and the suite with npm");
-    let status = std::process::Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "node@22",
-            "@modelcontextprotocol/conformance",
-        ])
-        .current_dir(dir)
-        .status()
-        .context("running npm (is Node.js with npm installed?)")?;
-    if !status.success() {
-        bail!("npm install failed");
-    }
-    Ok(())
+    crate::setup::npm_install(dir, &["node@22", "@modelcontextprotocol/conformance"])
 }
 
 #[cfg(unix)]

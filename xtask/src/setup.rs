@@ -42,6 +42,44 @@ pub(crate) fn ensure_npm() -> Result<()> {
     )
 }
 
+/// The reference server the e2e tests put behind Warden (pinned: its tool
+/// names are part of the tests).
+const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+
+/// `target/everything`: Node 22 and `@modelcontextprotocol/server-everything`,
+/// installed with npm once; the directory the e2e tests read as
+/// `$WARDEN_EVERYTHING`.
+pub(crate) fn ensure_everything() -> Result<PathBuf> {
+    let dir = workspace::root().join("target/everything");
+    let modules = dir.join("node_modules");
+    let ready = modules.join(".bin/node").exists()
+        && modules
+            .join("@modelcontextprotocol/server-everything/dist/index.js")
+            .exists();
+    if ready {
+        return Ok(dir);
+    }
+    ensure_npm()?;
+    println!("xtask test: installing Node 22 and {SERVER_EVERYTHING} into target/everything (npm)");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    npm_install(&dir, &["node@22", SERVER_EVERYTHING])?;
+    Ok(dir)
+}
+
+/// `npm install <packages>` in `dir`.
+pub(crate) fn npm_install(dir: &std::path::Path, packages: &[&str]) -> Result<()> {
+    let status = std::process::Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund"])
+        .args(packages)
+        .current_dir(dir)
+        .status()
+        .context("running npm (is Node.js with npm installed?)")?;
+    if !status.success() {
+        bail!("npm install {} failed", packages.join(" "));
+    }
+    Ok(())
+}
+
 /// `apt-get install -y <package>` (updating the package lists once if the
 /// first try fails); `why` is the error when it cannot.
 pub(crate) fn apt_install(package: &str, why: &str) -> Result<()> {

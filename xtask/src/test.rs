@@ -21,6 +21,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     // drives `warden serve` with the official Python MCP SDK.
     setup::ensure_postgres()?;
     let python = setup::ensure_python_mcp()?;
+    // And one with `@modelcontextprotocol/server-everything` behind Warden.
+    let everything = setup::ensure_everything()?;
     // Every guest with `bundle = true`: the bundled packages and the test fixtures.
     bundle::run(&bundle::Args::default())?;
     if !args.no_lint {
@@ -59,7 +61,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     step_with(
         "cargo test",
         &test,
-        &[("WARDEN_PYTHON", python.as_os_str())],
+        &[
+            ("WARDEN_PYTHON", python.as_os_str()),
+            ("WARDEN_EVERYTHING", everything.as_os_str()),
+        ],
     )?;
     // The documentation: links, the book's contents, and every `warden`
     // command line against the `--help` of the binary `cargo test` built
