@@ -54,7 +54,11 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         return check_fresh(&selected);
     }
     // Warden's own world first: a component is checked against the world it exports.
-    let contracts = [Contract::load()?, Contract::load_compat()?];
+    let contracts = [
+        Contract::load()?,
+        Contract::load_0_1()?,
+        Contract::load_compat()?,
+    ];
     // The same check the host runs: an invalid manifest is refused before any build.
     crate::check::packages(
         &selected

@@ -14,6 +14,10 @@ pub(crate) const CONTRACT_WORLD: &str = "sandboxed-tool";
 /// The compatibility world's directory under `wit/` (same world name).
 pub(crate) const COMPAT_WIT_DIR: &str = "near-agent-0.4.1";
 
+/// The directory under `wit/` of `warden:tool@0.1.0`, whose components
+/// still run.
+pub(crate) const WARDEN_0_1_WIT_DIR: &str = "warden-0.1.0";
+
 /// The interfaces a component may import, as `ns:pkg/iface@version`, and
 /// those it exports (which pick the contract a component is checked against).
 #[derive(Debug)]
@@ -27,6 +31,11 @@ impl Contract {
     /// Load Warden's own contract world from `wit/`.
     pub(crate) fn load() -> Result<Self> {
         Self::load_dir(&workspace::wit_dir())
+    }
+
+    /// Load `warden:tool@0.1.0` from `wit/warden-0.1.0/`.
+    pub(crate) fn load_0_1() -> Result<Self> {
+        Self::load_dir(&workspace::wit_dir().join(WARDEN_0_1_WIT_DIR))
     }
 
     /// Load the `near:agent@0.4.1` compatibility world from `wit/near-agent-0.4.1/`.

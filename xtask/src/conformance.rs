@@ -1,6 +1,7 @@
 //! `cargo xtask conformance`: the official MCP conformance suite's client
-//! scenarios, with Warden as the client. `cargo xtask test` runs them too,
-//! with the binary its `cargo test` built.
+//! scenarios, with Warden as the client, and its server scenarios, with
+//! `warden serve --http` as the server ([`server`]). `cargo xtask test`
+//! runs them too, with the binary its `cargo test` built.
 //!
 //! Installs Node 22 and `@modelcontextprotocol/conformance` with npm into
 //! `target/conformance/` (once), builds `warden`, and runs
@@ -21,6 +22,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 
 use crate::workspace;
+
+mod server;
 
 /// A scenario: its name, the probe's arguments, and shell lines run first.
 struct Scenario {
@@ -78,28 +81,6 @@ const SCENARIOS: &[Scenario] = &[
         prelude: READ_CONTEXT,
     },
     plain("auth/resource-mismatch", AUTH),
-];
-
-/// Scenarios of the suite that are neither run nor counted here, with why.
-/// Only the client scenarios above run (Warden as the client); the suite's
-/// server scenarios (Warden as the server under test, `conformance server
-/// --url …`) are run by hand. Two of those must not be counted by anyone:
-/// they call the suite's fixture tools, which `warden serve` does not have,
-/// and pass only because a call of an unknown tool is answered as a tool
-/// error (`isError: true`) rather than a protocol error. They become real
-/// with the gateway issue's fixture package (a package that provides the
-/// fixture tools); until then a pass of either says nothing about Warden.
-const NOT_COUNTED: &[(&str, &str)] = &[
-    (
-        "tools-call-simple-text",
-        "calls the fixture tool `test_simple_text`, which Warden does not have: \
-         its pass is the unknown-tool error, not a tool's text",
-    ),
-    (
-        "tools-call-error",
-        "calls the fixture tool `test_error_handling`, which Warden does not have: \
-         its pass is the unknown-tool error, not a tool's error",
-    ),
 ];
 
 /// `$BROWSER` for the scenarios: fetch the authorize URL, following its
@@ -170,12 +151,17 @@ pub(crate) fn run_with(binary: &Path) -> Result<()> {
             failed.push(scenario.name);
         }
     }
+    failed.extend(server::run(binary, &bin.join("conformance"), &path, &dir)?);
     if !failed.is_empty() {
         bail!("conformance scenarios failed: {}", failed.join(", "));
     }
-    println!("conformance: {} scenarios passed", SCENARIOS.len());
-    for (name, why) in NOT_COUNTED {
-        println!("conformance: {name} not run or counted: {why}");
+    println!(
+        "conformance: {} client and {} server scenarios passed",
+        SCENARIOS.len(),
+        server::SCENARIOS.len()
+    );
+    for (name, why) in server::NOT_RUN {
+        println!("conformance: server {name} not run: {why}");
     }
     Ok(())
 }
@@ -200,20 +186,4 @@ fn make_executable(path: &Path) -> Result<()> {
 #[cfg(not(unix))]
 fn make_executable(_path: &Path) -> Result<()> {
     bail!("the conformance task needs a Unix shell")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{NOT_COUNTED, SCENARIOS};
-
-    #[test]
-    fn scenarios_not_to_be_counted_are_not_run() {
-        for scenario in SCENARIOS {
-            assert!(
-                !NOT_COUNTED.iter().any(|(name, _)| *name == scenario.name),
-                "{} is run, but a pass of it says nothing about Warden",
-                scenario.name
-            );
-        }
-    }
 }

@@ -87,8 +87,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         &["test", "--manifest-path", fuzz, "--test", "replay"],
     )?;
     // The official MCP conformance suite's client scenarios (auth among
-    // them), with the `warden` binary `cargo test` just built.
-    println!("xtask test: MCP conformance client scenarios");
+    // them) and server scenarios (the fixture package bundled above), with
+    // the `warden` binary `cargo test` just built.
+    println!("xtask test: MCP conformance client and server scenarios");
     crate::conformance::run_with(&workspace::root().join("target/debug/warden"))
 }
 

@@ -1,7 +1,7 @@
 //! `echo.echo`: returns its text unchanged, upper-cased or reversed. No network.
 
 use serde::{Deserialize, Serialize};
-use warden_guest::{Call, Failure, Tool};
+use warden_guest::{Call, Failure, IntoOutput, Tool};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,7 +30,7 @@ struct Output {
 struct Echo;
 
 impl Tool for Echo {
-    fn run(call: &Call) -> Result<impl Serialize, Failure> {
+    fn run(call: &Call) -> Result<impl IntoOutput, Failure> {
         if call.operation() != "echo" {
             return Err(Failure::executor("unknown_operation", format!("echo has no operation `{}`", call.operation())));
         }

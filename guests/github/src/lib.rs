@@ -29,7 +29,7 @@ use crate::ops::Operation;
 struct GitHub;
 
 impl Tool for GitHub {
-    fn run(call: &Call) -> Result<impl serde::Serialize, Failure> {
+    fn run(call: &Call) -> Result<impl warden_guest::IntoOutput, Failure> {
         let operation = Operation::from_capability(call.capability_id())?;
         let plan = ops::plan(operation, call)?;
         let response = client::send(&plan)?;

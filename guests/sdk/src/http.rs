@@ -186,6 +186,7 @@ impl From<HttpError> for Failure {
             HttpError::TooLarge => Failure::new(FailureKind::OutputTooLarge, "body_too_large", "a request or response body exceeded the host limit"),
             HttpError::ConnectionFailed(why) => Failure::operation_failed("connection_failed", why),
             HttpError::LimitExceeded(why) => Failure::operation_failed("egress_limit", why),
+            HttpError::Cancelled => Failure::operation_failed("cancelled", "the caller cancelled the call"),
         }
     }
 }

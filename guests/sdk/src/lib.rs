@@ -3,8 +3,10 @@
 //! The SDK wraps the `warden:tool` WIT bindings: a tool implements [`Tool`],
 //! reads its typed input with [`Call::input`] (unknown fields are refused),
 //! talks to providers through [`http`] with a host-injected [`credential`],
-//! and returns JSON or a [`Failure`] that the host turns into a structured,
-//! model-facing error.
+//! reports progress and sees cancellation through its [`Call`], and returns
+//! JSON, content blocks ([`Output`]: images, audio, resources, links) or a
+//! [`Failure`] that the host turns into a structured, model-facing error.
+//! It targets `warden:tool@0.2.0` (`wit/warden.wit`).
 //!
 //! ```ignore
 //! use serde::Deserialize;
@@ -41,9 +43,11 @@ mod failure;
 mod heap;
 pub mod http;
 pub mod log;
+mod output;
 mod run;
 
 pub use failure::{Failure, FailureKind};
+pub use output::{Content, IntoOutput, Output};
 pub use run::{Call, Tool, run};
 
 /// The generated WIT bindings, for tools that need the raw interface.

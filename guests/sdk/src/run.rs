@@ -2,16 +2,17 @@
 
 use std::sync::Once;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Failure;
 use crate::bindings::exports::warden::tool::tool as wit;
+use crate::bindings::warden::tool::call as host;
+use crate::{Failure, IntoOutput};
 
-/// A tool: one function from a call to JSON output or a [`Failure`].
+/// A tool: one function from a call to its output (JSON, content blocks,
+/// or both; see [`crate::Output`]) or a [`Failure`].
 pub trait Tool {
     /// Run one call. Each call runs in a fresh instance.
-    fn run(call: &Call) -> Result<impl Serialize, Failure>;
+    fn run(call: &Call) -> Result<impl IntoOutput, Failure>;
 }
 
 /// One invocation, as the host describes it.
@@ -32,7 +33,9 @@ impl Call {
     /// The capability name without the extension prefix (`get_repo`): select
     /// the operation from this, never from the input.
     pub fn operation(&self) -> &str {
-        self.capability_id.split_once('.').map_or(&self.capability_id, |(_, name)| name)
+        self.capability_id
+            .split_once('.')
+            .map_or(&self.capability_id, |(_, name)| name)
     }
 
     /// The host's id of this call.
@@ -48,6 +51,22 @@ impl Call {
     /// The raw input JSON text.
     pub fn raw_input(&self) -> &str {
         &self.input
+    }
+
+    /// Tell the caller how far the call has come: `progress` out of
+    /// `total` (when known), with a one-line `message`. Each report must
+    /// be larger than the last (others are dropped); the host passes on
+    /// 256 per call.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        host::report_progress(progress, total, message);
+    }
+
+    /// Whether the caller cancelled the call. The result of a cancelled
+    /// call is discarded and its requests fail, and the host stops the
+    /// tool shortly after: a tool with many steps checks this between
+    /// them and returns early.
+    pub fn is_cancelled(&self) -> bool {
+        host::cancelled()
     }
 
     /// Deserialize the input. Any field `T` does not know is refused with an
@@ -77,9 +96,8 @@ pub fn run<T: Tool>(request: wit::Request) -> wit::Response {
         origin: request.context.origin,
     };
     T::run(&call)
-        .and_then(|output| {
-            serde_json::to_string(&output).map_err(|e| Failure::executor("unserializable_output", e.to_string()))
-        })
+        .and_then(IntoOutput::into_output)
+        .map(crate::Output::into_wit)
         .map_err(Failure::into_wit)
 }
 
@@ -88,6 +106,8 @@ pub fn run<T: Tool>(request: wit::Request) -> wit::Response {
 fn install_panic_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        std::panic::set_hook(Box::new(|info| crate::log::error(&format!("panic: {info}"))));
+        std::panic::set_hook(Box::new(|info| {
+            crate::log::error(&format!("panic: {info}"))
+        }));
     });
 }

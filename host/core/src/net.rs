@@ -135,6 +135,18 @@ pub trait CallNetwork: Send + Sync {
     /// Replace every staged secret in `text` by `[REDACTED]`. The runtime
     /// calls it on guest logs and failure messages.
     fn redact(&self, text: &str) -> String;
+
+    /// Whether `bytes` (an image, audio or blob a tool returns) carry a
+    /// staged secret, raw or in any form [`Self::redact`] finds. Such a
+    /// block is withheld whole: cutting bytes out of an image corrupts it.
+    ///
+    /// The default looks through [`Self::redact`] at the bytes read as
+    /// UTF-8 (lossily: a secret is text, and its bytes survive); an
+    /// implementation with a byte search overrides it.
+    fn holds_secret(&self, bytes: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(bytes);
+        self.redact(&text) != text
+    }
 }
 
 /// The default network: every credential is undeclared and every request is

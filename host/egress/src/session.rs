@@ -486,6 +486,10 @@ impl CallNetwork for CallSession {
     fn redact(&self, text: &str) -> String {
         self.redactor.redact_str(text)
     }
+
+    fn holds_secret(&self, bytes: &[u8]) -> bool {
+        self.redactor.contains(bytes)
+    }
 }
 
 /// A response whose body arrives as it is sent ([`CallSession::open_stream`]).

@@ -116,6 +116,10 @@ impl CallNetwork for Recording {
     fn redact(&self, text: &str) -> String {
         self.inner.redact(text)
     }
+
+    fn holds_secret(&self, bytes: &[u8]) -> bool {
+        self.inner.holds_secret(bytes)
+    }
 }
 
 /// A tape being replayed, shared by the [`Replaying`] network of the call and

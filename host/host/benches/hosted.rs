@@ -5,6 +5,9 @@
 //! made directly by rmcp's client on a kept plain-hyper connection.
 //!
 //! Both keep one MCP session and one connection; the server is the same.
+//! The `*_1mib_image` pair calls `picture` with 1 MiB of padding: the
+//! answer carries a 1 MiB PNG (1.4 MiB of base64), which Warden decodes,
+//! scans for the account's secrets and hands back as an image block.
 
 use std::sync::{Arc, LazyLock};
 
@@ -111,6 +114,42 @@ fn direct_once(world: &World) {
         json!({"text": "hi"}),
     ));
     assert!(result["content"][0]["text"].is_string(), "{result}");
+}
+
+/// The padding of the large picture: a 1 MiB image.
+const MIB: u64 = 1 << 20;
+
+fn through_warden_image(world: &World) {
+    let call = Invocation::new("fake-mcp.picture", json!({"pad": MIB}), Origin::Product);
+    let outcome = world.rt.block_on(world.location.invoke(call)).unwrap();
+    let InvokeOutcome::Completed(done) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        done.content
+            .iter()
+            .any(|b| b.body.binary().is_some_and(|d| d.len() as u64 > MIB)),
+        "the image arrives whole"
+    );
+}
+
+fn direct_image(world: &World) {
+    let result = world.rt.block_on(direct_mcp::call(
+        &world.direct,
+        "picture",
+        json!({"pad": MIB}),
+    ));
+    assert!(result["content"][1]["data"].as_str().unwrap().len() as u64 > MIB);
+}
+
+#[divan::bench(sample_count = 100)]
+fn direct_rmcp_client_1mib_image() {
+    direct_image(&WORLD);
+}
+
+#[divan::bench(sample_count = 100)]
+fn through_warden_1mib_image() {
+    through_warden_image(&WORLD);
 }
 
 #[divan::bench(sample_count = 400)]

@@ -292,16 +292,27 @@ impl Location {
             progress: invocation.progress.clone(),
             logs: invocation.logs.clone(),
             relay: invocation.relay.clone(),
+            cancel: invocation.cancel.clone(),
         };
         let call = binding.lane.call(context, input_json);
         let outcome = match &invocation.cancel {
             // Dropping the lane's future stops the call: a hosted server is
-            // sent `notifications/cancelled`, a guest's instance goes.
-            Some(cancel) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return InvokeOutcome::Failed(CallFailure::Cancelled),
-                outcome = call => outcome,
-            },
+            // sent `notifications/cancelled`, a guest's instance goes. A
+            // lane whose calls see the cancellation gets its grace first.
+            Some(cancel) => {
+                let mut call = std::pin::pin!(call);
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        let grace = binding.lane.cancel_grace();
+                        if !grace.is_zero() {
+                            let _ = tokio::time::timeout(grace, call).await;
+                        }
+                        return InvokeOutcome::Failed(CallFailure::Cancelled);
+                    }
+                    outcome = &mut call => outcome,
+                }
+            }
             None => call.await,
         };
         if let Some(sink) = &invocation.logs {

@@ -78,6 +78,14 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// How long a cancelled call may run on to wind down by itself
+    /// (it sees [`CallContext::cancel`]); the host then drops it. Zero (the
+    /// default): dropped at once, which stops it (a hosted server is sent
+    /// `notifications/cancelled`).
+    fn cancel_grace(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Do now what the first call would otherwise wait for (a WASM lane
     /// installed lazily compiles its component). Failures are not returned:
     /// the calls report them.
@@ -117,6 +125,9 @@ pub struct CallContext {
     /// What the caller's client may be asked on the call's behalf (a
     /// hosted server's elicitation and sampling), when the caller can.
     pub relay: Option<Arc<dyn Relay>>,
+    /// The caller's cancellation, for a lane whose calls wind down by
+    /// themselves ([`Lane::cancel_grace`]).
+    pub cancel: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl std::fmt::Debug for CallContext {

@@ -3,14 +3,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use warden_core::Origin;
+use warden_core::lane::ProgressSink;
 use warden_core::net::{CallNetwork, DenyAll};
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::admission;
-use crate::bindings::exports::warden::tool::tool as wit;
+use crate::bindings::v0_1::exports::warden::tool::tool as wit_0_1;
+use crate::bindings::v0_2::exports::warden::tool::tool as wit;
 use crate::classify;
-use crate::compat;
+use crate::compat::{self, ComponentWorld};
 use crate::component::{InstalledComponent, Prepared, Ready};
 use crate::config::LimitOverrides;
 use crate::error::RuntimeError;
@@ -22,6 +25,12 @@ use crate::state::CallState;
 /// Extra time past the deadline before the host-side backstop fires (the
 /// epoch interrupt normally stops the guest first).
 const BACKSTOP: Duration = Duration::from_millis(100);
+
+/// How long a `warden:tool@0.2.0` guest runs on once its call is cancelled
+/// (it sees `call.cancelled()`, and each `http.send` fails with
+/// `cancelled`) before its instance is dropped. Guests of the other
+/// worlds cannot see cancellation and are dropped at once.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 /// A structured failure `execute` returned, in the world of the component.
 enum Failed {
@@ -50,6 +59,11 @@ pub struct CallRequest {
     /// JSON syntax or schema check, and the guest receives `input_json` as
     /// it is. Nothing verifies the claim: leave it `false` unless so.
     pub input_checked: bool,
+    /// Where a `warden:tool@0.2.0` guest's progress reports go.
+    pub progress: Option<ProgressSink>,
+    /// The caller's cancellation: once cancelled, the call ends
+    /// [`RuntimeError::Cancelled`] (see [`CANCEL_GRACE`]).
+    pub cancel: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for CallRequest {
@@ -76,7 +90,21 @@ impl CallRequest {
             limits: None,
             network: Arc::new(DenyAll),
             input_checked: false,
+            progress: None,
+            cancel: None,
         }
+    }
+
+    /// Pass a `warden:tool@0.2.0` guest's progress reports to `sink`.
+    pub fn reporting(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// End the call when `token` is cancelled.
+    pub fn cancelled_by(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
     }
 
     /// Set the call id.
@@ -207,13 +235,19 @@ impl InstalledComponent {
 
         let start = Instant::now();
         let deadline = start + limits.timeout;
-        let state = CallState::new(
+        let mut state = CallState::new(
             request.network,
             limits,
             deadline,
             request.call_id.clone(),
             request.capability_id.clone(),
         );
+        // Only a 0.2.0 guest can see progress and cancellation.
+        let sees_cancel = inner.world == ComponentWorld::Warden;
+        if sees_cancel {
+            state.progress.sink = request.progress;
+            state.cancel = request.cancel.clone();
+        }
         let mut store = Store::new(&ready.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(crate::limits::hostcall_fuel(limits.max_output_bytes));
@@ -264,12 +298,23 @@ impl InstalledComponent {
             let ran = ran.await;
             (store, ran, held)
         };
-        let Some((store, ran, _held)) = Handoff::new(run, clock, shared.long_lane.clone()).await
-        else {
-            let error = RuntimeError::HostUnavailable {
-                reason: Unavailable::ShuttingDown,
+        let handoff = Handoff::new(run, clock, shared.long_lane.clone());
+        let (handed, cancelled) =
+            until_cancelled(handoff, request.cancel.as_ref(), sees_cancel).await;
+        let Some((store, ran, _held)) = handed else {
+            let error = if cancelled {
+                RuntimeError::Cancelled
+            } else {
+                RuntimeError::HostUnavailable {
+                    reason: Unavailable::ShuttingDown,
+                }
             };
-            return CallOutcome::refused(error, Usage::default());
+            let usage = Usage {
+                queue_time,
+                wall_time: start.elapsed(),
+                ..Usage::default()
+            };
+            return CallOutcome::refused(error, usage);
         };
 
         let fuel_left = if config.fuel_metering {
@@ -280,7 +325,9 @@ impl InstalledComponent {
         let wall_time = start.elapsed();
         let mut state = store.into_data();
         state.drain_stdio(true);
+        let mut content = Vec::new();
         let result = match ran {
+            _ if cancelled => Err(RuntimeError::Cancelled),
             Err(_elapsed) => Err(RuntimeError::Timeout {
                 limit: limits.timeout,
             }),
@@ -297,12 +344,23 @@ impl InstalledComponent {
                     classify::trap(&e, &state, &limits)
                 },
             ),
-            Ok(Ok(Ok(text))) => match classify::output_turn(text.len(), deadline, limits.timeout)
+            Ok(Ok(Ok(output))) => {
+                match classify::returned(
+                    output,
+                    capability,
+                    &limits,
+                    deadline,
+                    state.network.as_ref(),
+                )
                 .await
-            {
-                Ok(_turn) => classify::output(&text, capability, &limits, state.network.as_ref()),
-                Err(error) => Err(error),
-            },
+                {
+                    Ok((value, blocks)) => {
+                        content = blocks;
+                        Ok(value)
+                    }
+                    Err(error) => Err(error),
+                }
+            }
             Ok(Ok(Err(Failed::Warden(failure)))) => Err(classify::failure(failure, &state)),
             Ok(Ok(Err(Failed::NearAgent(failure)))) => {
                 Err(compat::classify::failure(failure, &state))
@@ -320,11 +378,41 @@ impl InstalledComponent {
         };
         CallOutcome {
             result,
+            content,
             usage,
             logs: state.logs.entries,
         }
     }
 }
+
+/// Await the call `handed` over to the executor; when `cancel` fires first,
+/// give a guest that `sees_cancel` [`CANCEL_GRACE`] to return, and drop it
+/// otherwise. The `bool` says whether the call was cancelled.
+async fn until_cancelled<T>(
+    handed: impl Future<Output = Option<T>>,
+    cancel: Option<&CancellationToken>,
+    sees_cancel: bool,
+) -> (Option<T>, bool) {
+    let Some(cancel) = cancel else {
+        return (handed.await, false);
+    };
+    let mut handed = std::pin::pin!(handed);
+    tokio::select! {
+        biased;
+        // Cancelled while finishing (a guest may see it and return at once).
+        done = &mut handed => (done, cancel.is_cancelled()),
+        () = cancel.cancelled() => {
+            if !sees_cancel {
+                return (None, true);
+            }
+            (tokio::time::timeout(CANCEL_GRACE, handed).await.ok().flatten(), true)
+        }
+    }
+}
+
+/// What `execute` returned: the output (0.1.0 and `near:agent` outputs as
+/// structured output without content) or the guest's failure.
+type Returned = Result<wit::Output, Failed>;
 
 /// Instantiate the component and run `execute`; the `bool` of an error says
 /// whether it came from instantiating.
@@ -332,24 +420,74 @@ async fn execute(
     ready: &Ready,
     store: &mut Store<CallState>,
     request: &wit::Request,
-) -> Result<Result<String, Failed>, (bool, wasmtime::Error)> {
-    let pre = match &ready.pre {
-        Prepared::Warden(pre) => pre,
+) -> Result<Returned, (bool, wasmtime::Error)> {
+    match &ready.pre {
         Prepared::NearAgent(pre) => {
             let (id, input) = (&request.capability_id, &request.input);
             let executed = compat::call::execute(pre, &mut *store, id, input).await;
-            return executed.map(|r| r.map_err(Failed::NearAgent));
+            executed.map(|r| r.map(structured_only).map_err(Failed::NearAgent))
         }
-    };
-    let tool = pre
-        .instantiate_async(&mut *store)
-        .await
-        .map_err(|e| (true, e))?;
-    tool.warden_tool_tool()
-        .call_execute(&mut *store, request)
-        .await
-        .map(|r| r.map_err(Failed::Warden))
-        .map_err(|e| (false, e))
+        Prepared::Warden01(pre) => {
+            let tool = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(|e| (true, e))?;
+            let request = wit_0_1::Request {
+                capability_id: request.capability_id.clone(),
+                input: request.input.clone(),
+                context: wit_0_1::CallContext {
+                    call_id: request.context.call_id.clone(),
+                    origin: request.context.origin.clone(),
+                },
+            };
+            tool.warden_tool_tool()
+                .call_execute(&mut *store, &request)
+                .await
+                .map(|r| {
+                    r.map(structured_only)
+                        .map_err(|f| Failed::Warden(failure_0_1(f)))
+                })
+                .map_err(|e| (false, e))
+        }
+        Prepared::Warden(pre) => {
+            let tool = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(|e| (true, e))?;
+            tool.warden_tool_tool()
+                .call_execute(&mut *store, request)
+                .await
+                .map(|r| r.map_err(Failed::Warden))
+                .map_err(|e| (false, e))
+        }
+    }
+}
+
+/// A JSON-only world's output.
+fn structured_only(text: String) -> wit::Output {
+    wit::Output {
+        structured: Some(text),
+        content: Vec::new(),
+    }
+}
+
+/// A `warden:tool@0.1.0` failure, in the words of 0.2.0 (the same record).
+fn failure_0_1(failure: wit_0_1::Failure) -> wit::Failure {
+    use wit::FailureKind as Kind;
+    use wit_0_1::FailureKind as Kind01;
+    wit::Failure {
+        kind: match failure.kind {
+            Kind01::Input => Kind::Input,
+            Kind01::AuthRequired => Kind::AuthRequired,
+            Kind01::NetworkDenied => Kind::NetworkDenied,
+            Kind01::OutputTooLarge => Kind::OutputTooLarge,
+            Kind01::Client => Kind::Client,
+            Kind01::OperationFailed => Kind::OperationFailed,
+            Kind01::Executor => Kind::Executor,
+        },
+        code: failure.code,
+        message: failure.message,
+    }
 }
 
 /// Check the input's size, JSON syntax and schema before any guest code runs.

@@ -4,7 +4,7 @@ use serde_json::Value;
 use warden_core::net::CallNetwork;
 use wasmtime::{Trap, WasmBacktrace};
 
-use crate::bindings::exports::warden::tool::tool as wit;
+use crate::bindings::v0_2::exports::warden::tool::tool as wit;
 use crate::component::Capability;
 use crate::config::Limits;
 use crate::error::RuntimeError;
@@ -155,6 +155,44 @@ pub(crate) async fn output_turn(
         Ok(permit) => Ok(permit.ok()),
         Err(_) => Err(RuntimeError::Timeout { limit }),
     }
+}
+
+/// Check what a tool returned: its structured output and content blocks
+/// together within the output limit, the structured output as
+/// [`output`] checks it (`null` when there is none, which a capability
+/// with an output schema refuses), the blocks redacted, scanned and
+/// bounded ([`crate::content`]).
+pub(crate) async fn returned(
+    returned: wit::Output,
+    capability: &Capability,
+    limits: &Limits,
+    deadline: std::time::Instant,
+    network: &dyn CallNetwork,
+) -> Result<(Value, Vec<warden_core::content::ContentBlock>), RuntimeError> {
+    let structured = returned.structured.as_ref().map_or(0, String::len) as u64;
+    let total = structured.saturating_add(crate::content::bytes(&returned.content));
+    if total > limits.max_output_bytes {
+        return Err(RuntimeError::OutputTooLarge {
+            limit: limits.max_output_bytes,
+            actual: total,
+        });
+    }
+    let value = match &returned.structured {
+        Some(text) => {
+            let _turn = output_turn(text.len(), deadline, limits.timeout).await?;
+            output(text, capability, limits, network)?
+        }
+        None if capability.output.is_some() => {
+            return Err(RuntimeError::InvalidOutput {
+                reason: format!(
+                    "`{}` declares an output schema, and the tool returned no structured output",
+                    capability.id()
+                ),
+            });
+        }
+        None => Value::Null,
+    };
+    Ok((value, crate::content::received(returned.content, network)))
 }
 
 /// Turn a structured guest failure into a typed error.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::bindings::SandboxedToolPre;
+use crate::bindings::{v0_1, v0_2};
 use crate::compat::ComponentWorld;
 use crate::config::{LimitOverrides, Limits, RuntimeConfig};
 use crate::error::RuntimeError;
@@ -189,7 +189,9 @@ pub struct InstalledComponent {
 /// A linked component of either world, ready to instantiate.
 pub(crate) enum Prepared {
     /// Warden's own world.
-    Warden(SandboxedToolPre<CallState>),
+    Warden(v0_2::SandboxedToolPre<CallState>),
+    /// Warden's first world, `warden:tool@0.1.0`.
+    Warden01(v0_1::SandboxedToolPre<CallState>),
     /// The `near:agent@0.4.1` compatibility world.
     NearAgent(crate::compat::call::Pre),
 }

@@ -108,6 +108,11 @@ pub enum RuntimeError {
         /// The deadline.
         limit: Duration,
     },
+    /// The caller cancelled the call; the guest was stopped (a 0.2.0 guest
+    /// after a short grace in which it sees the cancellation). What it
+    /// returned, if anything, is discarded.
+    #[error("the caller cancelled the call; the tool was stopped")]
+    Cancelled,
     /// The guest trapped.
     #[error("the tool crashed: it {kind}")]
     GuestTrap {
@@ -203,6 +208,7 @@ impl RuntimeError {
             RuntimeError::FuelExhausted { .. } => ErrorCode::FuelExhausted,
             RuntimeError::MemoryLimit { .. } => ErrorCode::MemoryLimit,
             RuntimeError::Timeout { .. } => ErrorCode::Timeout,
+            RuntimeError::Cancelled => ErrorCode::Cancelled,
             RuntimeError::GuestTrap { kind } => kind.code(),
             RuntimeError::OutputTooLarge { .. } => ErrorCode::OutputTooLarge,
             RuntimeError::InvalidOutput { .. } => ErrorCode::InvalidOutput,

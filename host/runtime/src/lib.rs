@@ -32,6 +32,7 @@ mod code_size;
 mod compat;
 mod component;
 mod config;
+mod content;
 mod engine;
 mod error;
 mod external;
@@ -53,7 +54,7 @@ mod tiering;
 mod wasi;
 
 pub use admission::MemoryUse;
-pub use call::CallRequest;
+pub use call::{CANCEL_GRACE, CallRequest};
 pub use compat::ComponentWorld;
 pub use component::{
     CacheStatus, CapabilitySpec, ComponentSpec, InstallReport, InstalledComponent,

@@ -7,8 +7,12 @@ use crate::error::RuntimeError;
 /// The result of one call. Usage and logs are reported whether it succeeded or not.
 #[derive(Debug)]
 pub struct CallOutcome {
-    /// The output JSON (already validated) or why there is none.
+    /// The output JSON (already validated) or why there is none. `null`
+    /// when a `warden:tool@0.2.0` tool returned content only.
     pub result: Result<serde_json::Value, RuntimeError>,
+    /// The content blocks the tool returned beside its output (0.2.0
+    /// tools; redacted, scanned, bounded), in order.
+    pub content: Vec<warden_core::content::ContentBlock>,
     /// What the call consumed.
     pub usage: Usage,
     /// Guest log entries kept for this call (redacted, bounded).
@@ -19,6 +23,7 @@ impl CallOutcome {
     pub(crate) fn refused(error: RuntimeError, usage: Usage) -> CallOutcome {
         CallOutcome {
             result: Err(error),
+            content: Vec::new(),
             usage,
             logs: Vec::new(),
         }

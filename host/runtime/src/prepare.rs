@@ -13,7 +13,7 @@ use std::time::Instant;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
-use crate::bindings::SandboxedToolPre;
+use crate::bindings::{v0_1, v0_2};
 use crate::cache::{Lookup, sha256_hex};
 use crate::compat::ComponentWorld;
 use crate::component::{CacheStatus, First, Inner, InstallReport, Prepared, Ready};
@@ -127,7 +127,12 @@ pub(crate) fn link(
         reason: format!("{e:#}"),
     };
     let pre = match world {
-        ComponentWorld::Warden => Prepared::Warden(SandboxedToolPre::new(pre).map_err(missing)?),
+        ComponentWorld::Warden => {
+            Prepared::Warden(v0_2::SandboxedToolPre::new(pre).map_err(missing)?)
+        }
+        ComponentWorld::Warden01 => {
+            Prepared::Warden01(v0_1::SandboxedToolPre::new(pre).map_err(missing)?)
+        }
         ComponentWorld::NearAgent => {
             let pre = crate::compat::call::Pre::new(pre).map_err(missing)?;
             let _busy = shared.ticker.busy();

@@ -8,7 +8,7 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use crate::admission::{MemoryBudget, MemoryUse};
-use crate::bindings::SandboxedTool;
+use crate::bindings::{v0_1, v0_2};
 use crate::cache::ArtifactCache;
 use crate::component::{Capability, ComponentSpec, InstalledComponent};
 use crate::config::RuntimeConfig;
@@ -17,8 +17,16 @@ use crate::error::RuntimeError;
 use crate::long_lane::LongLane;
 use crate::state::CallState;
 
-/// The interfaces the contract lets a component import.
+/// The interfaces `warden:tool@0.2.0` lets a component import.
 pub(crate) const CONTRACT_IMPORTS: &[&str] = &[
+    "warden:tool/log@0.2.0",
+    "warden:tool/credential@0.2.0",
+    "warden:tool/http@0.2.0",
+    "warden:tool/call@0.2.0",
+];
+
+/// The interfaces `warden:tool@0.1.0` lets a component import.
+pub(crate) const CONTRACT_0_1_IMPORTS: &[&str] = &[
     "warden:tool/log@0.1.0",
     "warden:tool/credential@0.1.0",
     "warden:tool/http@0.1.0",
@@ -161,15 +169,17 @@ pub struct RuntimeStats {
     pub baseline_resident: u64,
 }
 
-/// The linker of the contract, of the `near:agent` compatibility world and
-/// of the locked-down WASI 0.2, for `engine`.
+/// The linker of both contract versions, of the `near:agent`
+/// compatibility world and of the locked-down WASI 0.2, for `engine`.
 fn link_host(engine: &Engine) -> Result<Linker<CallState>, RuntimeError> {
     let mut linker = Linker::new(engine);
-    SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).map_err(
-        |e| RuntimeError::Internal {
-            reason: format!("linking the contract: {e}"),
-        },
-    )?;
+    let contract = |e: wasmtime::Error| RuntimeError::Internal {
+        reason: format!("linking the contract: {e}"),
+    };
+    v0_2::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(contract)?;
+    v0_1::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(contract)?;
     crate::compat::bindings::SandboxedTool::add_to_linker::<CallState, HasSelf<CallState>>(
         &mut linker,
         |s| s,

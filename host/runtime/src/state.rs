@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio_util::sync::CancellationToken;
+use warden_core::lane::ProgressSink;
 use warden_core::net::{AuthNeeded, CallNetwork};
 use wasmtime::component::ResourceTable;
 
@@ -34,6 +36,20 @@ pub(crate) struct CallState {
     /// WASI context and captured stdio, created on the first WASI call
     /// (never for a contract-only component).
     pub(crate) wasi: Option<Box<WasiState>>,
+    /// The caller's cancellation, for a guest that can see it (0.2.0).
+    pub(crate) cancel: Option<CancellationToken>,
+    /// Where the guest's progress reports go, and how many went.
+    pub(crate) progress: ProgressState,
+}
+
+/// The progress reports of a call (`warden:tool/call.report-progress`).
+#[derive(Debug, Default)]
+pub(crate) struct ProgressState {
+    pub(crate) sink: Option<ProgressSink>,
+    /// Reports passed on.
+    pub(crate) sent: u32,
+    /// The last report's `progress`: the next must be larger.
+    pub(crate) last: Option<f64>,
 }
 
 impl std::fmt::Debug for CallState {
@@ -87,7 +103,16 @@ impl CallState {
             auth_needed: None,
             denied: None,
             wasi: None,
+            cancel: None,
+            progress: ProgressState::default(),
         }
+    }
+
+    /// Whether the caller cancelled the call (and the guest may see it).
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Record `message` at `level` in the call's log: counted against the
@@ -143,6 +168,14 @@ impl CallState {
     }
 }
 
+/// Resolves when `cancel` is cancelled; never without one.
+pub(crate) async fn cancelled(cancel: Option<&CancellationToken>) {
+    match cancel {
+        Some(cancel) => cancel.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Cut `text` to at most `max` bytes on a char boundary; whether it was cut.
 pub(crate) fn truncate(text: &mut String, max: usize) -> bool {
     if text.len() <= max {
@@ -186,6 +219,33 @@ pub(crate) fn code_without_secrets(network: &dyn CallNetwork, raw: &str, kept: S
     }
 }
 
+/// A network that redacts one secret and sends nothing (unit tests).
+#[cfg(test)]
+pub(crate) struct OneSecret(pub(crate) &'static str);
+
+#[cfg(test)]
+impl CallNetwork for OneSecret {
+    fn acquire(&self, handle: &str) -> Result<(), warden_core::net::CredentialError> {
+        warden_core::net::DenyAll.acquire(handle)
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: warden_core::net::GuestRequest,
+        credential: Option<&'a str>,
+        remaining: std::time::Duration,
+    ) -> warden_core::net::BoxFuture<
+        'a,
+        Result<warden_core::net::GuestResponse, warden_core::net::HttpError>,
+    > {
+        warden_core::net::DenyAll.send(request, credential, remaining)
+    }
+
+    fn redact(&self, text: &str) -> String {
+        text.replace(self.0, "[REDACTED]")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,31 +258,6 @@ mod tests {
         assert_eq!(text, "h");
         let mut short = "ok".to_owned();
         assert!(!truncate(&mut short, 10));
-    }
-
-    /// A network that redacts one secret and sends nothing.
-    struct OneSecret(&'static str);
-
-    impl CallNetwork for OneSecret {
-        fn acquire(&self, handle: &str) -> Result<(), warden_core::net::CredentialError> {
-            DenyAll.acquire(handle)
-        }
-
-        fn send<'a>(
-            &'a self,
-            request: warden_core::net::GuestRequest,
-            credential: Option<&'a str>,
-            remaining: std::time::Duration,
-        ) -> warden_core::net::BoxFuture<
-            'a,
-            Result<warden_core::net::GuestResponse, warden_core::net::HttpError>,
-        > {
-            DenyAll.send(request, credential, remaining)
-        }
-
-        fn redact(&self, text: &str) -> String {
-            text.replace(self.0, "[REDACTED]")
-        }
     }
 
     #[test]

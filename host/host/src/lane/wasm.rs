@@ -5,7 +5,8 @@ use std::sync::Arc;
 use warden_core::net::BoxFuture;
 use warden_manifest::{Capability, Package};
 use warden_runtime::{
-    CallRequest, CapabilitySpec, ComponentSpec, InstalledComponent, LimitOverrides,
+    CANCEL_GRACE, CallRequest, CapabilitySpec, ComponentSpec, ComponentWorld, InstalledComponent,
+    LimitOverrides,
 };
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
@@ -32,18 +33,22 @@ impl Lane for WasmLane {
         // wall clock) and reports each as its own error. The input passed
         // `check_input` on this component (`Lane::call`'s contract), so the
         // runtime does not parse and validate it again.
-        let request = CallRequest::new(context.capability_id, input)
+        let mut request = CallRequest::new(context.capability_id, input)
             .call_id(context.call_id)
             .origin(context.origin)
             .network(context.network)
             .input_checked(true);
+        // A `warden:tool@0.2.0` guest reports progress and sees the
+        // cancellation; the runtime ignores both for the other worlds.
+        request.progress = context.progress;
+        request.cancel = context.cancel;
         Box::pin(async move {
             let outcome = self.component.call(request).await;
             LaneOutcome {
                 result: outcome
                     .result
                     .map_err(|e| Box::new(e) as Box<dyn LaneError>),
-                content: Vec::new(),
+                content: outcome.content,
                 usage: outcome.usage,
                 logs: outcome.logs,
             }
@@ -52,6 +57,15 @@ impl Lane for WasmLane {
 
     fn world(&self) -> Option<warden_runtime::ComponentWorld> {
         Some(self.component.world())
+    }
+
+    fn cancel_grace(&self) -> std::time::Duration {
+        match self.component.world() {
+            // The runtime stops the guest after its grace; a little more
+            // here lets the runtime report it.
+            ComponentWorld::Warden => CANCEL_GRACE + std::time::Duration::from_millis(100),
+            _ => std::time::Duration::ZERO,
+        }
     }
 
     fn warm_up(&self) -> BoxFuture<'_, ()> {

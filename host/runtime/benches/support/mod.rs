@@ -73,7 +73,7 @@ wasmtime::component::bindgen!({
 });
 
 use exports::warden::tool::tool::{CallContext, Request};
-use warden::tool::{credential, http, log};
+use warden::tool::{call, credential, http, log};
 
 /// Store data of the bare host: nothing but stub imports.
 pub(crate) struct Bare;
@@ -108,6 +108,14 @@ impl http::Host for Bare {
         _credential: Option<Resource<credential::Handle>>,
     ) -> Result<http::Response, http::HttpError> {
         Err(http::HttpError::Denied("bare".into()))
+    }
+}
+
+impl call::Host for Bare {
+    fn report_progress(&mut self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
+
+    fn cancelled(&mut self) -> bool {
+        false
     }
 }
 
@@ -173,6 +181,8 @@ impl BareHost {
             .call_execute(&mut store, request)
             .expect("call")
             .expect("echo ok")
+            .structured
+            .expect("echo's JSON")
     }
 
     /// Build a new linker and instantiate per call, as some hosts do.
@@ -186,6 +196,8 @@ impl BareHost {
             .call_execute(&mut store, request)
             .expect("call")
             .expect("echo ok")
+            .structured
+            .expect("echo's JSON")
     }
 
     /// Build a new linker with WASI 0.2 and the contract, a fresh WASI
@@ -207,5 +219,7 @@ impl BareHost {
             .call_execute(&mut store, request)
             .expect("call")
             .expect("echo ok")
+            .structured
+            .expect("echo's JSON")
     }
 }

@@ -39,6 +39,8 @@ use crate::error::RuntimeError;
 
 /// The interface a compatibility component exports.
 pub(crate) const TOOL_EXPORT: &str = "near:agent/tool@0.4.1";
+/// The interface a `warden:tool@0.1.0` component exports.
+pub(crate) const TOOL_0_1_EXPORT: &str = "warden:tool/tool@0.1.0";
 /// The one non-WASI interface a compatibility component may import.
 pub(crate) const HOST_IMPORT: &str = "near:agent/host@0.4.1";
 
@@ -46,8 +48,12 @@ pub(crate) const HOST_IMPORT: &str = "near:agent/host@0.4.1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ComponentWorld {
-    /// Warden's own world, `warden:tool@0.1.0` `sandboxed-tool`.
+    /// Warden's own world, `warden:tool@0.2.0` `sandboxed-tool`: content
+    /// blocks, progress, cancellation.
     Warden,
+    /// Warden's first world, `warden:tool@0.1.0` `sandboxed-tool`: JSON
+    /// output only. Its components run unchanged.
+    Warden01,
     /// The compatibility world `near:agent@0.4.1` `sandboxed-tool`.
     NearAgent,
 }
@@ -56,7 +62,8 @@ impl ComponentWorld {
     /// The world's package and version, as `warden describe` shows it.
     pub const fn as_str(self) -> &'static str {
         match self {
-            ComponentWorld::Warden => "warden:tool@0.1.0",
+            ComponentWorld::Warden => "warden:tool@0.2.0",
+            ComponentWorld::Warden01 => "warden:tool@0.1.0",
             ComponentWorld::NearAgent => "near:agent@0.4.1",
         }
     }
@@ -65,6 +72,7 @@ impl ComponentWorld {
     pub(crate) fn imports(self) -> &'static [&'static str] {
         match self {
             ComponentWorld::Warden => crate::runtime::CONTRACT_IMPORTS,
+            ComponentWorld::Warden01 => crate::runtime::CONTRACT_0_1_IMPORTS,
             ComponentWorld::NearAgent => &[HOST_IMPORT],
         }
     }
@@ -78,9 +86,11 @@ impl std::fmt::Display for ComponentWorld {
 
 /// The world of the component in `wasm`, read from its top-level exports
 /// without compiling it: the compatibility world when it exports
-/// [`TOOL_EXPORT`], Warden's own otherwise (whose exports are checked when
-/// it is prepared). Another `near:agent` version is refused by name, and
-/// bytes that do not parse as WebAssembly are refused as a compile error.
+/// [`TOOL_EXPORT`], `warden:tool@0.1.0` when it exports
+/// [`TOOL_0_1_EXPORT`], Warden's current world otherwise (whose exports are
+/// checked when it is prepared). Another `near:agent` version is refused by
+/// name, and bytes that do not parse as WebAssembly are refused as a
+/// compile error.
 pub(crate) fn scan(name: &str, wasm: &[u8]) -> Result<ComponentWorld, RuntimeError> {
     let unreadable = |e: wasmparser::BinaryReaderError| RuntimeError::Compile {
         component: name.to_owned(),
@@ -126,6 +136,9 @@ pub(crate) fn detect(
 fn world_of_export(name: &str, export: &str) -> Result<Option<ComponentWorld>, RuntimeError> {
     if export == TOOL_EXPORT {
         return Ok(Some(ComponentWorld::NearAgent));
+    }
+    if export == TOOL_0_1_EXPORT {
+        return Ok(Some(ComponentWorld::Warden01));
     }
     if export.starts_with("near:agent/") {
         return Err(RuntimeError::ExportMissing {

@@ -1,28 +1,48 @@
 //! `warden:tool/log`: bounded, redacted, emitted through `tracing` (see [`CallState::push_log`]).
 
-use crate::bindings::warden::tool::log::{Host, Level};
 use crate::outcome::LogLevel;
 use crate::state::CallState;
 
 /// The prefix the guest SDK's panic hook logs a panic with.
 const PANIC_PREFIX: &str = "panic: ";
 
-impl Host for CallState {
-    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let level = match level {
-            Level::Trace => LogLevel::Trace,
-            Level::Debug => LogLevel::Debug,
-            Level::Info => LogLevel::Info,
-            Level::Warn => LogLevel::Warn,
-            Level::Error => LogLevel::Error,
-        };
+/// `log` of one contract version (the same interface in each).
+macro_rules! log_host {
+    ($version:ident) => {
+        mod $version {
+            use crate::bindings::$version::warden::tool::log::{Host, Level};
+            use crate::outcome::LogLevel;
+            use crate::state::CallState;
+
+            impl Host for CallState {
+                async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+                    let level = match level {
+                        Level::Trace => LogLevel::Trace,
+                        Level::Debug => LogLevel::Debug,
+                        Level::Info => LogLevel::Info,
+                        Level::Warn => LogLevel::Warn,
+                        Level::Error => LogLevel::Error,
+                    };
+                    self.guest_log(level, &message);
+                    Ok(())
+                }
+            }
+        }
+    };
+}
+
+log_host!(v0_1);
+log_host!(v0_2);
+
+impl CallState {
+    /// One entry the guest logged.
+    fn guest_log(&mut self, level: LogLevel, message: &str) {
         if level == LogLevel::Error && message.starts_with(PANIC_PREFIX) {
             self.logs.panicked = true;
         }
         // Keep stdout/stderr lines of a WASI guest in order with its log calls.
         self.drain_stdio(false);
-        self.push_log(level, &message);
-        Ok(())
+        self.push_log(level, message);
     }
 }
 

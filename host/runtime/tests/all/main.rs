@@ -17,3 +17,4 @@ mod support;
 #[cfg(target_arch = "x86_64")]
 mod tiered;
 mod wasi;
+mod worlds;
