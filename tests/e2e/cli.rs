@@ -46,7 +46,7 @@ fn listing_compiles_nothing_and_a_call_compiles_only_its_own_component() {
     assert_eq!(warden.run(&["list"]).code, 0);
     let described = warden.run(&["--json", "describe", "echo.echo"]);
     assert_eq!(described.code, 0, "{described:?}");
-    assert_eq!(described.json()["world"], "warden:tool@0.1.0");
+    assert_eq!(described.json()["world"], "warden:tool@0.2.0");
     assert_eq!(
         compiled_artifacts(&warden),
         0,

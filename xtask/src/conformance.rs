@@ -23,6 +23,7 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::workspace;
 
+mod hosted;
 mod server;
 
 /// A scenario: its name, the probe's arguments, and shell lines run first.
@@ -158,7 +159,7 @@ pub(crate) fn run_with(binary: &Path) -> Result<()> {
     println!(
         "conformance: {} client and {} server scenarios passed",
         SCENARIOS.len(),
-        server::SCENARIOS.len()
+        server::SCENARIOS.len() + hosted::SCENARIOS.len()
     );
     for (name, why) in server::NOT_RUN {
         println!("conformance: server {name} not run: {why}");

@@ -1,11 +1,12 @@
 //! The conformance suite's server scenarios, with Warden as the server:
 //! `warden serve --http` on loopback, serving the conformance fixture
-//! package (`tests/fixtures/packages/test`, built from
-//! `guests/fixtures/conformance` on `warden:tool@0.2.0`; never part of the
-//! default catalog). Its extension is `test`, so its tools are published as
-//! the names the suite calls (`test_simple_text`, …). Each tool is granted
-//! for the `loop_run` origin first (as an operator would, through
-//! `warden approvals approve --grant`), so the suite's calls run.
+//! packages (never part of the default catalog): `test`
+//! (`guests/fixtures/conformance`, on `warden:tool@0.2.0`), whose tools are
+//! published as the names the suite calls (`test_simple_text`, …), and
+//! `json` (`guests/fixtures/json-schema`), whose one tool is listed as
+//! `json_schema_2020_12_tool`. Each tool the suite calls is granted for the
+//! `loop_run` origin first (as an operator would, through `warden approvals
+//! approve --grant`), so the suite's calls run.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -31,35 +32,13 @@ pub(crate) const SCENARIOS: &[&str] = &[
     "tools-call-with-progress",
     "tools-call-error",
     "logging-set-level",
+    "json-schema-2020-12",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];
 
 /// The server scenarios not run, with why.
 pub(crate) const NOT_RUN: &[(&str, &str)] = &[
-    (
-        "tools-call-sampling",
-        "a guest cannot sample by design; through a hosted fixture server it needs an \
-         [mcp] package named `test` behind a local TLS front, not built yet (sampling \
-         through warden serve is covered by the server-everything e2e test)",
-    ),
-    (
-        "tools-call-elicitation",
-        "a guest cannot elicit by design; same as tools-call-sampling (covered by the \
-         server-everything e2e test)",
-    ),
-    (
-        "elicitation-sep1034-defaults",
-        "elicitation from a tool: needs the hosted fixture server, as tools-call-elicitation",
-    ),
-    (
-        "elicitation-sep1330-enums",
-        "elicitation from a tool: needs the hosted fixture server, as tools-call-elicitation",
-    ),
-    (
-        "json-schema-2020-12",
-        "calls `json_schema_2020_12_tool`, a name outside the fixture's `test_` prefix",
-    ),
     (
         "server-sse-polling",
         "needs `test_reconnection`, whose server closes the POST stream mid-call and \
@@ -86,6 +65,13 @@ pub(crate) const NOT_RUN: &[(&str, &str)] = &[
     ("prompts-get-with-image", "no prompts"),
 ];
 
+/// The fixture packages, by directory under `tests/fixtures/packages/`,
+/// and the component each needs.
+pub(crate) const PACKAGES: &[(&str, &str)] = &[
+    ("test", "wasm/conformance.wasm"),
+    ("json", "wasm/json_schema.wasm"),
+];
+
 /// The fixture tools the scenarios call, granted before they run.
 const TOOLS: &[&str] = &[
     "simple_text",
@@ -107,12 +93,13 @@ pub(crate) fn run(
     path: &std::ffi::OsStr,
     dir: &Path,
 ) -> Result<Vec<&'static str>> {
-    let fixture = workspace::root().join("tests/fixtures/packages/test");
-    if !fixture.join("wasm/conformance.wasm").exists() {
-        bail!(
-            "{} has no component: run `cargo xtask bundle --guest conformance` first",
-            fixture.display()
-        );
+    let fixtures = workspace::root().join("tests/fixtures/packages");
+    for (package, component) in PACKAGES {
+        if !fixtures.join(package).join(component).exists() {
+            bail!(
+                "the fixture package `{package}` has no {component}: run `cargo xtask bundle` first"
+            );
+        }
     }
     let data = dir.join("server-data");
     if data.exists() {
@@ -128,21 +115,38 @@ pub(crate) fn run(
             .context("running warden")?;
         anyhow::Ok(output)
     };
-    let installed = warden(&["install", &fixture.display().to_string()])?;
-    if !installed.status.success() {
-        bail!(
-            "installing the conformance fixture failed: {}",
-            String::from_utf8_lossy(&installed.stderr)
-        );
+    for (package, _) in PACKAGES {
+        let dir = fixtures.join(package).display().to_string();
+        let installed = warden(&["install", &dir])?;
+        if !installed.status.success() {
+            bail!(
+                "installing the fixture package `{package}` failed: {}",
+                String::from_utf8_lossy(&installed.stderr)
+            );
+        }
     }
     for tool in TOOLS {
-        grant(&warden, tool)?;
+        grant(&warden, &format!("test.{tool}"), "{}")?;
     }
+    let mut failed = run_scenarios(binary, &data, conformance, path, SCENARIOS)?;
+    failed.extend(super::hosted::run(binary, conformance, path, dir)?);
+    Ok(failed)
+}
+
+/// Serve `data` with `warden serve --http` on loopback and run each of
+/// `scenarios` against it; the names of those that failed.
+pub(super) fn run_scenarios(
+    binary: &Path,
+    data: &Path,
+    conformance: &Path,
+    path: &std::ffi::OsStr,
+    scenarios: &[&'static str],
+) -> Result<Vec<&'static str>> {
     let address = free_loopback()?;
-    let serve = Serve(
+    let _serve = Serve(
         Command::new(binary)
             .arg("--data-dir")
-            .arg(&data)
+            .arg(data)
             .args(["serve", "--http", &address.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -152,7 +156,7 @@ pub(crate) fn run(
     wait_for(address)?;
     let url = format!("http://{address}/mcp");
     let mut failed = Vec::new();
-    for scenario in SCENARIOS {
+    for scenario in scenarios {
         let started = Instant::now();
         let output = Command::new(conformance)
             .args(["server", "--url", &url, "--scenario", scenario])
@@ -172,22 +176,19 @@ pub(crate) fn run(
             failed.push(*scenario);
         }
     }
-    drop(serve);
     Ok(failed)
 }
 
-/// Grant `test.<tool>` for `loop_run`: call it as a model would (which asks
-/// for approval) and approve the request with `--grant`.
-fn grant(warden: &dyn Fn(&[&str]) -> Result<std::process::Output>, tool: &str) -> Result<()> {
-    let capability = format!("test.{tool}");
+/// Grant `capability` for `loop_run`: call it with `input` as a model
+/// would (which asks for approval, before anything runs) and approve the
+/// request with `--grant`.
+pub(super) fn grant(
+    warden: &dyn Fn(&[&str]) -> Result<std::process::Output>,
+    capability: &str,
+    input: &str,
+) -> Result<()> {
     let asked = warden(&[
-        "--json",
-        "call",
-        &capability,
-        "-i",
-        "{}",
-        "--origin",
-        "loop-run",
+        "--json", "call", capability, "-i", input, "--origin", "loop-run",
     ])?;
     let answer: serde_json::Value = serde_json::from_slice(&asked.stdout)
         .with_context(|| format!("`warden call {capability}` did not print JSON"))?;
@@ -205,12 +206,12 @@ fn grant(warden: &dyn Fn(&[&str]) -> Result<std::process::Output>, tool: &str) -
 }
 
 /// A loopback address no one listens on now.
-fn free_loopback() -> Result<SocketAddr> {
+pub(super) fn free_loopback() -> Result<SocketAddr> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
 /// Wait until something listens on `address` (10 s at most).
-fn wait_for(address: SocketAddr) -> Result<()> {
+pub(super) fn wait_for(address: SocketAddr) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
         if Instant::now() > deadline {
@@ -221,8 +222,8 @@ fn wait_for(address: SocketAddr) -> Result<()> {
     Ok(())
 }
 
-/// `warden serve`, stopped when dropped.
-struct Serve(Child);
+/// A child process (`warden serve`, the fixture server), stopped when dropped.
+pub(super) struct Serve(pub(super) Child);
 
 impl Drop for Serve {
     fn drop(&mut self) {
