@@ -56,6 +56,11 @@ const READ_CONTEXT: &str = r#"CLIENT_ID="$(node -p 'JSON.parse(process.env.MCP_C
 export WARDEN_PROBE_CLIENT_SECRET="$(node -p 'JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).client_secret')"
 "#;
 
+/// `elicitation-sep1034-client-defaults`: the probe asks the server's
+/// form on its terminal (`TerminalRelay`); the person presses Enter at each
+/// field, taking its default.
+const ENTER_AT_EACH_FIELD: &str = "exec 0<<EOF\n\n\n\n\n\n\nEOF\n";
+
 /// The scenarios run.
 const SCENARIOS: &[Scenario] = &[
     plain("initialize", ""),
@@ -63,6 +68,12 @@ const SCENARIOS: &[Scenario] = &[
         "tools_call",
         r#"--call add_numbers --input '{"a":5,"b":3}'"#,
     ),
+    Scenario {
+        name: "elicitation-sep1034-client-defaults",
+        args: "--call test_client_elicitation_defaults",
+        prelude: ENTER_AT_EACH_FIELD,
+    },
+    plain("sse-retry", "--call test_reconnection"),
     plain("auth/metadata-default", AUTH),
     plain("auth/metadata-var1", AUTH),
     plain("auth/metadata-var2", AUTH),
@@ -82,6 +93,28 @@ const SCENARIOS: &[Scenario] = &[
         prelude: READ_CONTEXT,
     },
     plain("auth/resource-mismatch", AUTH),
+    plain("auth/2025-03-26-oauth-metadata-backcompat", AUTH),
+    plain("auth/2025-03-26-oauth-endpoint-fallback", AUTH),
+    plain("auth/offline-access-scope", AUTH),
+    plain("auth/offline-access-not-supported", AUTH),
+];
+
+/// The client scenarios not run, with why.
+const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "auth/client-credentials-jwt",
+        "an OAuth extension (client credentials, machine to machine) Warden does not \
+         implement: a hosted server's account is a person's, connected with the \
+         authorization code flow",
+    ),
+    (
+        "auth/client-credentials-basic",
+        "the client credentials extension, as auth/client-credentials-jwt",
+    ),
+    (
+        "auth/cross-app-access-complete-flow",
+        "an OAuth extension (cross-app access, token exchange) Warden does not implement",
+    ),
 ];
 
 /// `$BROWSER` for the scenarios: fetch the authorize URL, following its
@@ -161,6 +194,9 @@ pub(crate) fn run_with(binary: &Path) -> Result<()> {
         SCENARIOS.len(),
         server::SCENARIOS.len() + hosted::SCENARIOS.len()
     );
+    for (name, why) in NOT_RUN {
+        println!("conformance: client {name} not run: {why}");
+    }
     for (name, why) in server::NOT_RUN {
         println!("conformance: server {name} not run: {why}");
     }
@@ -187,4 +223,20 @@ fn make_executable(path: &Path) -> Result<()> {
 #[cfg(not(unix))]
 fn make_executable(_path: &Path) -> Result<()> {
     bail!("the conformance task needs a Unix shell")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NOT_RUN, SCENARIOS};
+
+    #[test]
+    fn a_client_scenario_is_either_run_or_named_with_why() {
+        for scenario in SCENARIOS {
+            assert!(
+                !NOT_RUN.iter().any(|(name, _)| *name == scenario.name),
+                "{} is both run and not run",
+                scenario.name
+            );
+        }
+    }
 }

@@ -29,6 +29,7 @@ macro_rules! say {
     };
 }
 
+mod ask;
 mod backend;
 mod cli;
 mod commands;

@@ -25,7 +25,7 @@ mod status;
 pub(crate) use refresh::refused_after_call;
 
 pub use connect::OAuthConnect;
-pub use probe::{PROBE_EXTENSION, ProbeAuth, ProbeError, ProbeFound};
+pub use probe::{PROBE_EXTENSION, ProbeAuth, ProbeCall, ProbeError, ProbeFound};
 pub use status::AccountStatus;
 
 use std::collections::BTreeSet;

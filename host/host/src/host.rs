@@ -304,14 +304,14 @@ impl Host {
         warden_egress::auth::discovery::issuer_jwks(&self.shared.egress, issuer).await
     }
 
-    /// [`Host::probe_mcp`], then call `tool` (name, arguments) in the same
-    /// session when given. `loopback_http` accepts a plain-`http` loopback
-    /// URL (local test servers); this host's egress must allow that origin.
+    /// [`Host::probe_mcp`], then call `tool` in the same session when
+    /// given. `loopback_http` accepts a plain-`http` loopback URL (local
+    /// test servers); this host's egress must allow that origin.
     pub async fn probe_mcp_call(
         &self,
         server: &str,
         max_tools: usize,
-        tool: Option<(&str, serde_json::Value)>,
+        tool: Option<crate::ProbeCall>,
         loopback_http: bool,
     ) -> Result<
         (Vec<warden_hosted::RemoteTool>, Option<serde_json::Value>),
@@ -334,7 +334,7 @@ impl Host {
         let result = async {
             let tools = hosted.catalog().await?.as_ref().clone();
             let output = match tool {
-                Some((name, arguments)) => Some(hosted.call(name, arguments).await?.to_json()),
+                Some(call) => Some(call.run(&hosted).await?),
                 None => None,
             };
             Ok((tools, output))

@@ -50,7 +50,7 @@ pub use accounts::{AccountError, DeclaredCredential};
 pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
 pub use auth::{
     AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect, PROBE_EXTENSION,
-    ProbeAuth, ProbeError, ProbeFound,
+    ProbeAuth, ProbeCall, ProbeError, ProbeFound,
 };
 pub use config::HostConfig;
 pub use error::HostError;

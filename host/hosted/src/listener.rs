@@ -8,7 +8,10 @@
 //!   host's own log only);
 //! - `elicitation/create` and `sampling/createMessage` made on a call's
 //!   answer stream are relayed to the client of whoever made that call
-//!   (its [`Relay`](warden_core::lane::Relay)), within the call. A request
+//!   (its [`Relay`](warden_core::lane::Relay)), within the call; one made
+//!   on the server's standalone stream (many SDK servers send a tool's
+//!   requests there) goes to the call running when there is exactly one,
+//!   as a log message does. A request
 //!   tied to no running call, a call whose caller gave no relay, a server
 //!   whose relaying the operator turned off, or a client that declared no
 //!   such capability get MCP's standard refusal at once (`-32601`), so the
@@ -63,7 +66,7 @@ impl Listener {
         }
         match context.extensions.get::<InboundStreamOrigin>()? {
             InboundStreamOrigin::OutboundRequest(id) => self.calls.by_request(id),
-            InboundStreamOrigin::Unassociated => None,
+            InboundStreamOrigin::Unassociated => self.calls.sole(),
         }
     }
 }

@@ -53,6 +53,7 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
             args.origin.into(),
         ))
         .reporting(ProgressSink::new(show_progress))
+        .relaying(std::sync::Arc::new(crate::ask::TerminalRelay))
         .cancelled_by(cancel);
     let outcome = match &args.resume {
         Some(id) => {

@@ -396,7 +396,11 @@ async fn probe(
     };
     let arguments: serde_json::Value =
         serde_json::from_str(input).context("--input is not valid JSON")?;
-    let tool = call.as_deref().map(|name| (name, arguments));
+    // The server's elicitation is asked on this terminal.
+    let tool = call.map(|name| {
+        warden_host::ProbeCall::new(name, arguments)
+            .relaying(std::sync::Arc::new(crate::ask::TerminalRelay))
+    });
     let (tools, output) = match auth {
         None => cx
             .host_with(adjust)?

@@ -161,6 +161,31 @@ pub async fn server_metadata(egress: &Egress, issuer: &str) -> Result<ServerMeta
     )))
 }
 
+/// The RFC 8414 metadata a server of MCP's 2025-03-26 revision publishes
+/// at its `origin`'s well-known location, `None` when there is none. That
+/// revision names no issuer to expect, so the document's may carry a path
+/// (`{origin}/oauth`); it must still be on `origin`.
+pub async fn origin_server_metadata(
+    egress: &Egress,
+    origin: &str,
+) -> Result<Option<ServerMetadata>, AuthError> {
+    let url = format!("{origin}/.well-known/oauth-authorization-server");
+    let Some(body) = get_json(egress, &url).await? else {
+        return Ok(None);
+    };
+    let metadata: ServerMetadata = serde_json::from_slice(&body)
+        .map_err(|_| AuthError::Metadata(format!("{url} is not authorization-server metadata")))?;
+    let same_origin = url::Url::parse(&metadata.issuer)
+        .is_ok_and(|issuer| issuer.origin().ascii_serialization() == origin);
+    if !same_origin {
+        return Err(AuthError::Metadata(format!(
+            "{url} names issuer `{}`, not one on {origin}",
+            bounded(&metadata.issuer)
+        )));
+    }
+    Ok(Some(metadata))
+}
+
 /// The signing keys (a JWKS document) of `issuer`: its metadata's
 /// `jwks_uri` (which must be https), fetched through egress. A resource
 /// server verifies the issuer's access tokens with them.
@@ -200,10 +225,10 @@ pub async fn resource_metadata(
     egress: &Egress,
     url: &str,
     expected: &str,
-) -> Result<ResourceMetadata, AuthError> {
-    let body = get_json(egress, url)
-        .await?
-        .ok_or_else(|| AuthError::Metadata(format!("{url} was not found")))?;
+) -> Result<Option<ResourceMetadata>, AuthError> {
+    let Some(body) = get_json(egress, url).await? else {
+        return Ok(None);
+    };
     let metadata: ResourceMetadata = serde_json::from_slice(&body)
         .map_err(|_| AuthError::Metadata(format!("{url} is not resource metadata")))?;
     if !resource_covers(&metadata.resource, expected) {
@@ -212,7 +237,7 @@ pub async fn resource_metadata(
             bounded(&metadata.resource)
         )));
     }
-    Ok(metadata)
+    Ok(Some(metadata))
 }
 
 /// Whether resource identifier `resource` names `server` or a resource

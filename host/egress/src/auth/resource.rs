@@ -31,7 +31,9 @@ pub struct ResourceAuthorization {
 /// Discover how to authorize against `resource` (an HTTPS URL), from its
 /// 401 `challenge` when there is one. Every document comes through egress
 /// and is checked: the resource metadata must name `resource`, the server
-/// metadata its issuer.
+/// metadata its issuer. A server that publishes no resource metadata (and
+/// whose challenge names none) is one of MCP's 2025-03-26 revision, whose
+/// authorization server is its origin (see `legacy`).
 pub async fn discover(
     egress: &Egress,
     resource: &str,
@@ -51,21 +53,28 @@ pub async fn discover(
             candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
         }
     }
+    let named = challenge.is_some_and(|c| c.resource_metadata.is_some());
     let mut last = None;
     let mut found = None;
     for at in &candidates {
         match discovery::resource_metadata(egress, at, resource).await {
-            Ok(metadata) => {
+            Ok(Some(metadata)) => {
                 found = Some(metadata);
                 break;
             }
+            Ok(None) if named => {
+                last = Some(AuthError::Metadata(format!(
+                    "{at}, named by the server's challenge, was not found"
+                )));
+            }
+            Ok(None) => {}
             Err(error) => last = Some(error),
         }
     }
     let resource_metadata = match (found, last) {
         (Some(found), _) => found,
         (None, Some(error)) => return Err(error),
-        (None, None) => return Err(AuthError::Metadata(format!("{resource} has no metadata"))),
+        (None, None) => return legacy(egress, resource, &origin, challenge).await,
     };
     let issuer = resource_metadata
         .authorization_servers
@@ -84,6 +93,43 @@ pub async fn discover(
         resource_metadata,
         server,
         scopes,
+    })
+}
+
+/// A server of the 2025-03-26 revision of MCP publishes no resource
+/// metadata: its authorization server is its own origin (the path
+/// dropped), described by RFC 8414 metadata there or, when there is none,
+/// at that revision's default endpoints (`/authorize`, `/token`,
+/// `/register`). Scopes come from the challenge only.
+async fn legacy(
+    egress: &Egress,
+    resource: &str,
+    origin: &str,
+    challenge: Option<&BearerChallenge>,
+) -> Result<ResourceAuthorization, AuthError> {
+    let server = match discovery::origin_server_metadata(egress, origin).await? {
+        Some(server) => server,
+        None => ServerMetadata {
+            issuer: origin.to_owned(),
+            authorization_endpoint: Some(format!("{origin}/authorize")),
+            token_endpoint: Some(format!("{origin}/token")),
+            registration_endpoint: Some(format!("{origin}/register")),
+            scopes_supported: Vec::new(),
+            token_endpoint_auth_methods_supported: Vec::new(),
+            code_challenge_methods_supported: Vec::new(),
+            jwks_uri: None,
+            client_id_metadata_document_supported: false,
+        },
+    };
+    Ok(ResourceAuthorization {
+        resource: resource.to_owned(),
+        resource_metadata: ResourceMetadata {
+            resource: resource.to_owned(),
+            authorization_servers: vec![origin.to_owned()],
+            scopes_supported: Vec::new(),
+        },
+        server,
+        scopes: challenge.map(|c| c.scopes.clone()).unwrap_or_default(),
     })
 }
 

@@ -735,7 +735,8 @@ async fn resource_metadata_must_name_the_resource_and_the_flow_sends_it() {
     let url = "https://api.github.com/.well-known/oauth-protected-resource/mcp";
     let metadata = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/mcp")
         .await
-        .unwrap();
+        .unwrap()
+        .expect("published");
     assert_eq!(metadata.authorization_servers, ["https://github.com"]);
     let err = discovery::resource_metadata(&fx.egress, url, "https://api.github.com/other")
         .await
@@ -823,4 +824,55 @@ async fn a_protected_resource_is_authorized_from_its_metadata() {
     let token_request = fx.server.requests().last().unwrap().clone();
     assert_eq!(form(&token_request)["resource"], mcp);
     assert_eq!(form(&token_request)["client_id"], "dcr-client-1");
+}
+
+/// A server of MCP's 2025-03-26 revision publishes no protected-resource
+/// metadata: its origin is its authorization server, described by RFC 8414
+/// metadata there (whose issuer may carry a path, on that origin only) or,
+/// without any, at the revision's default endpoints.
+#[tokio::test]
+async fn a_server_without_resource_metadata_is_authorized_by_its_origin() {
+    use warden_egress::auth::resource;
+    let server = "https://api.github.com/mcp";
+    let fx = fixture(|_| TestResponse::status(404)).await;
+    let found = resource::discover(&fx.egress, server, None).await.unwrap();
+    let recipe = found.recipe().unwrap();
+    assert_eq!(
+        recipe.authorization_endpoint,
+        "https://api.github.com/authorize"
+    );
+    assert_eq!(recipe.token_endpoint, "https://api.github.com/token");
+    assert_eq!(
+        found.server.registration_endpoint.as_deref(),
+        Some("https://api.github.com/register")
+    );
+    assert_eq!(found.resource, server);
+
+    let metadata = |issuer: &'static str| {
+        move |req: &RecordedRequest| {
+            if req.target == "/.well-known/oauth-authorization-server" {
+                TestResponse::json(&serde_json::json!({
+                    "issuer": issuer,
+                    "authorization_endpoint": format!("{issuer}/authorize"),
+                    "token_endpoint": format!("{issuer}/token"),
+                }))
+            } else {
+                TestResponse::status(404)
+            }
+        }
+    };
+    let fx = fixture(metadata("https://api.github.com/oauth")).await;
+    let found = resource::discover(&fx.egress, server, None).await.unwrap();
+    assert_eq!(
+        found.recipe().unwrap().token_endpoint,
+        "https://api.github.com/oauth/token"
+    );
+    let fx = fixture(metadata("https://github.com")).await;
+    let err = resource::discover(&fx.egress, server, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AuthError::Metadata(m) if m.contains("not one on https://api.github.com")),
+        "{err:?}"
+    );
 }

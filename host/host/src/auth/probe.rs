@@ -76,6 +76,48 @@ pub enum ProbeError {
 /// What a probe found: the server's tools and the called tool's output.
 pub type ProbeFound = (Vec<RemoteTool>, Option<serde_json::Value>);
 
+/// A tool a probe calls after listing: its name, its arguments, and who
+/// answers the server's elicitation and sampling requests for the call.
+#[derive(Debug, Clone)]
+pub struct ProbeCall {
+    /// The server's name of the tool.
+    pub name: String,
+    /// Its arguments (a JSON object).
+    pub arguments: serde_json::Value,
+    /// Who answers the server's requests made for the call; without one
+    /// they are refused (`-32601`), so the server can fall back.
+    pub relay: Option<std::sync::Arc<dyn warden_core::lane::Relay>>,
+}
+
+impl ProbeCall {
+    /// Call `name` with `arguments`; the server's requests are refused.
+    pub fn new(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            relay: None,
+        }
+    }
+
+    /// Let `relay` answer the server's requests made for the call.
+    pub fn relaying(mut self, relay: std::sync::Arc<dyn warden_core::lane::Relay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// Run it on `hosted`.
+    pub(crate) async fn run(self, hosted: &HostedServer) -> Result<serde_json::Value, HostedError> {
+        let reporting = warden_hosted::Reporting {
+            relay: self.relay,
+            ..warden_hosted::Reporting::default()
+        };
+        let output = hosted
+            .call_reporting(&self.name, self.arguments, reporting)
+            .await?;
+        Ok(output.to_json())
+    }
+}
+
 impl Location {
     /// Connect to `server`, list its tools (at most `max_tools`) and call
     /// `tool` when given, authorizing as the server asks (see the module
@@ -86,7 +128,7 @@ impl Location {
         &self,
         server: &str,
         max_tools: usize,
-        tool: Option<(&str, serde_json::Value)>,
+        tool: Option<ProbeCall>,
         loopback_http: bool,
         auth: &ProbeAuth,
         show: &(dyn Fn(&OAuthConnect) + Sync),
@@ -181,11 +223,11 @@ impl Location {
 /// List, then call `tool` in the same session.
 async fn probe_once(
     hosted: &HostedServer,
-    tool: Option<(&str, serde_json::Value)>,
+    tool: Option<ProbeCall>,
 ) -> Result<ProbeFound, HostedError> {
     let tools = hosted.catalog().await?.as_ref().clone();
     let output = match tool {
-        Some((name, arguments)) => Some(hosted.call(name, arguments).await?.to_json()),
+        Some(call) => Some(call.run(hosted).await?),
         None => None,
     };
     Ok((tools, output))
