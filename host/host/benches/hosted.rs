@@ -39,7 +39,11 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
         .enable_all()
         .build()
         .unwrap();
-    let server = rt.block_on(RmcpServer::start(Catalog::default()));
+    let mut catalog = Catalog::default();
+    catalog
+        .tools
+        .push(json!({"name": "picture", "inputSchema": {"type": "object"}}));
+    let server = rt.block_on(RmcpServer::start(catalog));
     let secrets = token_store("fake-mcp");
     let config = HostConfig {
         egress: testing::config(server.ca(), &[(HOST, 443)]),

@@ -58,6 +58,10 @@ pub enum HostedError {
     /// The server negotiated a protocol version the lane does not speak.
     #[error("the MCP server speaks protocol `{0}`; this host speaks 2025-03-26 through 2026-07-28")]
     Protocol(String),
+    /// The server runs this tool only as a task (MCP task augmentation,
+    /// `execution.taskSupport = "required"`), which the lane does not do.
+    #[error("`{0}` runs only as an MCP task (task augmentation), which this host does not support")]
+    TaskRequired(String),
     /// The catalog the server offered breaks a discovery bound; the
     /// previous catalog stays.
     #[error("tools/list refused: {0}")]
@@ -97,7 +101,9 @@ impl HostedError {
             }
             HostedError::Connect(_) => ErrorCode::ConnectionFailed,
             HostedError::Unavailable(_) => ErrorCode::ServerUnavailable,
-            HostedError::Protocol(_) => ErrorCode::ProtocolUnsupported,
+            HostedError::Protocol(_) | HostedError::TaskRequired(_) => {
+                ErrorCode::ProtocolUnsupported
+            }
             HostedError::Discovery(_) | HostedError::SavedCatalog(_) => ErrorCode::DiscoveryRefused,
             HostedError::Timeout(_) => ErrorCode::Timeout,
             HostedError::ResultTooLarge { .. } => ErrorCode::OutputTooLarge,

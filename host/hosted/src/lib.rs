@@ -41,6 +41,7 @@ mod error;
 mod listener;
 mod schema;
 mod server;
+mod tasks;
 mod transport;
 
 pub use discovery::{Bounds, CatalogBoundError, RemoteTool};

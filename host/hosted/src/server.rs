@@ -499,6 +499,9 @@ impl HostedServer {
             Value::Null => serde_json::Map::new(),
             _ => return Err(HostedError::Remote("the input is not a JSON object".into())),
         };
+        if self.http.requires_task(name) {
+            return Err(HostedError::TaskRequired(name.to_owned()));
+        }
         let check = self.output_check(name);
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);

@@ -39,6 +39,7 @@ use warden_egress::{CallSession, Egress, EgressError, StreamingResponse};
 
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
+use crate::tasks::TaskOnly;
 
 /// Headers the lane's own client sets; egress lets them through its guest
 /// header rules for this session only.
@@ -88,6 +89,8 @@ struct Inner {
     timeout: Duration,
     last_refusal: Mutex<Option<Refusal>>,
     streams: Arc<Mutex<Streams>>,
+    /// Tools the server runs only as tasks, read from its listings.
+    tasks: Arc<TaskOnly>,
 }
 
 /// rmcp's HTTP backend over Warden's egress, locked to one endpoint.
@@ -119,8 +122,14 @@ impl EgressHttp {
                 timeout,
                 last_refusal: Mutex::new(None),
                 streams: Arc::default(),
+                tasks: Arc::default(),
             }),
         }
+    }
+
+    /// Whether the server runs tool `name` only as a task (see [`TaskOnly`]).
+    pub(crate) fn requires_task(&self, name: &str) -> bool {
+        self.inner.tasks.requires(name)
     }
 
     /// The endpoint every request goes to.
@@ -482,6 +491,7 @@ fn redacted_events(
     limit: usize,
     deadline: Option<tokio::time::Instant>,
     answers: Option<Arc<Mutex<Streams>>>,
+    tasks: Option<Arc<TaskOnly>>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let chunks = bounded_events(body, limit, deadline);
     SseStream::from_bytes_stream(chunks)
@@ -496,6 +506,15 @@ fn redacted_events(
             });
             if let Some(answers) = &answers {
                 remember_answer_id(answers, &event);
+            }
+            if let (
+                Some(tasks),
+                Ok(Sse {
+                    data: Some(data), ..
+                }),
+            ) = (&tasks, &event)
+            {
+                tasks.observe(data.as_bytes());
             }
             event
         })
@@ -580,6 +599,7 @@ impl StreamableHttpClient for EgressHttp {
                 limit,
                 Some(deadline),
                 Some(self.inner.streams.clone()),
+                Some(self.inner.tasks.clone()),
             );
             return Ok(StreamableHttpPostResponse::Sse(events, session_id));
         }
@@ -588,6 +608,7 @@ impl StreamableHttpClient for EgressHttp {
         }
         if media_type_is(content_type, "application/json") {
             let body = self.read_all(&session, response.body).await?;
+            self.inner.tasks.observe(&body);
             let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&body)?;
             return Ok(StreamableHttpPostResponse::Json(parsed, session_id));
         }
@@ -698,6 +719,7 @@ impl StreamableHttpClient for EgressHttp {
             limit,
             None,
             answers,
+            None,
         ))
     }
 }

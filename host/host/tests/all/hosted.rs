@@ -1187,3 +1187,45 @@ async fn a_servers_elicitation_and_sampling_reach_the_callers_client_or_are_refu
         assert_eq!(done.text, "refused: -32601", "{tool}");
     }
 }
+
+/// A tool the server runs only as a task (`execution.taskSupport =
+/// "required"`, which rmcp's `Tool` drops; the lane reads it from the
+/// listing) stays listed, and a call of it is refused naming why, without
+/// reaching the server.
+#[tokio::test]
+async fn a_task_only_tool_is_listed_and_its_call_refused_naming_why() {
+    let mut render = warden_tests::fake_mcp::echo_tool();
+    render["name"] = json!("render");
+    render["execution"] = json!({"taskSupport": "required"});
+    let (fake, location, _dir) = setup(Script {
+        tools: vec![warden_tests::fake_mcp::echo_tool(), render],
+        ..Script::default()
+    })
+    .await;
+    assert!(location.refresh_hosted().await.is_empty());
+    assert!(tool_ids(&location).contains(&"fake-mcp.render".to_owned()));
+    let outcome = location
+        .invoke(call("fake-mcp.render", json!({"text": "hi"})))
+        .await
+        .unwrap();
+    let InvokeOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        failure.code(),
+        "protocol_unsupported",
+        "{}",
+        failure.message()
+    );
+    assert!(
+        failure.message().contains("MCP task"),
+        "{}",
+        failure.message()
+    );
+    assert!(
+        !fake.methods().iter().any(|m| m == "tools/call"),
+        "{:?}",
+        fake.methods()
+    );
+    completed(&location, "fake-mcp.echo", json!({"text": "hi"})).await;
+}
