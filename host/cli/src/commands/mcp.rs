@@ -142,10 +142,19 @@ async fn add(
                 ServerAuth::None
             }
             Err(HostedError::Unauthorized { challenge, .. }) => match discover(challenge).await {
-                Ok(found) => {
+                Ok(found) if !found.assumed_endpoints => {
                     say!("{url} requires authorization: OAuth, from its metadata");
                     ServerAuth::OAuth(Box::new(found))
                 }
+                // No metadata at all: a bearer token as likely as OAuth at
+                // MCP 2025-03-26's default endpoints; the person says which.
+                Ok(_) => bail!(
+                    "{url} requires authorization (HTTP 401) and publishes no OAuth metadata; \
+                     if the server takes a bearer token, run \
+                     `warden mcp add {name} {url} --auth bearer` and then \
+                     `warden secret set {id} token`; if it is an OAuth server of MCP \
+                     2025-03-26 at the default endpoints, `--auth oauth`"
+                ),
                 Err(error) => bail!(
                     "{url} requires authorization (HTTP 401) and its OAuth metadata is not \
                      usable ({error:#}); if the server takes a bearer token, run \

@@ -26,6 +26,11 @@ pub struct ResourceAuthorization {
     /// Scopes to request: the challenge's, else the resource's
     /// `scopes_supported`, else none (the parameter is then omitted).
     pub scopes: Vec<String>,
+    /// The server published no metadata at all: its endpoints are MCP
+    /// 2025-03-26's defaults on its origin, assumed. A caller choosing how
+    /// to authorize (OAuth or a bearer token) should not take that for an
+    /// answer; one told to use OAuth may.
+    pub assumed_endpoints: bool,
 }
 
 /// Discover how to authorize against `resource` (an HTTPS URL), from its
@@ -93,6 +98,7 @@ pub async fn discover(
         resource_metadata,
         server,
         scopes,
+        assumed_endpoints: false,
     })
 }
 
@@ -107,7 +113,9 @@ async fn legacy(
     origin: &str,
     challenge: Option<&BearerChallenge>,
 ) -> Result<ResourceAuthorization, AuthError> {
-    let server = match discovery::origin_server_metadata(egress, origin).await? {
+    let published = discovery::origin_server_metadata(egress, origin).await?;
+    let assumed_endpoints = published.is_none();
+    let server = match published {
         Some(server) => server,
         None => ServerMetadata {
             issuer: origin.to_owned(),
@@ -130,6 +138,7 @@ async fn legacy(
         },
         server,
         scopes: challenge.map(|c| c.scopes.clone()).unwrap_or_default(),
+        assumed_endpoints,
     })
 }
 

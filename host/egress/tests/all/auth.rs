@@ -847,6 +847,7 @@ async fn a_server_without_resource_metadata_is_authorized_by_its_origin() {
         Some("https://api.github.com/register")
     );
     assert_eq!(found.resource, server);
+    assert!(found.assumed_endpoints, "nothing was published");
 
     let metadata = |issuer: &'static str| {
         move |req: &RecordedRequest| {
@@ -867,6 +868,7 @@ async fn a_server_without_resource_metadata_is_authorized_by_its_origin() {
         found.recipe().unwrap().token_endpoint,
         "https://api.github.com/oauth/token"
     );
+    assert!(!found.assumed_endpoints);
     let fx = fixture(metadata("https://github.com")).await;
     let err = resource::discover(&fx.egress, server, None)
         .await
