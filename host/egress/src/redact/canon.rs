@@ -39,6 +39,32 @@ pub(super) fn may_be_encoded(raw: &[u8]) -> bool {
         .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'=' | b'\r' | b'\n') || !b.is_ascii())
 }
 
+/// Whether a web pass could change `input`: only at a line break, `\\`,
+/// `&`, `%` or a non-ASCII byte ([`unit`]); `=` is literal there.
+fn web_may_decode(input: &[u8]) -> bool {
+    input
+        .iter()
+        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'\r' | b'\n') || !b.is_ascii())
+}
+
+/// Whether a quoted-printable pass could change `input`: only at a line
+/// break or an `=` that starts an escape or a soft break ([`unit`]). Base64
+/// padding (`==` before a quote) is neither, so a long base64 text is not
+/// decoded for nothing.
+fn quoted_printable_may_decode(input: &[u8]) -> bool {
+    input.iter().enumerate().any(|(i, b)| match b {
+        b'\r' | b'\n' => true,
+        b'=' => match input.get(i + 1) {
+            Some(b'\r' | b'\n' | b'\\') => true,
+            Some(&c) => {
+                c.is_ascii_hexdigit() && input.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+            }
+            None => false,
+        },
+        _ => false,
+    })
+}
+
 /// A decoded text and, per byte, the raw range it came from.
 #[derive(Debug)]
 pub(super) struct View {
@@ -81,7 +107,7 @@ pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool
     let mut previous: Option<View> = None;
     for _ in 0..MAX_ROUNDS {
         let input = previous.as_ref().map_or(raw, |v| v.text.as_slice());
-        if !may_be_encoded(input) {
+        if !web_may_decode(input) {
             break;
         }
         let Some(next) = decode(input, previous.as_ref(), Mode::Web) else {
@@ -96,7 +122,8 @@ pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool
     if !raw.is_ascii() && decode(raw, None, Mode::Unicode).is_some_and(|view| visit(&view)) {
         return true;
     }
-    raw.contains(&b'=') && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
+    quoted_printable_may_decode(raw)
+        && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
 }
 
 /// One pass over `input` (which is `previous.text`, or the raw text when
@@ -369,6 +396,38 @@ mod tests {
         assert_eq!(text, b"agb");
         assert_eq!(*one, (1, 6));
         assert_eq!(*all, (0, 7));
+    }
+
+    #[test]
+    fn the_prechecks_skip_only_passes_that_change_nothing() {
+        // Base64 with padding: nothing for either pass.
+        assert!(!web_may_decode(b"{\"data\":\"iVBORw0KGgo=\"}"));
+        assert!(!quoted_printable_may_decode(
+            b"{\"data\":\"iVBORw0KGgo==\"}"
+        ));
+        assert!(views(b"{\"data\":\"iVBORw0KGgo==\"}").is_empty());
+        // Everything a pass decodes passes its precheck.
+        for qp in [
+            &b"a=41b"[..],
+            b"a=\r\nb",
+            b"a=\nb",
+            br"a=\r\nb",
+            br"a=\nb",
+            b"a\nb",
+        ] {
+            assert!(quoted_printable_may_decode(qp), "{qp:?}");
+            assert!(decode(qp, None, Mode::QuotedPrintable).is_some(), "{qp:?}");
+        }
+        for web in [
+            &br"\u0067"[..],
+            b"&#103;",
+            b"%67",
+            b"a\r\nb",
+            "\u{ff47}".as_bytes(),
+        ] {
+            assert!(web_may_decode(web), "{web:?}");
+            assert!(decode(web, None, Mode::Web).is_some(), "{web:?}");
+        }
     }
 
     #[test]
