@@ -191,6 +191,17 @@ mod tests {
         );
     }
 
+    /// A hostile server's field names, defaults and choices cannot move the
+    /// terminal's cursor or clear it: the prompt holds no control character.
+    #[test]
+    fn a_prompt_carries_no_terminal_escape_from_the_server() {
+        let schema =
+            json!({"type": "string", "default": "\u{1b}[2J", "enum": ["\u{1b}]0;x\u{7}", "b"]});
+        let shown = format!("{}{}", one_line("na\u{1b}[1Ame\r"), hint(&schema));
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(shown.contains("na [1Ame"), "{shown:?}");
+    }
+
     #[test]
     fn the_end_of_input_cancels_and_a_url_waits_for_enter() {
         assert_eq!(

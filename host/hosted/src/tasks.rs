@@ -21,10 +21,7 @@ impl TaskOnly {
     /// Read `message` (one JSON-RPC message from the server) for a
     /// `tools/list` answer's task-only tools. Messages that do not mention
     /// `taskSupport` are not parsed.
-    pub(crate) fn observe(&self, message: &[u8]) {
-        let Ok(text) = std::str::from_utf8(message) else {
-            return;
-        };
+    pub(crate) fn observe(&self, text: &str) {
         if !text.contains("\"taskSupport\"") {
             return;
         }
@@ -72,11 +69,11 @@ mod tests {
             ]}})
             .to_string()
         };
-        tasks.observe(listing("required").as_bytes());
+        tasks.observe(&listing("required"));
         assert!(tasks.requires("render") && !tasks.requires("echo"));
-        tasks.observe(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#);
+        tasks.observe(r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#);
         assert!(tasks.requires("render"), "other messages change nothing");
-        tasks.observe(listing("optional").as_bytes());
+        tasks.observe(&listing("optional"));
         assert!(!tasks.requires("render"));
     }
 }

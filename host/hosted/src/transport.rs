@@ -514,7 +514,7 @@ fn redacted_events(
                 }),
             ) = (&tasks, &event)
             {
-                tasks.observe(data.as_bytes());
+                tasks.observe(data);
             }
             event
         })
@@ -608,7 +608,9 @@ impl StreamableHttpClient for EgressHttp {
         }
         if media_type_is(content_type, "application/json") {
             let body = self.read_all(&session, response.body).await?;
-            self.inner.tasks.observe(&body);
+            if let Ok(text) = std::str::from_utf8(&body) {
+                self.inner.tasks.observe(text);
+            }
             let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&body)?;
             return Ok(StreamableHttpPostResponse::Json(parsed, session_id));
         }

@@ -31,15 +31,13 @@ impl CallState {
     /// Pass one report on, when someone listens, it grows, and the call
     /// has reports left: the message on one line, redacted and bounded.
     fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let cancelled = CallState::cancelled(self);
         let state = &mut self.progress;
         let Some(sink) = &state.sink else {
             return;
         };
         let grows = progress.is_finite() && state.last.is_none_or(|last| progress > last);
-        if !grows
-            || state.sent >= MAX_PROGRESS_REPORTS
-            || self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
-        {
+        if !grows || state.sent >= MAX_PROGRESS_REPORTS || cancelled {
             return;
         }
         state.sent += 1;
