@@ -95,6 +95,8 @@ struct State {
     redirect_to: Option<String>,
     /// Tool calls the SDK handled.
     calls: u32,
+    /// Connections accepted.
+    connections: u32,
     /// The initialized clients (to announce a changed catalog to).
     peers: Vec<rmcp::service::Peer<RoleServer>>,
     /// The next listing waits here once it has read the catalog.
@@ -526,6 +528,11 @@ impl RmcpServer {
         ));
     }
 
+    /// How many connections were accepted so far.
+    pub fn connections(&self) -> u32 {
+        lock(&self.state).connections
+    }
+
     /// Serve `change`d tools from now on (the server announces nothing).
     pub fn catalog(&self, change: impl FnOnce(&mut Catalog)) {
         change(&mut lock(&self.state).catalog);
@@ -612,6 +619,7 @@ async fn accept(listener: TcpListener, acceptor: TlsAcceptor, sdk: Sdk, state: S
             continue;
         };
         let _ = stream.set_nodelay(true);
+        lock(&state).connections += 1;
         let (acceptor, sdk, state) = (acceptor.clone(), sdk.clone(), state.clone());
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(stream).await else {

@@ -8,6 +8,7 @@ pub(crate) mod pool;
 mod tls;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +16,7 @@ use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, US
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as HyperBody;
+use hyper::body::{Body as _, Frame};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls_pki_types::ServerName;
@@ -89,13 +91,92 @@ fn server_name(out: &Outgoing) -> String {
 pub(crate) struct Streaming {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
-    pub(crate) body: HyperBody,
+    pub(crate) body: StreamedBody,
+}
+
+/// The body of a [`Streaming`] response. An HTTP/1.1 connection goes back
+/// to the pool when the body has been read to its end. A body dropped
+/// before then (rmcp drops an answer's stream as soon as the answer is in,
+/// before the server's end of it arrives) is read to its end in the
+/// background, for at most [`DRAIN_BYTES`] and [`DRAIN_TIME`], and only then
+/// pooled; past either, its connection is closed.
+#[derive(Debug)]
+pub(crate) struct StreamedBody {
+    /// `None` only once dropped.
+    body: Option<HyperBody>,
+    checkin: Option<Checkin>,
+}
+
+/// Where a streamed response's connection goes back to.
+#[derive(Debug)]
+struct Checkin {
+    pool: Arc<Pool>,
+    key: PoolKey,
+    sender: Sender,
+}
+
+impl Checkin {
+    fn run(self) {
+        self.pool.checkin(self.key, self.sender);
+    }
+}
+
+/// What is read of a dropped stream to keep its connection.
+const DRAIN_BYTES: usize = 64 << 10;
+/// How long a dropped stream is read to keep its connection.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+
+impl StreamedBody {
+    /// The next frame; `None` at the end.
+    pub(crate) async fn frame(&mut self) -> Option<Result<Frame<Bytes>, hyper::Error>> {
+        let body = self.body.as_mut()?;
+        let frame = body.frame().await;
+        if (frame.is_none() || body.is_end_stream())
+            && let Some(checkin) = self.checkin.take()
+        {
+            checkin.run();
+        }
+        frame
+    }
+}
+
+impl Drop for StreamedBody {
+    fn drop(&mut self) {
+        let (Some(mut body), Some(checkin)) = (self.body.take(), self.checkin.take()) else {
+            return;
+        };
+        if body.is_end_stream() {
+            return checkin.run();
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let drained = tokio::time::timeout(DRAIN_TIME, async {
+                let mut read = 0;
+                while let Some(frame) = body.frame().await {
+                    let Ok(data) = frame.map(Frame::into_data) else {
+                        return false;
+                    };
+                    read += data.map_or(0, |d| d.len());
+                    if read > DRAIN_BYTES {
+                        return false;
+                    }
+                }
+                true
+            })
+            .await;
+            if drained == Ok(true) {
+                checkin.run();
+            }
+        });
+    }
 }
 
 /// The shared transport of one host.
 pub(crate) struct HttpClient {
     tls: TlsConnector,
-    pool: Pool,
+    pool: Arc<Pool>,
     connect_timeout: Duration,
     read_timeout: Duration,
     user_agent: HeaderValue,
@@ -120,7 +201,10 @@ impl HttpClient {
             .map_err(|_| ClientError::Config("user agent is not a valid header".into()))?;
         Ok(Self {
             tls: TlsConnector::from(tls::client_config(config)?),
-            pool: Pool::new(config.pool_idle_timeout, config.pool_max_idle_per_key),
+            pool: Arc::new(Pool::new(
+                config.pool_idle_timeout,
+                config.pool_max_idle_per_key,
+            )),
             connect_timeout: config.connect_timeout,
             read_timeout: config.read_timeout,
             user_agent,
@@ -146,8 +230,24 @@ impl HttpClient {
         deadline: Instant,
         max_body: usize,
     ) -> Result<Incoming, ClientError> {
+        let (key, sender, response) = self.send_head(&out, deadline).await?;
+        let incoming = self.read(response, max_body).await?;
+        if let Sender::Http1(_) = sender {
+            self.pool.checkin(key, sender);
+        }
+        Ok(incoming)
+    }
+
+    /// Send `out` on a pooled connection, or a new one (a pooled one found
+    /// stale is replaced once), and return the response head with the
+    /// connection it came on.
+    async fn send_head(
+        &self,
+        out: &Outgoing,
+        deadline: Instant,
+    ) -> Result<(PoolKey, Sender, Response<HyperBody>), ClientError> {
         let tls = out.endpoint.scheme == Scheme::Https;
-        let server_name = server_name(&out);
+        let server_name = server_name(out);
         let pooled = out.addrs.iter().find_map(|addr| {
             let key = PoolKey {
                 addr: *addr,
@@ -156,59 +256,60 @@ impl HttpClient {
             };
             self.pool.checkout(&key).map(|s| (key, s))
         });
-        let (key, mut sender, mut reused) = match pooled {
+        let (mut key, mut sender, mut reused) = match pooled {
             Some((key, sender)) => (key, sender, true),
             None => {
-                let (key, sender) = self.connect(&out, &server_name, deadline).await?;
+                let (key, sender) = self.connect(out, &server_name, deadline).await?;
                 (key, sender, false)
             }
         };
-        let mut request = Some(self.build(&out, &sender)?);
-        let response = loop {
+        let mut request = Some(self.build(out, &sender)?);
+        loop {
             let attempt = request.take().expect("request present for each attempt");
             match self.try_send(&mut sender, attempt).await {
-                Ok(response) => break response,
+                Ok(response) => return Ok((key, sender, response)),
                 Err((err, returned)) => match returned {
                     // A stale pooled connection: retry once on a fresh one.
                     Some(_) if reused => {
-                        let (_, fresh) = self.connect(&out, &server_name, deadline).await?;
-                        sender = fresh;
+                        (key, sender) = self.connect(out, &server_name, deadline).await?;
                         reused = false;
-                        request = Some(self.build(&out, &sender)?);
+                        request = Some(self.build(out, &sender)?);
                     }
                     _ => return Err(err),
                 },
             }
-        };
-        let incoming = self.read(response, max_body).await?;
-        if let Sender::Http1(_) = sender {
-            self.pool.checkin(key, sender);
         }
-        Ok(incoming)
     }
 
-    /// Send `out` on a connection of its own (never pooled) and return the
-    /// response head before `deadline`, its body to be read as it arrives
-    /// (a host client's long-lived event stream).
+    /// Send `out` and return the response head before `deadline`, its body
+    /// to be read as it arrives (a host client's event stream). The
+    /// connection is pooled like any other: an HTTP/1.1 one goes back to
+    /// the pool once the body has been read to its end, so a stream that
+    /// answers one request (an MCP `tools/call`) costs no handshake.
     pub(crate) async fn open(
         &self,
         out: Outgoing,
         deadline: Instant,
     ) -> Result<Streaming, ClientError> {
-        let server_name = server_name(&out);
         let head = async {
-            let (_, mut sender) = self.connect(&out, &server_name, deadline).await?;
-            let request = self.build(&out, &sender)?;
-            let response = self
-                .try_send(&mut sender, request)
-                .await
-                .map_err(|(error, _)| error)?;
+            let (key, sender, response) = self.send_head(&out, deadline).await?;
             let (parts, body) = response.into_parts();
             check_codings(&parts.headers)?;
+            let checkin = match sender {
+                Sender::Http1(_) => Some(Checkin {
+                    pool: self.pool.clone(),
+                    key,
+                    sender,
+                }),
+                Sender::Http2(_) => None,
+            };
             Ok(Streaming {
                 status: parts.status,
                 headers: parts.headers,
-                body,
+                body: StreamedBody {
+                    body: Some(body),
+                    checkin,
+                },
             })
         };
         match tokio::time::timeout_at(deadline, head).await {

@@ -84,7 +84,7 @@ impl Redactor {
         };
         search.is_match(haystack)
             || (canon::may_be_encoded(haystack)
-                && canon::any_view(haystack, |view| search.is_match(&view.text)))
+                && canon::any_text(haystack, |text| search.is_match(text), |_, _| true))
     }
 
     /// `bytes` with every form of every staged secret replaced.
@@ -94,15 +94,21 @@ impl Redactor {
         };
         let mut ranges = search.ranges(bytes);
         if canon::may_be_encoded(bytes) {
-            canon::any_view(bytes, |view| {
-                ranges.extend(
-                    search
-                        .ranges(&view.text)
-                        .into_iter()
-                        .map(|(start, end)| view.raw_range(start, end)),
-                );
-                false
-            });
+            canon::any_text(
+                bytes,
+                |text| search.is_match(text),
+                |pass, _| {
+                    // Found: the view again, with its map, to place each match.
+                    let view = canon::mapped(bytes, pass);
+                    ranges.extend(
+                        search
+                            .ranges(&view.text)
+                            .into_iter()
+                            .map(|(start, end)| view.raw_range(start, end)),
+                    );
+                    false
+                },
+            );
         }
         if ranges.is_empty() {
             return Cow::Borrowed(bytes);

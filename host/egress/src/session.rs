@@ -505,12 +505,11 @@ pub struct StreamingResponse {
 
 /// The body of a [`StreamingResponse`].
 #[derive(Debug)]
-pub struct StreamBody(pub(crate) hyper::body::Incoming);
+pub struct StreamBody(pub(crate) crate::client::StreamedBody);
 
 impl StreamBody {
     /// The next chunk of data; `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, EgressError>> {
-        use http_body_util::BodyExt as _;
         loop {
             match self.0.frame().await? {
                 Err(_) => {

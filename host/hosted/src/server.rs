@@ -507,7 +507,7 @@ impl HostedServer {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let running = Arc::new(RunningCall::new(reporting));
         let result = self.send_call(&peer, params, running).await?;
-        let bytes = serde_json::to_vec(&result).map_or(usize::MAX, |b| b.len());
+        let bytes = json_len(&result);
         if bytes > self.limits.max_result_bytes {
             return Err(HostedError::ResultTooLarge {
                 limit: self.limits.max_result_bytes,
@@ -723,4 +723,21 @@ impl Drop for StaleUnlessListed<'_> {
             stale.store(true, Ordering::SeqCst);
         }
     }
+}
+
+/// The size of `value` as JSON, counted as it is written out (an answer
+/// may carry megabytes of base64: no copy of it is made to be measured).
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(usize::MAX, |()| count.0)
 }

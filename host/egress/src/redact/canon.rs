@@ -21,30 +21,64 @@
 //! hide it. Every
 //! escape is decoded wherever it appears, so text in which only some
 //! characters are escaped reads as the plain text. Nested encodings (a
-//! percent-encoded percent encoding) need one web pass per level: [`any_view`]
+//! percent-encoded percent encoding) need one web pass per level: [`any_text`]
 //! runs at most [`MAX_ROUNDS`].
 //!
-//! Each pass is linear in its input; the map keeps, for every byte of the
-//! view, the raw range of the escape that produced it, so a match in the
-//! view is redacted as whole escapes in the raw text.
+//! Each pass is linear in its input and copies runs of bytes it leaves
+//! alone in one go. A view is first made as text alone, which is all a
+//! search needs; only a view in which something was found is made again
+//! with its map, which keeps, for every byte of the view, the raw range of
+//! the escape that produced it, so a match in the view is redacted as whole
+//! escapes in the raw text.
 
 use super::unicode;
 
 /// Passes over nested encodings (percent of percent of JSON escapes...).
 pub(super) const MAX_ROUNDS: usize = 3;
 
+/// Whether a web pass may change something at `b` ([`unit`]); all other
+/// bytes are copied as they are. (`|`, not `||`: the comparisons of a chunk
+/// of bytes run side by side, see [`find`].)
+fn web_special(b: u8) -> bool {
+    (b >= 0x80) | (b == b'\\') | (b == b'&') | (b == b'%') | (b == b'\r') | (b == b'\n')
+}
+
+/// [`web_special`] for a quoted-printable pass.
+fn quoted_printable_special(b: u8) -> bool {
+    (b == b'=') | (b == b'\r') | (b == b'\n')
+}
+
+/// [`web_special`] for a Unicode pass.
+fn unicode_special(b: u8) -> bool {
+    b >= 0x80
+}
+
+/// The position of the first byte of `input` that `special` picks. Tested a
+/// chunk at a time without stopping early, which the compiler turns into
+/// vector comparisons: most texts have none or few such bytes.
+fn find(input: &[u8], special: impl Fn(u8) -> bool) -> Option<usize> {
+    const CHUNK: usize = 32;
+    let mut chunks = input.chunks_exact(CHUNK);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |any, &b| any | special(b)) {
+            return chunk.iter().position(|&b| special(b)).map(|at| offset + at);
+        }
+        offset += CHUNK;
+    }
+    let rest = chunks.remainder().iter().position(|&b| special(b));
+    rest.map(|at| offset + at)
+}
+
 /// Whether `raw` has anything a pass would change (the fast path for most text).
 pub(super) fn may_be_encoded(raw: &[u8]) -> bool {
-    raw.iter()
-        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'=' | b'\r' | b'\n') || !b.is_ascii())
+    find(raw, |b| web_special(b) | quoted_printable_special(b)).is_some()
 }
 
 /// Whether a web pass could change `input`: only at a line break, `\\`,
 /// `&`, `%` or a non-ASCII byte ([`unit`]); `=` is literal there.
 fn web_may_decode(input: &[u8]) -> bool {
-    input
-        .iter()
-        .any(|b| matches!(b, b'\\' | b'&' | b'%' | b'\r' | b'\n') || !b.is_ascii())
+    find(input, web_special).is_some()
 }
 
 /// Whether a quoted-printable pass could change `input`: only at a line
@@ -93,58 +127,207 @@ enum Mode {
     Unicode,
 }
 
-/// Call `visit` with up to [`MAX_ROUNDS`] web views of `raw`, each decoding
-/// the previous one and stopping as soon as a pass changes nothing, then with
-/// the Unicode and the quoted-printable views of `raw` if they differ; stops
-/// early when `visit`
-/// returns `true`, and returns whether it did. At most two views are alive
-/// at a time (each maps straight to `raw`). Texts over 4 GiB are not decoded
-/// (no host limit lets one through).
-pub(super) fn any_view(raw: &[u8], mut visit: impl FnMut(&View) -> bool) -> bool {
+/// One canonical view of a raw text: which passes made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// That many web passes, each over the view the one before made.
+    Web(usize),
+    /// The Unicode pass over the raw text.
+    Unicode,
+    /// The quoted-printable pass over the raw text.
+    QuotedPrintable,
+}
+
+/// Call `visit` with the text of each canonical view of `raw` in which
+/// `probe` finds something, and the pass that made it; stops as soon as
+/// `visit` returns `true`, and returns whether it did.
+///
+/// The views: up to [`MAX_ROUNDS`] web views, each decoding the previous one
+/// and stopping as soon as a pass changes nothing, then the Unicode and the
+/// quoted-printable views of `raw` if they differ from it. A view with the
+/// same text as the first web view is not probed again when that one found
+/// nothing (line breaks are all most binary data holds, and every pass
+/// removes them). At most three texts are alive at a time. Texts over 4 GiB
+/// are not decoded (no host limit lets one through).
+pub(super) fn any_text(
+    raw: &[u8],
+    probe: impl Fn(&[u8]) -> bool,
+    mut visit: impl FnMut(Pass, &[u8]) -> bool,
+) -> bool {
     if u32::try_from(raw.len()).is_err() {
         return false;
     }
-    let mut previous: Option<View> = None;
-    for _ in 0..MAX_ROUNDS {
-        let input = previous.as_ref().map_or(raw, |v| v.text.as_slice());
+    // The first web view and whether `probe` found anything in it; the
+    // latest web view after it.
+    let mut first: Option<(Vec<u8>, bool)> = None;
+    let mut previous: Option<Vec<u8>> = None;
+    for round in 1..=MAX_ROUNDS {
+        let input = match (&previous, &first) {
+            (Some(text), _) | (None, Some((text, _))) => text.as_slice(),
+            (None, None) => raw,
+        };
         if !web_may_decode(input) {
             break;
         }
-        let Some(next) = decode(input, previous.as_ref(), Mode::Web) else {
+        let Some(next) = decode_text(input, Mode::Web) else {
             break;
         };
-        if visit(&next) {
+        let found = probe(&next);
+        if found && visit(Pass::Web(round), &next) {
             return true;
         }
-        previous = Some(next);
+        match first {
+            None => first = Some((next, found)),
+            Some(_) => previous = Some(next),
+        }
     }
     drop(previous);
-    if !raw.is_ascii() && decode(raw, None, Mode::Unicode).is_some_and(|view| visit(&view)) {
-        return true;
-    }
-    quoted_printable_may_decode(raw)
-        && decode(raw, None, Mode::QuotedPrintable).is_some_and(|qp| visit(&qp))
+    let mut other = |pass: Pass, mode: Mode| {
+        let Some(text) = decode_text(raw, mode) else {
+            return false;
+        };
+        let known_clean = first
+            .as_ref()
+            .is_some_and(|(seen, found)| !found && *seen == text);
+        !known_clean && probe(&text) && visit(pass, &text)
+    };
+    (!raw.is_ascii() && other(Pass::Unicode, Mode::Unicode))
+        || (quoted_printable_may_decode(raw) && other(Pass::QuotedPrintable, Mode::QuotedPrintable))
 }
 
-/// One pass over `input` (which is `previous.text`, or the raw text when
-/// `previous` is `None`); `None` when nothing was decoded.
-fn decode(input: &[u8], previous: Option<&View>, mode: Mode) -> Option<View> {
-    let mut view = View {
-        text: Vec::with_capacity(input.len()),
-        start: Vec::with_capacity(input.len()),
-        end: Vec::with_capacity(input.len()),
+/// The view `pass` makes of `raw`, with its map back to `raw` (the text
+/// [`any_text`] gave with `pass`).
+pub(super) fn mapped(raw: &[u8], pass: Pass) -> View {
+    let once = |input: &[u8], previous: Option<&View>, mode: Mode| {
+        let mut sink = Mapped::new(input.len(), previous);
+        decode(input, mode, &mut sink);
+        sink.view
     };
-    let raw = |from: usize, to: usize| -> (u32, u32) {
-        match previous {
+    match pass {
+        Pass::Unicode => once(raw, None, Mode::Unicode),
+        Pass::QuotedPrintable => once(raw, None, Mode::QuotedPrintable),
+        Pass::Web(rounds) => {
+            let mut view = once(raw, None, Mode::Web);
+            for _ in 1..rounds {
+                view = once(&view.text, Some(&view), Mode::Web);
+            }
+            view
+        }
+    }
+}
+
+/// One pass over `input`, as text alone; `None` when nothing was decoded.
+fn decode_text(input: &[u8], mode: Mode) -> Option<Vec<u8>> {
+    let mut text = Vec::new();
+    decode(input, mode, &mut text).then_some(text)
+}
+
+/// Where a pass writes its view.
+trait Sink {
+    /// Whether an unchanged multi-byte unit (a character already in
+    /// canonical form) is written as one, each of its bytes mapped to all of
+    /// it, rather than copied with the bytes around it.
+    const WHOLE_UNITS: bool;
+    /// Write `input[from..to]`, unchanged.
+    fn copy(&mut self, input: &[u8], from: usize, to: usize);
+    /// Write `bytes`, what `input[from..to]` decodes to.
+    fn push(&mut self, bytes: &[u8], from: usize, to: usize);
+}
+
+/// The text alone.
+impl Sink for Vec<u8> {
+    const WHOLE_UNITS: bool = false;
+
+    fn copy(&mut self, input: &[u8], from: usize, to: usize) {
+        if self.capacity() == 0 {
+            self.reserve_exact(input.len());
+        }
+        self.extend_from_slice(&input[from..to]);
+    }
+
+    fn push(&mut self, bytes: &[u8], _from: usize, _to: usize) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// The text and its map to the raw text: `previous` is the view `input` is
+/// the text of, or `None` when `input` is the raw text.
+struct Mapped<'p> {
+    view: View,
+    previous: Option<&'p View>,
+}
+
+impl<'p> Mapped<'p> {
+    fn new(len: usize, previous: Option<&'p View>) -> Self {
+        Self {
+            view: View {
+                text: Vec::with_capacity(len),
+                start: Vec::with_capacity(len),
+                end: Vec::with_capacity(len),
+            },
+            previous,
+        }
+    }
+}
+
+impl Sink for Mapped<'_> {
+    const WHOLE_UNITS: bool = true;
+
+    fn copy(&mut self, input: &[u8], from: usize, to: usize) {
+        let view = &mut self.view;
+        view.text.extend_from_slice(&input[from..to]);
+        match self.previous {
+            Some(p) => {
+                view.start.extend_from_slice(&p.start[from..to]);
+                view.end.extend_from_slice(&p.end[from..to]);
+            }
+            // Texts are under 4 GiB (`any_text`).
+            None => {
+                view.start.extend(from as u32..to as u32);
+                view.end.extend(from as u32 + 1..=to as u32);
+            }
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8], from: usize, to: usize) {
+        let (start, end) = match self.previous {
             Some(p) => (p.start[from], p.end[to - 1]),
             None => (from as u32, to as u32),
+        };
+        let view = &mut self.view;
+        for &b in bytes {
+            view.text.push(b);
+            view.start.push(start);
+            view.end.push(end);
         }
-    };
+    }
+}
+
+/// One pass over `input` into `sink`; whether it changed anything (when it
+/// did not, `sink` may hold only part of the text).
+fn decode<S: Sink>(input: &[u8], mode: Mode, sink: &mut S) -> bool {
+    match mode {
+        Mode::Web => decode_at(input, mode, sink, web_special),
+        Mode::QuotedPrintable => decode_at(input, mode, sink, quoted_printable_special),
+        Mode::Unicode => decode_at(input, mode, sink, unicode_special),
+    }
+}
+
+/// [`decode`], where `special` picks the bytes `mode` may change.
+fn decode_at<S: Sink>(
+    input: &[u8],
+    mode: Mode,
+    sink: &mut S,
+    special: impl Fn(u8) -> bool,
+) -> bool {
     let mut changed = false;
+    // The start of the bytes left as they are and not yet written.
+    let mut pending = 0;
     let mut i = 0;
     let mut utf8 = [0u8; 4];
     let mut canonical = String::new();
-    while i < input.len() {
+    while let Some(skip) = find(&input[i..], &special) {
+        i += skip;
         let (len, decoded) = unit(&input[i..], mode);
         let bytes: &[u8] = match decoded {
             Decoded::Byte(b) => {
@@ -160,16 +343,19 @@ fn decode(input: &[u8], previous: Option<&View>, mode: Mode) -> Option<View> {
             }
             Decoded::Nothing => &[],
         };
-        changed |= bytes != &input[i..i + len];
-        let (s, e) = raw(i, i + len);
-        for &b in bytes {
-            view.text.push(b);
-            view.start.push(s);
-            view.end.push(e);
+        let same = bytes == &input[i..i + len];
+        if !same || (S::WHOLE_UNITS && len > 1) {
+            sink.copy(input, pending, i);
+            sink.push(bytes, i, i + len);
+            pending = i + len;
+            changed |= !same;
         }
         i += len;
     }
-    changed.then_some(view)
+    if changed {
+        sink.copy(input, pending, input.len());
+    }
+    changed
 }
 
 enum Decoded {
@@ -353,13 +539,19 @@ fn entity(s: &[u8]) -> Option<(usize, Decoded)> {
 mod tests {
     use super::*;
 
-    /// The text of every view of `raw`.
+    /// The text of every view of `raw`, each checked against the view
+    /// made with its map.
     fn views(raw: &[u8]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        any_view(raw, |v| {
-            out.push(v.text.clone());
-            false
-        });
+        any_text(
+            raw,
+            |_| true,
+            |pass, text| {
+                assert_eq!(mapped(raw, pass).text, text, "{pass:?} of {raw:?}");
+                out.push(text.to_vec());
+                false
+            },
+        );
         out
     }
 
@@ -383,19 +575,61 @@ mod tests {
 
     #[test]
     fn the_map_points_at_whole_raw_escapes() {
-        let mut seen = Vec::new();
-        any_view(b"a%2567b", |view| {
-            seen.push((
-                view.text.clone(),
-                view.raw_range(1, 2),
-                view.raw_range(0, 3),
-            ));
-            false
-        });
-        let (text, one, all) = seen.last().unwrap();
-        assert_eq!(text, b"agb");
-        assert_eq!(*one, (1, 6));
-        assert_eq!(*all, (0, 7));
+        let view = mapped(b"a%2567b", Pass::Web(2));
+        assert_eq!(view.text, b"agb");
+        assert_eq!(view.raw_range(1, 2), (1, 6));
+        assert_eq!(view.raw_range(0, 3), (0, 7));
+        // A character left as it is maps to all of its bytes.
+        let view = mapped("\u{e9}\r\nx".as_bytes(), Pass::Web(1));
+        assert_eq!(view.text, "\u{e9}x".as_bytes());
+        assert_eq!(view.raw_range(1, 2), (0, 2));
+        assert_eq!(view.raw_range(2, 3), (4, 5));
+    }
+
+    #[test]
+    fn views_of_binary_data_match_their_maps() {
+        // Every byte value, a PNG signature, escapes cut off at the end.
+        let mut bytes: Vec<u8> = (0..=255).collect();
+        bytes.extend_from_slice(b"\x89PNG\r\n\x1a\n\0\0%4");
+        bytes.extend_from_slice("\u{200b}\u{ff47}&#103;=4".as_bytes());
+        let mut state = 0x9e37_79b9_u32;
+        for _ in 0..4096 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            bytes.push(state.to_le_bytes()[0]);
+        }
+        for window in bytes.chunks(97).chain([bytes.as_slice()]) {
+            views(window);
+        }
+        assert!(views(&bytes).len() >= 2, "web and quoted-printable views");
+    }
+
+    /// A view with the text of the first web view in which nothing was
+    /// found is not probed again; one in which something was is.
+    #[test]
+    fn a_repeated_clean_view_is_probed_once() {
+        let raw = b"ab\r\ncd";
+        let probed = std::cell::Cell::new(0);
+        any_text(
+            raw,
+            |_| {
+                probed.set(probed.get() + 1);
+                false
+            },
+            |_, _| false,
+        );
+        assert_eq!(probed.get(), 1, "the web view only");
+        let mut visited = Vec::new();
+        any_text(
+            raw,
+            |_| true,
+            |pass, _| {
+                visited.push(pass);
+                false
+            },
+        );
+        assert_eq!(visited, [Pass::Web(1), Pass::QuotedPrintable]);
     }
 
     #[test]
@@ -416,7 +650,7 @@ mod tests {
             b"a\nb",
         ] {
             assert!(quoted_printable_may_decode(qp), "{qp:?}");
-            assert!(decode(qp, None, Mode::QuotedPrintable).is_some(), "{qp:?}");
+            assert!(decode_text(qp, Mode::QuotedPrintable).is_some(), "{qp:?}");
         }
         for web in [
             &br"\u0067"[..],
@@ -426,7 +660,23 @@ mod tests {
             "\u{ff47}".as_bytes(),
         ] {
             assert!(web_may_decode(web), "{web:?}");
-            assert!(decode(web, None, Mode::Web).is_some(), "{web:?}");
+            assert!(decode_text(web, Mode::Web).is_some(), "{web:?}");
+        }
+    }
+
+    #[test]
+    fn find_sees_a_special_byte_anywhere_in_and_between_chunks() {
+        for len in [0, 1, 31, 32, 33, 64, 100] {
+            let mut text = vec![b'a'; len];
+            assert_eq!(find(&text, web_special), None, "{len}");
+            for at in 0..len {
+                text[at] = b'%';
+                assert_eq!(find(&text, web_special), Some(at), "{len} {at}");
+                text[at] = 0xE2;
+                assert_eq!(find(&text, unicode_special), Some(at), "{len} {at}");
+                assert_eq!(find(&text, quoted_printable_special), None);
+                text[at] = b'a';
+            }
         }
     }
 

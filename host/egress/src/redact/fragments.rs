@@ -66,6 +66,6 @@ impl Fragments {
         };
         self.redactor.contains(text)
             || shares(text)
-            || (canon::may_be_encoded(text) && canon::any_view(text, |view| shares(&view.text)))
+            || (canon::may_be_encoded(text) && canon::any_text(text, shares, |_, _| true))
     }
 }

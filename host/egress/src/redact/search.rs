@@ -5,8 +5,15 @@
 //! request), while most texts it searches are small. So the search is built
 //! for cheap construction: one SIMD substring searcher per form (building
 //! them costs next to nothing) over a lowercased copy of the text. A text
-//! larger than [`LARGE`] is searched with an Aho-Corasick automaton instead,
-//! linear in the text whatever the number of forms, built once on first need.
+//! larger than [`LARGE`] (an image's base64, a long page) is first scanned
+//! for the *anchors* of the forms, their first [`ANCHOR`] bytes, with
+//! aho-corasick's packed SIMD searchers (Teddy; up to [`PER_PACKED`]
+//! anchors each), several gigabytes a second; only the windows around an
+//! anchor found are searched for whole forms. Where that cannot work (a
+//! form shorter than an anchor, a CPU without the instructions) and for a
+//! window that is itself large, an Aho-Corasick automaton searches instead,
+//! linear in the text whatever the number of forms, built once on first
+//! need.
 //! Both report every occurrence of every form, overlapping ones included —
 //! of two forms, or of one form with itself — and overlaps are merged when
 //! replaced, so they redact the same bytes. (A search that skipped an
@@ -19,14 +26,21 @@
 
 use std::sync::{Arc, OnceLock};
 
+use aho_corasick::packed;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use memchr::memmem::Finder;
 use zeroize::Zeroizing;
 
 use super::forms::{Form, Margin};
 
-/// Texts from this size up are searched with the automaton.
+/// Texts from this size up are searched through their anchors.
 const LARGE: usize = 64 << 10;
+
+/// The bytes of a form that anchor it: its first ones.
+const ANCHOR: usize = 4;
+
+/// Anchors per packed searcher (Teddy's limit).
+const PER_PACKED: usize = 64;
 
 /// The searchers of one redactor's forms.
 #[derive(Clone)]
@@ -42,6 +56,14 @@ struct Inner {
     /// The margin of each form.
     margins: Vec<Margin>,
     automaton: OnceLock<Option<AhoCorasick>>,
+    anchors: OnceLock<Option<Anchors>>,
+}
+
+/// The packed searchers of the forms' anchors, and how far a form reaches
+/// past the start of its anchor.
+struct Anchors {
+    searchers: Vec<packed::Searcher>,
+    reach: usize,
 }
 
 impl std::fmt::Debug for Search {
@@ -79,6 +101,7 @@ impl Search {
                 forms,
                 margins,
                 automaton: OnceLock::new(),
+                anchors: OnceLock::new(),
             }),
         }
     }
@@ -98,18 +121,116 @@ impl Search {
             .as_ref()
     }
 
+    /// The anchors' searchers; `None` when a form is shorter than an
+    /// anchor or the CPU has no packed searcher.
+    fn anchors(&self) -> Option<&Anchors> {
+        self.inner
+            .anchors
+            .get_or_init(|| {
+                let forms = &self.inner.forms;
+                if forms.iter().any(|f| f.len() < ANCHOR) {
+                    return None;
+                }
+                let mut anchors: Vec<&[u8]> = forms.iter().map(|f| &f[..ANCHOR]).collect();
+                anchors.sort_unstable();
+                anchors.dedup();
+                let searchers = anchors
+                    .chunks(PER_PACKED)
+                    .map(|chunk| {
+                        let mut builder = packed::Config::new()
+                            .match_kind(packed::MatchKind::LeftmostFirst)
+                            .builder();
+                        builder.extend(chunk);
+                        builder.build()
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                let reach = forms.iter().map(|f| f.len()).max().unwrap_or(0);
+                Some(Anchors { searchers, reach })
+            })
+            .as_ref()
+    }
+
+    /// The parts of a large `text` a form may occur in, in order and
+    /// disjoint; `None` when the whole text is to be searched.
+    ///
+    /// A packed searcher reports leftmost-first matches without overlaps, so
+    /// an anchor it does not report starts inside one it reports (the search
+    /// resumes at the end of each). A form whose anchor starts at `a` lies
+    /// in `[a, a + reach)`; with `a` in `[p, p + ANCHOR)` for a reported
+    /// anchor at `p`, it lies in `[p, p + ANCHOR - 1 + reach)`.
+    fn windows(&self, text: &[u8]) -> Option<Vec<(usize, usize)>> {
+        let anchors = self.anchors()?;
+        let folded = Zeroizing::new(text.to_ascii_lowercase());
+        let mut windows = Vec::new();
+        for searcher in &anchors.searchers {
+            for found in searcher.find_iter(folded.as_slice()) {
+                let end = (found.start() + ANCHOR - 1 + anchors.reach).min(text.len());
+                windows.push((found.start(), end));
+            }
+        }
+        windows.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(windows.len());
+        for (start, end) in windows {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        Some(merged)
+    }
+
+    /// Call `found` with every occurrence of every form in `text` (start,
+    /// end, form), in order of their ends for each part searched; stops
+    /// when `found` returns `true`, and returns whether it did.
+    fn each(&self, text: &[u8], mut found: impl FnMut(usize, usize, usize) -> bool) -> bool {
+        if text.len() < LARGE {
+            return self.each_small(text, 0, &mut found);
+        }
+        let windows = self.windows(text);
+        let whole = [(0, text.len())];
+        for &(start, end) in windows.as_deref().unwrap_or(&whole) {
+            let part = &text[start..end];
+            let stop = match self.automaton().filter(|_| part.len() >= LARGE) {
+                Some(ac) => ac
+                    .find_overlapping_iter(part)
+                    .any(|m| found(start + m.start(), start + m.end(), m.pattern().as_usize())),
+                None => self.each_small(part, start, &mut found),
+            };
+            if stop {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`Search::each`] with the substring searchers, over `text` found at
+    /// `offset` of the text searched.
+    fn each_small(
+        &self,
+        text: &[u8],
+        offset: usize,
+        found: &mut impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        let folded = Zeroizing::new(text.to_ascii_lowercase());
+        for (form, finder) in self.inner.finders.iter().enumerate() {
+            let len = finder.needle().len();
+            // `find_iter` skips occurrences overlapping the last one found:
+            // search again from the byte after each start instead.
+            let mut from = 0;
+            while let Some(at) = finder.find(&folded[from..]) {
+                let start = from + at;
+                if found(offset + start, offset + start + len, form) {
+                    return true;
+                }
+                from = start + 1;
+            }
+        }
+        false
+    }
+
     /// Whether any form occurs in `text`.
     pub(super) fn is_match(&self, text: &[u8]) -> bool {
-        if text.len() >= LARGE
-            && let Some(ac) = self.automaton()
-        {
-            return ac.is_match(text);
-        }
-        let folded = Zeroizing::new(text.to_ascii_lowercase());
-        self.inner
-            .finders
-            .iter()
-            .any(|f| f.find(folded.as_slice()).is_some())
+        self.each(text, |_, _, _| true)
     }
 
     /// Byte ranges covering every occurrence of every form in `text`.
@@ -118,27 +239,11 @@ impl Search {
     /// hold a range per byte.
     pub(super) fn ranges(&self, text: &[u8]) -> Vec<(usize, usize)> {
         let mut ranges = Vec::new();
-        if text.len() >= LARGE
-            && let Some(ac) = self.automaton()
-        {
-            for m in ac.find_overlapping_iter(text) {
-                let margin = self.inner.margins[m.pattern().as_usize()];
-                add(&mut ranges, widen(text, (m.start(), m.end()), margin));
-            }
-            return ranges;
-        }
-        let folded = Zeroizing::new(text.to_ascii_lowercase());
-        for (finder, &margin) in self.inner.finders.iter().zip(&self.inner.margins) {
-            let len = finder.needle().len();
-            // `find_iter` skips occurrences overlapping the last one found:
-            // search again from the byte after each start instead.
-            let mut from = 0;
-            while let Some(at) = finder.find(&folded[from..]) {
-                let start = from + at;
-                add(&mut ranges, widen(&folded, (start, start + len), margin));
-                from = start + 1;
-            }
-        }
+        self.each(text, |start, end, form| {
+            let margin = self.inner.margins[form];
+            add(&mut ranges, widen(text, (start, end), margin));
+            false
+        });
         ranges
     }
 }
@@ -230,6 +335,84 @@ mod tests {
         for len in [LARGE - 1, 4 * LARGE] {
             let text = vec![b'a'; len];
             assert_eq!(search.ranges(&text), [(0, len)], "{len} bytes");
+        }
+    }
+
+    /// What the automaton alone finds in `text`, covered.
+    fn by_automaton(search: &Search, text: &[u8]) -> Vec<(usize, usize)> {
+        let ac = search.automaton().expect("automaton");
+        let mut ranges = Vec::new();
+        for m in ac.find_overlapping_iter(text) {
+            let margin = search.inner.margins[m.pattern().as_usize()];
+            add(&mut ranges, widen(text, (m.start(), m.end()), margin));
+        }
+        covered(ranges)
+    }
+
+    /// Anchors that overlap: the packed searcher reports `abcd` and not
+    /// the `bcde` inside it, whose form is still found in the window.
+    #[test]
+    fn a_form_whose_anchor_is_not_reported_is_found_in_the_window() {
+        let search = Search::new(vec![plain(b"abcdzzzz"), plain(b"bcdeyyyy")]);
+        assert!(search.anchors().is_some(), "packed searchers on this CPU");
+        let mut text = vec![b'.'; LARGE];
+        text.extend_from_slice(b"xABCDEYYYYx");
+        assert_eq!(covered(search.ranges(&text)), [(LARGE + 2, LARGE + 10)]);
+        assert!(search.is_match(&text));
+        assert!(!search.is_match(&text[..LARGE + 8]));
+    }
+
+    /// Random texts over a small alphabet, dense with anchors, forms and
+    /// their overlaps, more forms than one packed searcher takes: the
+    /// anchored search finds what the automaton finds over the whole text.
+    #[test]
+    fn the_anchored_search_finds_what_the_automaton_finds() {
+        let mut state = 0x2545_f491_u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        };
+        let alphabet = b"abcAB=";
+        let mut forms = Vec::new();
+        for i in 0..(PER_PACKED + 20) {
+            let len = ANCHOR + 2 + i % 9;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[next() as usize % alphabet.len()])
+                .collect();
+            let margin = if i % 3 == 0 {
+                Margin::Base64(1)
+            } else {
+                Margin::None
+            };
+            forms.push(Form {
+                bytes: Zeroizing::new(bytes),
+                margin,
+            });
+        }
+        let search = Search::new(forms);
+        assert!(search.inner.forms.len() > PER_PACKED);
+        for round in 0..4 {
+            let len = LARGE + round * 7919;
+            let text: Vec<u8> = (0..len)
+                .map(|_| alphabet[next() as usize % alphabet.len()])
+                .collect();
+            // Sparse too: runs of the text between bytes no form holds, so
+            // the anchors found make windows of their own.
+            let mut sparse = vec![b'.'; len];
+            let mut at = 0;
+            while at < len {
+                let run = (next() as usize % 24).min(len - at);
+                sparse[at..at + run].copy_from_slice(&text[at..at + run]);
+                at += run + 16 + next() as usize % 48;
+            }
+            assert!(search.windows(&sparse).expect("anchors").len() > 100);
+            for text in [text, sparse] {
+                let expected = by_automaton(&search, &text);
+                assert!(expected.len() > 10, "forms occur");
+                assert_eq!(covered(search.ranges(&text)), expected);
+            }
         }
     }
 

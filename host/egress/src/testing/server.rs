@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -98,23 +99,54 @@ type Handler = Arc<dyn Fn(&RecordedRequest) -> TestResponse + Send + Sync>;
 pub struct TestServer {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<RecordedRequest>>>,
+    connections: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl TestServer {
-    /// Serve `hostnames` (certificate from `ca`) with `handler`.
+    /// Serve `hostnames` (certificate from `ca`) with `handler`, over
+    /// HTTP/2 or HTTP/1.1 as the client asks.
     pub async fn start(
         ca: &TestCa,
         hostnames: &[&str],
         handler: impl Fn(&RecordedRequest) -> TestResponse + Send + Sync + 'static,
     ) -> std::io::Result<Self> {
+        Self::serve(ca.server_config(hostnames), Arc::new(handler)).await
+    }
+
+    /// [`TestServer::start`], over HTTP/1.1 only (as many MCP servers are).
+    pub async fn start_http1(
+        ca: &TestCa,
+        hostnames: &[&str],
+        handler: impl Fn(&RecordedRequest) -> TestResponse + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let config = ca.server_config_alpn(hostnames, &[b"http/1.1"]);
+        Self::serve(config, Arc::new(handler)).await
+    }
+
+    async fn serve(config: Arc<rustls::ServerConfig>, handler: Handler) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let acceptor = TlsAcceptor::from(ca.server_config(hostnames));
         let log = Arc::new(Mutex::new(Vec::new()));
-        let handler: Handler = Arc::new(handler);
-        let task = tokio::spawn(accept_loop(listener, acceptor, Arc::clone(&log), handler));
-        Ok(Self { addr, log, task })
+        let connections = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(accept_loop(
+            listener,
+            TlsAcceptor::from(config),
+            Arc::clone(&log),
+            Arc::clone(&connections),
+            handler,
+        ));
+        Ok(Self {
+            addr,
+            log,
+            connections,
+            task,
+        })
+    }
+
+    /// How many connections were accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
     }
 
     /// The listening address.
@@ -145,12 +177,14 @@ async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     log: Arc<Mutex<Vec<RecordedRequest>>>,
+    connections: Arc<AtomicUsize>,
     handler: Handler,
 ) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        connections.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         let log = Arc::clone(&log);

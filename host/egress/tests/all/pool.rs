@@ -102,3 +102,70 @@ async fn a_name_server_that_never_answers_times_out_with_the_connect_timeout() {
         "{took:?}"
     );
 }
+
+/// A streamed answer (an MCP server's answer to a `tools/call` comes as an
+/// event stream) gives its HTTP/1.1 connection back once read to its end,
+/// or once dropped and read to its end in the background (rmcp drops an
+/// answer's stream as soon as the answer is in): each one opened a
+/// connection of its own, a TLS handshake per call.
+#[tokio::test]
+async fn a_stream_read_to_its_end_gives_its_connection_back() {
+    let ca = TestCa::new();
+    let host = "mcp.pool.test";
+    let server = TestServer::start_http1(&ca, &[host], |request| {
+        let size = if request.target.ends_with("large") {
+            100 << 10
+        } else {
+            1
+        };
+        TestResponse::ok(format!("data: {}\n\n", "a".repeat(size)))
+            .with_header("content-type", "text/event-stream")
+    })
+    .await
+    .unwrap();
+    let egress = Egress::new(
+        testing::config(&ca, &[(host, 443)]),
+        Arc::new(MemoryStore::new()),
+        Arc::new(server.resolver(&[host])),
+    )
+    .unwrap();
+    let session = egress
+        .session("pool.fetch", "pool", &[], &[target(host)], 4 << 20)
+        .await
+        .unwrap()
+        .for_host_client(&[]);
+    let url = format!("https://{host}/mcp");
+    for _ in 0..3 {
+        let mut response = session.open_stream(get(&url), None).await.unwrap();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.body.next_chunk().await {
+            body.extend_from_slice(&chunk.unwrap());
+        }
+        assert_eq!(body, b"data: a\n\n");
+    }
+    // A plain request takes the same connection too.
+    let answer = session.send(get(&url), None, CALL).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(server.connections(), 1, "one connection for all four");
+    // Dropped before its end: read to its end in the background, then pooled.
+    drop(session.open_stream(get(&url), None).await.unwrap());
+    let by = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while egress.idle_connections() == 0 && std::time::Instant::now() < by {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(egress.idle_connections(), 1, "drained and pooled");
+    session.send(get(&url), None, CALL).await.unwrap();
+    assert_eq!(server.connections(), 1);
+    // More left than is worth reading: the connection is closed.
+    drop(
+        session
+            .open_stream(get(&format!("{url}?large")), None)
+            .await
+            .unwrap(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(egress.idle_connections(), 0, "not pooled");
+    session.send(get(&url), None, CALL).await.unwrap();
+    assert_eq!(server.connections(), 2);
+}

@@ -340,3 +340,19 @@ async fn a_server_echoing_the_token_in_any_encoding_gets_nothing_through() {
     }
     assert_eq!(rmcp.calls(), 2, "the server got the calls (and the token)");
 }
+
+/// Calls answered as event streams (rmcp answers every `tools/call` so)
+/// share one connection: each one opened its own, a TLS handshake per call.
+/// (A call may start before the end of the stream before it was read in the
+/// background: one connection more is allowed.)
+#[tokio::test]
+async fn calls_answered_as_streams_reuse_one_connection() {
+    let (rmcp, server) = start(Catalog::default(), limits()).await;
+    server.call("echo", json!({"text": "first"})).await.unwrap();
+    let after_first = rmcp.connections();
+    for _ in 0..5 {
+        server.call("echo", json!({"text": "again"})).await.unwrap();
+    }
+    let opened = rmcp.connections() - after_first;
+    assert!(opened <= 1, "{opened} connections for 5 calls");
+}
