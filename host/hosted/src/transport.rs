@@ -458,26 +458,37 @@ struct Pending {
 impl Pending {
     /// Count `chunk`; the bytes now pending.
     fn feed(&mut self, chunk: &[u8]) -> usize {
-        for &byte in chunk {
-            self.bytes += 1;
-            if byte != b'\n' && byte != b'\r' {
+        let mut rest = chunk;
+        loop {
+            let line_break = memchr::memchr2(b'\n', b'\r', rest);
+            let plain = line_break.unwrap_or(rest.len());
+            if plain > 0 {
+                self.bytes += plain;
                 self.tail = [0; 3];
-                continue;
             }
-            let [_, b, c] = self.tail;
-            let ends = match (b, c, byte) {
-                (_, b'\n', b'\n') | (_, b'\r', b'\r') => true,
-                (b'\n', b'\r', b'\n') => self.tail[0] == b'\r',
-                _ => false,
+            let Some(at) = line_break else {
+                return self.bytes;
             };
-            if ends {
-                self.bytes = 0;
-                self.tail = [0; 3];
-            } else {
-                self.tail = [self.tail[1], c, byte];
-            }
+            self.line_break(rest[at]);
+            rest = &rest[at + 1..];
         }
-        self.bytes
+    }
+
+    /// Count a line-break byte.
+    fn line_break(&mut self, byte: u8) {
+        self.bytes += 1;
+        let [_, b, c] = self.tail;
+        let ends = match (b, c, byte) {
+            (_, b'\n', b'\n') | (_, b'\r', b'\r') => true,
+            (b'\n', b'\r', b'\n') => self.tail[0] == b'\r',
+            _ => false,
+        };
+        if ends {
+            self.bytes = 0;
+            self.tail = [0; 3];
+        } else {
+            self.tail = [self.tail[1], c, byte];
+        }
     }
 }
 

@@ -86,17 +86,25 @@ fn web_may_decode(input: &[u8]) -> bool {
 /// padding (`==` before a quote) is neither, so a long base64 text is not
 /// decoded for nothing.
 fn quoted_printable_may_decode(input: &[u8]) -> bool {
-    input.iter().enumerate().any(|(i, b)| match b {
-        b'\r' | b'\n' => true,
-        b'=' => match input.get(i + 1) {
-            Some(b'\r' | b'\n' | b'\\') => true,
-            Some(&c) => {
-                c.is_ascii_hexdigit() && input.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-            }
-            None => false,
-        },
-        _ => false,
-    })
+    let mut at = 0;
+    while let Some(skip) = find(&input[at..], quoted_printable_special) {
+        let i = at + skip;
+        let decodes = match input[i] {
+            b'\r' | b'\n' => true,
+            _ => match input.get(i + 1) {
+                Some(b'\r' | b'\n' | b'\\') => true,
+                Some(&c) => {
+                    c.is_ascii_hexdigit() && input.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+                }
+                None => false,
+            },
+        };
+        if decodes {
+            return true;
+        }
+        at = i + 1;
+    }
+    false
 }
 
 /// A decoded text and, per byte, the raw range it came from.
@@ -640,6 +648,8 @@ mod tests {
             b"{\"data\":\"iVBORw0KGgo==\"}"
         ));
         assert!(views(b"{\"data\":\"iVBORw0KGgo==\"}").is_empty());
+        assert!(quoted_printable_may_decode(b"x==y=41"));
+        assert!(!quoted_printable_may_decode(b"abc=="));
         // Everything a pass decodes passes its precheck.
         for qp in [
             &b"a=41b"[..],

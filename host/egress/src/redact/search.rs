@@ -42,6 +42,9 @@ const ANCHOR: usize = 4;
 /// Anchors per packed searcher (Teddy's limit).
 const PER_PACKED: usize = 64;
 
+/// The piece of a large text lowercased at a time to find anchors in.
+const FOLD_PIECE: usize = 32 << 10;
+
 /// The searchers of one redactor's forms.
 #[derive(Clone)]
 pub(super) struct Search {
@@ -160,12 +163,25 @@ impl Search {
     /// anchor at `p`, it lies in `[p, p + ANCHOR - 1 + reach)`.
     fn windows(&self, text: &[u8]) -> Option<Vec<(usize, usize)>> {
         let anchors = self.anchors()?;
-        let folded = Zeroizing::new(text.to_ascii_lowercase());
         let mut windows = Vec::new();
-        for searcher in &anchors.searchers {
-            for found in searcher.find_iter(folded.as_slice()) {
-                let end = (found.start() + ANCHOR - 1 + anchors.reach).min(text.len());
-                windows.push((found.start(), end));
+        // Lowercased a piece at a time (it stays in cache), each piece with
+        // the first bytes of the next so that an anchor across the border is
+        // seen; one starting in those bytes is left to the next piece, which
+        // starts afresh there.
+        let mut folded = Zeroizing::new(Vec::with_capacity(FOLD_PIECE + ANCHOR));
+        for from in (0..text.len()).step_by(FOLD_PIECE) {
+            let to = (from + FOLD_PIECE + ANCHOR - 1).min(text.len());
+            folded.clear();
+            folded.extend(text[from..to].iter().map(u8::to_ascii_lowercase));
+            for searcher in &anchors.searchers {
+                for found in searcher.find_iter(folded.as_slice()) {
+                    let start = from + found.start();
+                    if start >= from + FOLD_PIECE {
+                        break;
+                    }
+                    let end = (start + ANCHOR - 1 + anchors.reach).min(text.len());
+                    windows.push((start, end));
+                }
             }
         }
         windows.sort_unstable();
@@ -360,6 +376,12 @@ mod tests {
         assert_eq!(covered(search.ranges(&text)), [(LARGE + 2, LARGE + 10)]);
         assert!(search.is_match(&text));
         assert!(!search.is_match(&text[..LARGE + 8]));
+        // Across the border of two pieces lowercased apart.
+        for at in FOLD_PIECE - 4..FOLD_PIECE + 2 {
+            let mut text = vec![b'.'; LARGE];
+            text[at..at + 8].copy_from_slice(b"BCDEYYYY");
+            assert_eq!(covered(search.ranges(&text)), [(at, at + 8)], "{at}");
+        }
     }
 
     /// Random texts over a small alphabet, dense with anchors, forms and
