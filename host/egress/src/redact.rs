@@ -116,6 +116,15 @@ impl Redactor {
         Cow::Owned(replace(bytes, ranges))
     }
 
+    /// [`Redactor::redact_str`] of an owned text: returned as it is (no
+    /// copy) when it holds no secret.
+    pub fn redact_string(&self, text: String) -> String {
+        match self.redact_bytes(text.as_bytes()) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
     /// `text` with every form of every staged secret replaced.
     pub fn redact_str(&self, text: &str) -> String {
         match self.redact_bytes(text.as_bytes()) {
@@ -162,6 +171,8 @@ mod tests {
     fn raw_and_case_folded_forms_are_redacted() {
         let r = redactor();
         assert_eq!(r.redact_str(&format!("a {SECRET} b")), "a [REDACTED] b");
+        assert_eq!(r.redact_string(format!("a {SECRET} b")), "a [REDACTED] b");
+        assert_eq!(r.redact_string("plain".into()), "plain");
         let upper = SECRET.to_ascii_uppercase();
         assert_eq!(r.redact_str(&upper), REDACTED);
     }

@@ -511,7 +511,9 @@ fn redacted_events(
                 // Every text field: `id` goes back to the server as
                 // Last-Event-ID, `event` and `data` into the MCP client.
                 for field in [&mut sse.data, &mut sse.id, &mut sse.event] {
-                    *field = field.take().map(|text| session.redact(&text));
+                    *field = field
+                        .take()
+                        .map(|text| session.redactor().redact_string(text));
                 }
                 sse
             });

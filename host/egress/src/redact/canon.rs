@@ -86,11 +86,21 @@ fn web_may_decode(input: &[u8]) -> bool {
 /// padding (`==` before a quote) is neither, so a long base64 text is not
 /// decoded for nothing.
 fn quoted_printable_may_decode(input: &[u8]) -> bool {
+    quoted_printable_scan(input, true)
+}
+
+/// Whether `input` holds a quoted-printable escape or soft break (what a
+/// quoted-printable pass decodes besides removing line breaks).
+fn quoted_printable_escapes(input: &[u8]) -> bool {
+    quoted_printable_scan(input, false)
+}
+
+fn quoted_printable_scan(input: &[u8], line_breaks: bool) -> bool {
     let mut at = 0;
     while let Some(skip) = find(&input[at..], quoted_printable_special) {
         let i = at + skip;
         let decodes = match input[i] {
-            b'\r' | b'\n' => true,
+            b'\r' | b'\n' => line_breaks,
             _ => match input.get(i + 1) {
                 Some(b'\r' | b'\n' | b'\\') => true,
                 Some(&c) => {
@@ -155,7 +165,7 @@ pub(super) enum Pass {
 /// quoted-printable views of `raw` if they differ from it. A view with the
 /// same text as the first web view is not probed again when that one found
 /// nothing (line breaks are all most binary data holds, and every pass
-/// removes them). At most three texts are alive at a time. Texts over 4 GiB
+/// removes them), nor made when that is known beforehand. At most three texts are alive at a time. Texts over 4 GiB
 /// are not decoded (no host limit lets one through).
 pub(super) fn any_text(
     raw: &[u8],
@@ -165,19 +175,19 @@ pub(super) fn any_text(
     if u32::try_from(raw.len()).is_err() {
         return false;
     }
-    // The first web view and whether `probe` found anything in it; the
-    // latest web view after it.
-    let mut first: Option<(Vec<u8>, bool)> = None;
+    // The first web view, whether `probe` found anything in it and what it
+    // changed; the latest web view after it.
+    let mut first: Option<(Vec<u8>, bool, Change)> = None;
     let mut previous: Option<Vec<u8>> = None;
     for round in 1..=MAX_ROUNDS {
         let input = match (&previous, &first) {
-            (Some(text), _) | (None, Some((text, _))) => text.as_slice(),
+            (Some(text), _) | (None, Some((text, _, _))) => text.as_slice(),
             (None, None) => raw,
         };
         if !web_may_decode(input) {
             break;
         }
-        let Some(next) = decode_text(input, Mode::Web) else {
+        let Some((next, change)) = decode_text(input, Mode::Web) else {
             break;
         };
         let found = probe(&next);
@@ -185,22 +195,27 @@ pub(super) fn any_text(
             return true;
         }
         match first {
-            None => first = Some((next, found)),
+            None => first = Some((next, found, change)),
             Some(_) => previous = Some(next),
         }
     }
     drop(previous);
+    // The first web view removed line breaks alone and held nothing: so
+    // does a view of the raw text that removes them and decodes nothing.
+    let clean_without_breaks = matches!(first, Some((_, false, Change::LineBreaks)));
     let mut other = |pass: Pass, mode: Mode| {
-        let Some(text) = decode_text(raw, mode) else {
+        let Some((text, _)) = decode_text(raw, mode) else {
             return false;
         };
         let known_clean = first
             .as_ref()
-            .is_some_and(|(seen, found)| !found && *seen == text);
+            .is_some_and(|(seen, found, _)| !found && *seen == text);
         !known_clean && probe(&text) && visit(pass, &text)
     };
     (!raw.is_ascii() && other(Pass::Unicode, Mode::Unicode))
-        || (quoted_printable_may_decode(raw) && other(Pass::QuotedPrintable, Mode::QuotedPrintable))
+        || (quoted_printable_may_decode(raw)
+            && !(clean_without_breaks && !quoted_printable_escapes(raw))
+            && other(Pass::QuotedPrintable, Mode::QuotedPrintable))
 }
 
 /// The view `pass` makes of `raw`, with its map back to `raw` (the text
@@ -224,10 +239,12 @@ pub(super) fn mapped(raw: &[u8], pass: Pass) -> View {
     }
 }
 
-/// One pass over `input`, as text alone; `None` when nothing was decoded.
-fn decode_text(input: &[u8], mode: Mode) -> Option<Vec<u8>> {
+/// One pass over `input`, as text alone, and what it changed; `None` when
+/// nothing was decoded.
+fn decode_text(input: &[u8], mode: Mode) -> Option<(Vec<u8>, Change)> {
     let mut text = Vec::new();
-    decode(input, mode, &mut text).then_some(text)
+    let change = decode(input, mode, &mut text);
+    (change > Change::Nothing).then_some((text, change))
 }
 
 /// Where a pass writes its view.
@@ -311,9 +328,19 @@ impl Sink for Mapped<'_> {
     }
 }
 
-/// One pass over `input` into `sink`; whether it changed anything (when it
-/// did not, `sink` may hold only part of the text).
-fn decode<S: Sink>(input: &[u8], mode: Mode, sink: &mut S) -> bool {
+/// What a pass changed, least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Change {
+    Nothing,
+    /// Line breaks (and the indents after them) removed, nothing else.
+    LineBreaks,
+    /// Escapes decoded or characters put in canonical form.
+    More,
+}
+
+/// One pass over `input` into `sink`; what it changed (when nothing, `sink`
+/// may hold only part of the text).
+fn decode<S: Sink>(input: &[u8], mode: Mode, sink: &mut S) -> Change {
     match mode {
         Mode::Web => decode_at(input, mode, sink, web_special),
         Mode::QuotedPrintable => decode_at(input, mode, sink, quoted_printable_special),
@@ -327,8 +354,8 @@ fn decode_at<S: Sink>(
     mode: Mode,
     sink: &mut S,
     special: impl Fn(u8) -> bool,
-) -> bool {
-    let mut changed = false;
+) -> Change {
+    let mut change = Change::Nothing;
     // The start of the bytes left as they are and not yet written.
     let mut pending = 0;
     let mut i = 0;
@@ -356,14 +383,20 @@ fn decode_at<S: Sink>(
             sink.copy(input, pending, i);
             sink.push(bytes, i, i + len);
             pending = i + len;
-            changed |= !same;
+            if !same {
+                let this = match input[i] {
+                    b'\r' | b'\n' => Change::LineBreaks,
+                    _ => Change::More,
+                };
+                change = change.max(this);
+            }
         }
         i += len;
     }
-    if changed {
+    if change > Change::Nothing {
         sink.copy(input, pending, input.len());
     }
-    changed
+    change
 }
 
 enum Decoded {
@@ -628,6 +661,17 @@ mod tests {
             |_, _| false,
         );
         assert_eq!(probed.get(), 1, "the web view only");
+        // A quoted-printable escape makes a view of its own.
+        probed.set(0);
+        any_text(
+            b"ab\r\n=41",
+            |text| {
+                probed.set(probed.get() + 1);
+                text == b"abA"
+            },
+            |pass, _| pass == Pass::QuotedPrintable,
+        );
+        assert_eq!(probed.get(), 2);
         let mut visited = Vec::new();
         any_text(
             raw,
