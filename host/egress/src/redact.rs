@@ -83,8 +83,7 @@ impl Redactor {
             return false;
         };
         search.is_match(haystack)
-            || (canon::may_be_encoded(haystack)
-                && canon::any_text(haystack, |text| search.is_match(text), |_, _| true))
+            || canon::any_text(haystack, |text| search.is_match(text), |_, _| true)
     }
 
     /// `bytes` with every form of every staged secret replaced.
@@ -93,23 +92,21 @@ impl Redactor {
             return Cow::Borrowed(bytes);
         };
         let mut ranges = search.ranges(bytes);
-        if canon::may_be_encoded(bytes) {
-            canon::any_text(
-                bytes,
-                |text| search.is_match(text),
-                |pass, _| {
-                    // Found: the view again, with its map, to place each match.
-                    let view = canon::mapped(bytes, pass);
-                    ranges.extend(
-                        search
-                            .ranges(&view.text)
-                            .into_iter()
-                            .map(|(start, end)| view.raw_range(start, end)),
-                    );
-                    false
-                },
-            );
-        }
+        canon::any_text(
+            bytes,
+            |text| search.is_match(text),
+            |pass, _| {
+                // Found: the view again, with its map, to place each match.
+                let view = canon::mapped(bytes, pass);
+                ranges.extend(
+                    search
+                        .ranges(&view.text)
+                        .into_iter()
+                        .map(|(start, end)| view.raw_range(start, end)),
+                );
+                false
+            },
+        );
         if ranges.is_empty() {
             return Cow::Borrowed(bytes);
         }

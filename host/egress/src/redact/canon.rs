@@ -54,25 +54,21 @@ fn unicode_special(b: u8) -> bool {
 }
 
 /// The position of the first byte of `input` that `special` picks. Tested a
-/// chunk at a time without stopping early, which the compiler turns into
-/// vector comparisons: most texts have none or few such bytes.
+/// chunk at a time without stopping early, folded into a byte, which the
+/// compiler turns into vector comparisons: most texts have none or few such
+/// bytes.
 fn find(input: &[u8], special: impl Fn(u8) -> bool) -> Option<usize> {
-    const CHUNK: usize = 32;
+    const CHUNK: usize = 64;
     let mut chunks = input.chunks_exact(CHUNK);
     let mut offset = 0;
     for chunk in &mut chunks {
-        if chunk.iter().fold(false, |any, &b| any | special(b)) {
+        if chunk.iter().fold(0u8, |any, &b| any | u8::from(special(b))) != 0 {
             return chunk.iter().position(|&b| special(b)).map(|at| offset + at);
         }
         offset += CHUNK;
     }
     let rest = chunks.remainder().iter().position(|&b| special(b));
     rest.map(|at| offset + at)
-}
-
-/// Whether `raw` has anything a pass would change (the fast path for most text).
-pub(super) fn may_be_encoded(raw: &[u8]) -> bool {
-    find(raw, |b| web_special(b) | quoted_printable_special(b)).is_some()
 }
 
 /// Whether a web pass could change `input`: only at a line break, `\\`,
@@ -97,7 +93,7 @@ fn quoted_printable_escapes(input: &[u8]) -> bool {
 
 fn quoted_printable_scan(input: &[u8], line_breaks: bool) -> bool {
     let mut at = 0;
-    while let Some(skip) = find(&input[at..], quoted_printable_special) {
+    while let Some(skip) = memchr::memchr3(b'=', b'\r', b'\n', &input[at..]) {
         let i = at + skip;
         let decodes = match input[i] {
             b'\r' | b'\n' => line_breaks,
@@ -212,10 +208,13 @@ pub(super) fn any_text(
             .is_some_and(|(seen, found, _)| !found && *seen == text);
         !known_clean && probe(&text) && visit(pass, &text)
     };
+    let quoted_printable = if clean_without_breaks {
+        quoted_printable_escapes(raw)
+    } else {
+        quoted_printable_may_decode(raw)
+    };
     (!raw.is_ascii() && other(Pass::Unicode, Mode::Unicode))
-        || (quoted_printable_may_decode(raw)
-            && !(clean_without_breaks && !quoted_printable_escapes(raw))
-            && other(Pass::QuotedPrintable, Mode::QuotedPrintable))
+        || (quoted_printable && other(Pass::QuotedPrintable, Mode::QuotedPrintable))
 }
 
 /// The view `pass` makes of `raw`, with its map back to `raw` (the text
@@ -737,6 +736,5 @@ mod tests {
     #[test]
     fn plain_text_has_no_view() {
         assert!(views(b"plain text, 100% sure").is_empty());
-        assert!(!may_be_encoded(b"plain"));
     }
 }
