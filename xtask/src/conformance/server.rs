@@ -34,17 +34,12 @@ pub(crate) const SCENARIOS: &[&str] = &[
     "logging-set-level",
     "json-schema-2020-12",
     "server-sse-multiple-streams",
+    "server-sse-polling",
     "dns-rebinding-protection",
 ];
 
 /// The server scenarios not run, with why.
 pub(crate) const NOT_RUN: &[(&str, &str)] = &[
-    (
-        "server-sse-polling",
-        "needs `test_reconnection`, whose server closes the POST stream mid-call and \
-         resumes on a GET with Last-Event-ID (SEP-1699); warden serve keeps a call's \
-         stream open until its answer",
-    ),
     (
         "completion-complete",
         "warden serve offers no completions (it serves tools only)",
@@ -81,6 +76,7 @@ const TOOLS: &[&str] = &[
     "multiple_content_types",
     "tool_with_logging",
     "tool_with_progress",
+    "reconnection",
     "error_handling",
 ];
 

@@ -579,11 +579,13 @@ async fn drop_a_moved_call(tick: Duration) {
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
     // Still running on the lane until its next yield (a turn of five
-    // ticks): it still holds its memory.
-    assert!(
-        host.runtime.memory().reserved_bytes > 0,
-        "given back running"
-    );
+    // ticks): while its store is alive it still holds its memory. (Read in
+    // that order: the store only ever goes, so seen alive after the memory
+    // was seen given back, it was alive then. The lane may well have
+    // dropped both already, when its turn ended just after the abort.)
+    let reserved = host.runtime.memory().reserved_bytes;
+    let running = Arc::strong_count(&network) == 2;
+    assert!(reserved > 0 || !running, "given back running");
     // The lane drops the guest's future (and its store) once it is aborted,
     // long before its 30 s deadline.
     let waited = std::time::Instant::now();
