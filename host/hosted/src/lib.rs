@@ -41,6 +41,7 @@ mod error;
 mod listener;
 mod schema;
 mod server;
+mod size;
 mod tasks;
 mod transport;
 
