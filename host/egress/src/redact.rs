@@ -421,6 +421,63 @@ mod tests {
         assert_eq!(tail, b"[REDACTED]", "{}", String::from_utf8_lossy(tail));
     }
 
+    /// A large answer (the base64 of an image, searched through the forms'
+    /// anchors and windows) hides no form of the secret: anywhere, at the
+    /// border of two pieces lowercased apart, at its very end, or in the
+    /// decoded bytes beside a PNG signature's line break.
+    #[test]
+    fn a_large_answer_hides_no_form_of_the_secret() {
+        let r = redactor();
+        let utf16: String = SECRET
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .map(char::from)
+            .collect();
+        let escaped: String = SECRET
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let forms = [
+            SECRET.to_ascii_uppercase(),
+            STANDARD.encode(SECRET),
+            STANDARD.encode(format!("x{SECRET}")),
+            URL_SAFE_NO_PAD.encode(format!("xy{SECRET}")),
+            utf8_percent_encode(SECRET, NON_ALPHANUMERIC).to_string(),
+            utf16,
+            escaped,
+            hex(":", true),
+        ];
+        for form in &forms {
+            for at in [100, (32 << 10) - 2, (32 << 10) + 1, 70 << 10] {
+                let mut text = "A".repeat(72 << 10);
+                text.insert_str(at, form);
+                let out = r.redact_str(&text);
+                assert!(
+                    !out.contains("Secret") && !out.contains("ecre"),
+                    "{form} at {at}"
+                );
+                assert_eq!(out.matches(REDACTED).count(), 1, "{form} at {at}");
+                assert!(r.contains(text.as_bytes()), "{form} at {at}");
+            }
+            let mut text = "A".repeat(72 << 10);
+            text.push_str(form);
+            assert!(r.contains(text.as_bytes()), "{form} at the end");
+        }
+        // Decoded bytes: a PNG signature, then the secret split by a line
+        // break (a view joins it), in a megabyte of zeros.
+        let mut image = b"\x89PNG\r\n\x1a\n".to_vec();
+        image.resize(1 << 20, 0);
+        let (head, tail) = SECRET.split_at(9);
+        let at = 600 << 10;
+        image.splice(at..at, format!("{head}\r\n{tail}").into_bytes());
+        assert!(r.contains(&image));
+        image.splice(
+            at..at + SECRET.len() + 2,
+            std::iter::repeat_n(0, SECRET.len() + 2),
+        );
+        assert!(!r.contains(&image));
+    }
+
     #[test]
     fn escapes_around_a_secret_stay_intact() {
         let r = redactor();

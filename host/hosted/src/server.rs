@@ -140,7 +140,7 @@ pub struct CallOutput {
     /// The result's content blocks, secrets redacted (a binary block that
     /// carried one withheld) and bounded ([`warden_core::content::bound`]).
     pub content: Vec<ContentBlock>,
-    /// Bytes of the result as received.
+    /// Bytes of the result as JSON (as the server would have written it).
     pub bytes: usize,
 }
 

@@ -733,6 +733,30 @@ mod tests {
         }
     }
 
+    /// The passes skip the bytes their `*_special` does not pick: each must
+    /// be one `unit` leaves as it is, whatever follows it.
+    #[test]
+    fn every_byte_a_pass_skips_is_one_it_leaves_alone() {
+        let modes: [(Mode, fn(u8) -> bool); 3] = [
+            (Mode::Web, web_special),
+            (Mode::QuotedPrintable, quoted_printable_special),
+            (Mode::Unicode, unicode_special),
+        ];
+        for (mode, special) in modes {
+            for b in (0..=255u8).filter(|b| !special(*b)) {
+                for rest in [&b""[..], b"41", b"#103;", b"u0067", b"\r\n", b"\xa9"] {
+                    let mut unit_text = vec![b];
+                    unit_text.extend_from_slice(rest);
+                    let (len, decoded) = unit(&unit_text, mode);
+                    assert!(
+                        len == 1 && matches!(decoded, Decoded::Byte(d) if d == b),
+                        "{mode:?} changes {b:#04x} before {rest:?}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn plain_text_has_no_view() {
         assert!(views(b"plain text, 100% sure").is_empty());
