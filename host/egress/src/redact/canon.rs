@@ -737,12 +737,12 @@ mod tests {
     /// be one `unit` leaves as it is, whatever follows it.
     #[test]
     fn every_byte_a_pass_skips_is_one_it_leaves_alone() {
-        let modes: [(Mode, fn(u8) -> bool); 3] = [
-            (Mode::Web, web_special),
-            (Mode::QuotedPrintable, quoted_printable_special),
-            (Mode::Unicode, unicode_special),
-        ];
-        for (mode, special) in modes {
+        for mode in [Mode::Web, Mode::QuotedPrintable, Mode::Unicode] {
+            let special = match mode {
+                Mode::Web => web_special,
+                Mode::QuotedPrintable => quoted_printable_special,
+                Mode::Unicode => unicode_special,
+            };
             for b in (0..=255u8).filter(|b| !special(*b)) {
                 for rest in [&b""[..], b"41", b"#103;", b"u0067", b"\r\n", b"\xa9"] {
                     let mut unit_text = vec![b];
