@@ -17,6 +17,7 @@ mod identity;
 mod install;
 mod live_catalog;
 mod mcp;
+mod messaging;
 mod postgres;
 mod private_data;
 mod python_sdk;

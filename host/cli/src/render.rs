@@ -90,7 +90,21 @@ pub(crate) fn description(tool: &Value) {
         };
         out!("  world       {} ({lane})", escape(world));
     }
-    out!("  description {}", text("description"));
+    // A standard op's description is the host's paragraph, then the package's.
+    let description = escape_text(tool["description"].as_str().unwrap_or_default(), true);
+    out!(
+        "  description {}",
+        description.replace('\n', "\n              ")
+    );
+    let op = &tool["standard_op"];
+    if let Some(name) = op["op"].as_str() {
+        out!(
+            "  standard op {} (schemas {}, {})",
+            escape(name),
+            str_of(&op["input_schema_ref"]),
+            str_of(&op["output_schema_ref"]),
+        );
+    }
     out!("  effects     {}", list(&tool["effects"]));
     out!("  permission  {}", text("default_permission"));
     let gates = tool["origin_gate_matrix"].as_object().map(|m| {

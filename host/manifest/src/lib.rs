@@ -54,6 +54,7 @@ mod options;
 mod reader;
 mod rules;
 mod span;
+pub mod standard;
 mod summary;
 mod surfaces;
 
@@ -70,7 +71,7 @@ pub use options::{
     DEFAULT_MAX_MANIFEST_BYTES, MAX_PROMPT_BYTES, MAX_REFERENCED_BYTES, MAX_SCHEMA_BYTES,
     RESERVED_ID_PREFIXES, Source, USER_ID_PREFIX, ValidationOptions,
 };
-pub use rules::{SCHEMA_VERSION, STANDARD_OPS, https_endpoint};
+pub use rules::{SCHEMA_VERSION, https_endpoint};
 pub use summary::summary;
 
 use diag::Sink;

@@ -79,9 +79,7 @@ impl Package {
     /// Why this host will not run the package, when it declares a surface
     /// the format has but Warden does not run: a `[channel]` or `[memory]`
     /// surface, a `first_party` service not in `registered_services`, a
-    /// `device_link` recipe, a `standard_op` tool (Warden supplies no
-    /// canonical schemas, so it could not validate the tool's input), or an
-    /// injection type egress does not perform. `warden check` shows it as a
+    /// `device_link` recipe, or an injection type egress does not perform. `warden check` shows it as a
     /// note; install refuses the package with it.
     pub fn unsupported_lane(&self, registered_services: &[&str]) -> Option<String> {
         let mut reasons = Vec::new();
@@ -101,14 +99,6 @@ impl Package {
         for (vendor, recipe) in &self.auth {
             if matches!(recipe, AuthRecipe::DeviceLink(_)) {
                 reasons.push(format!("the device_link recipe [auth.{vendor}]"));
-            }
-        }
-        for cap in &self.capabilities {
-            if let Some(op) = &cap.standard_op {
-                reasons.push(format!(
-                    "`{}` binds standard_op `{op}`, for which this host supplies no canonical schema",
-                    cap.id
-                ));
             }
         }
         let credentials = self.capabilities.iter().flat_map(|c| &c.credentials);
@@ -247,7 +237,9 @@ pub struct Capability {
     pub visibility: Visibility,
     /// Per-origin gate policies; omitted origins are forbidden.
     pub origin_gate_matrix: GateMatrix,
-    /// A host-canonical operation supplying the schemas, when bound.
+    /// The standard operation the tool binds, when it binds one: its schemas
+    /// and the start of its description are then the host's
+    /// ([`crate::standard`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standard_op: Option<String>,
     /// The parsed input schema.

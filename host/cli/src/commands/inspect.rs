@@ -118,6 +118,7 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         "credentials": credentials,
         "network_targets": capability.network_targets,
         "network": capability.network_targets.iter().map(|t| t.describe()).collect::<Vec<_>>(),
+        "standard_op": capability.standard_op.as_deref().and_then(standard_op),
         "input_schema": capability.input_schema,
         "output_schema": capability.output_schema,
         "prompt": capability.prompt,
@@ -128,6 +129,16 @@ pub(crate) fn describe(cx: &Context, tool: &str) -> Result<ExitCode> {
         render::description(&described);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A bound standard op and the host's schema refs the tool uses.
+fn standard_op(name: &str) -> Option<serde_json::Value> {
+    let op = warden_manifest::standard::messaging_op(name)?;
+    Some(json!({
+        "op": op.name,
+        "input_schema_ref": op.input_ref(),
+        "output_schema_ref": op.output_ref(),
+    }))
 }
 
 fn model_name(extension: &str, capability: &warden_manifest::Capability) -> String {

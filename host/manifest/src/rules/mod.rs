@@ -27,8 +27,6 @@ use crate::options::{RESERVED_ID_PREFIXES, Source, USER_ID_PREFIX, ValidationOpt
 use crate::reader::Table;
 use crate::span::{At, L};
 
-pub use standard_op::BINDABLE as STANDARD_OPS;
-
 /// The only accepted `schema_version`.
 pub const SCHEMA_VERSION: &str = "reborn.extension_manifest.v3";
 

@@ -64,7 +64,7 @@ fn check_tool(
     let description = match (&op, t.req_str(&mut cx.sink, "description")) {
         (_, None) => String::new(),
         // A standard_op tool's description is an addendum to the host's text.
-        (Some(_), Some(d)) => d.v,
+        (Some(op), Some(d)) => op.v.describe(&d.v),
         (None, Some(d)) => {
             if d.v.trim().is_empty() {
                 cx.sink
@@ -120,6 +120,11 @@ fn check_tool(
     }
     let limits = resource_profile(t, cx);
     t.finish(&mut cx.sink);
+    // A bound op's schemas are the host's (the tool may declare none).
+    let (input_schema, output_schema) = match &op {
+        Some(op) => (Some(op.v.input_schema()), Some(op.v.output_schema())),
+        None => (assets.input_schema, assets.output_schema),
+    };
     Capability {
         id,
         description,
@@ -127,9 +132,9 @@ fn check_tool(
         default_permission,
         visibility,
         origin_gate_matrix,
-        standard_op: op.map(|o| o.v.to_owned()),
-        input_schema: assets.input_schema,
-        output_schema: assets.output_schema,
+        standard_op: op.map(|o| o.v.name.to_owned()),
+        input_schema,
+        output_schema,
         prompt: assets.prompt,
         refs: assets.refs,
         credentials,

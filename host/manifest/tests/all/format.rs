@@ -42,12 +42,18 @@ fn a_made_up_standard_op_does_not_waive_the_input_schema() {
     );
     assert!(err.codes().contains(&Code::MissingAsset), "{err}");
 
+    // A real op gets the host's contract: its schemas, and the host's
+    // description ahead of the package's addendum. The host runs it.
     let real = check("op.toml", &valid("standard_op.toml")).expect("a real op passes check");
-    assert!(real.capabilities.iter().all(|c| c.input_schema.is_none()));
-    let why = real
-        .unsupported_lane(&[])
-        .expect("this host will not run it");
-    assert!(why.contains("standard_op `send_message`"), "{why}");
+    for cap in &real.capabilities {
+        let op = cap.standard_op.as_deref().expect("bound");
+        let contract = warden_manifest::standard::messaging_op(op).expect("bindable");
+        assert_eq!(cap.input_schema, Some(contract.input_schema()), "{op}");
+        assert_eq!(cap.output_schema, Some(contract.output_schema()), "{op}");
+        assert!(cap.description.starts_with(contract.description), "{op}");
+        assert_eq!(cap.refs.input_schema, None, "no package file is named");
+    }
+    assert_eq!(real.unsupported_lane(&[]), None);
 }
 
 #[test]
