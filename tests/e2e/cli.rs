@@ -216,9 +216,9 @@ input_schema_ref = "schemas/in.json"
         bundled
             .stderr
             .contains("package `pager` needs what this host does not run")
-            && bundled.stderr.contains(
-                "`pager`, which this host has not registered; `warden install` refuses it"
-            ),
+            && bundled
+                .stderr
+                .contains("\n  - first_party service `pager`, which this host has not registered"),
         "{bundled:?}"
     );
     assert!(

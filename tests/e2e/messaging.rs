@@ -210,3 +210,122 @@ async fn an_mcp_client_sees_the_canonical_schemas() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A copy of the chat fixture whose manifest `edit` changes (its
+/// `SHA256SUMS`, which would no longer match, left out).
+fn chat_variant(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["wasm", "prompts/chat"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for entry in std::fs::read_dir(chat().join(sub)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.path().join(sub).join(entry.file_name())).unwrap();
+        }
+    }
+    let manifest = std::fs::read_to_string(chat().join("manifest.toml")).unwrap();
+    std::fs::write(dir.path().join("manifest.toml"), edit(manifest)).unwrap();
+    dir
+}
+
+const CHANNEL: &str = "\n[channel]\nid = \"messages\"\ndisplay_name = \"Chat\"\n\
+                       conversation_model = \"continuous\"\n";
+
+#[test]
+fn a_package_with_a_channel_installs_its_tools_once_the_operator_says_so() {
+    let warden = crate::warden();
+    let package = chat_variant(|m| m + CHANNEL);
+    let path = package.path().to_str().unwrap();
+    let refused = warden.run(&["install", path]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("package `chat` needs what this host does not run:\n  - a [channel] surface")
+            && refused
+                .stderr
+                .contains("list \"chat\" in `[packages] tools_without_channel`"),
+        "{refused:?}"
+    );
+    let checked = warden.run(&["check", path]);
+    assert_eq!(checked.code, 1, "check says what install says: {checked:?}");
+    assert!(
+        checked.stderr.contains("a [channel] surface"),
+        "{checked:?}"
+    );
+
+    warden.configure("[packages]\ntools_without_channel = [\"chat\"]\n");
+    let checked = warden.run(&["check", path]);
+    assert_eq!(checked.code, 0, "{checked:?}");
+    let installed = warden.run(&["install", path]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let (code, out) = call(&warden, "whoami", json!({}));
+    assert_eq!(
+        (code, &out["output"]["user_ref"]),
+        (0, &json!("U-me")),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_names_every_reason_install_would_refuse_at_once() {
+    let warden = crate::warden();
+    // A source-tier error (trust only a bundled package may request) and a
+    // surface this host does not run: both reported by one check.
+    let package = chat_variant(|m| {
+        m.replace(
+            "trust = \"third_party\"",
+            "trust = \"first_party_requested\"",
+        ) + CHANNEL
+    });
+    let checked = warden.run(&["check", package.path().to_str().unwrap()]);
+    assert_eq!(checked.code, 1, "{checked:?}");
+    assert!(checked.stderr.contains("error[source_tier]"), "{checked:?}");
+    assert!(
+        checked.stderr.contains("a [channel] surface"),
+        "{checked:?}"
+    );
+    let json = warden.run(&["--json", "check", package.path().to_str().unwrap()]);
+    let report = &json.json()[0];
+    assert_eq!(report["valid"], false, "{report}");
+    assert!(
+        report["unsupported"]
+            .as_str()
+            .is_some_and(|u| u.contains("[channel]")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_call_from_a_forbidden_origin_says_which_origins_the_tool_allows() {
+    let warden = crate::warden();
+    // Like the ecosystem's packages: product forbidden, loop_run gated.
+    let package = chat_variant(|m| m.replace("product = \"consent_sufficient\", ", ""));
+    let installed = warden.run(&["install", package.path().to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let (code, out) = call(&warden, "whoami", json!({}));
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["code"], "not_permitted", "{out}");
+    assert_eq!(
+        out["hint"],
+        "`chat.whoami` may not be called from origin `product`; it allows loop_run \
+         (gated_unless_granted): pass `--origin loop-run`"
+    );
+    let text = warden.run(&["call", "chat.whoami", "--input", "{}"]);
+    assert!(
+        text.stderr
+            .contains("hint: `chat.whoami` may not be called"),
+        "{text:?}"
+    );
+    // The hint's command works: the model's origin asks a person first.
+    let run = warden.run(&[
+        "--json",
+        "call",
+        "chat.whoami",
+        "--input",
+        "{}",
+        "--origin",
+        "loop-run",
+        "--approve-once",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+}

@@ -30,6 +30,10 @@
 //! relay = false                                  # answer its elicitation and sampling
 //!                                                # requests "not supported" (default: relay)
 //!
+//! [packages]
+//! tools_without_channel = ["slack"]              # run these packages' tools without their
+//!                                                # [channel] surface (Warden runs no channels)
+//!
 //! [compile]                                      # bounds on compiling a component
 //! max_code_bytes = 16777216                      # function bodies an installed package may hold
 //! timeout_ms = 60000                             # the compiler process is killed past this
@@ -76,6 +80,28 @@ pub(crate) struct Settings {
     cache: CacheSettings,
     #[serde(default)]
     compile: CompileSettings,
+    #[serde(default)]
+    packages: PackageSettings,
+}
+
+/// Whether `id` has the form of a package id (the format's name segment).
+fn is_package_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+        && !id.starts_with('.')
+        && !id.ends_with('.')
+        && !id.contains("..")
+}
+
+/// `[packages]`: what the operator accepts of the packages it installs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PackageSettings {
+    /// Package ids whose tools run without their `[channel]` surface.
+    #[serde(default)]
+    tools_without_channel: std::collections::BTreeSet<String>,
 }
 
 /// `[compile]`: bounds on compiling a component (defaults
@@ -395,6 +421,18 @@ impl Settings {
         self.cache.max_bytes
     }
 
+    /// `[packages] tools_without_channel`, each a package id.
+    pub(crate) fn tools_without_channel(&self) -> Result<std::collections::BTreeSet<String>> {
+        let ids = &self.packages.tools_without_channel;
+        if let Some(bad) = ids.iter().find(|id| !is_package_id(id)) {
+            bail!(
+                "[packages] tools_without_channel: {bad:?} is not a package id (lowercase \
+                 letters, digits, `.`, `_` and `-`)"
+            );
+        }
+        Ok(ids.clone())
+    }
+
     /// The hosted-MCP lane's limits these settings describe.
     pub(crate) fn hosted(&self) -> Result<warden_host::LaneLimits> {
         let mut limits = warden_host::LaneLimits::default();
@@ -520,6 +558,23 @@ mod tests {
 
     fn settings(text: &str) -> Settings {
         toml::from_str(text).expect("valid warden.toml")
+    }
+
+    #[test]
+    fn tools_without_channel_names_package_ids() {
+        let ids = settings("[packages]\ntools_without_channel = [\"slack\", \"mem0.local\"]\n")
+            .tools_without_channel()
+            .unwrap();
+        assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["mem0.local", "slack"]);
+        assert!(settings("").tools_without_channel().unwrap().is_empty());
+        for bad in ["Slack", "", "a..b", "../x", ".x"] {
+            let text = format!("[packages]\ntools_without_channel = [{bad:?}]\n");
+            let error = settings(&text).tools_without_channel().unwrap_err();
+            assert!(
+                error.to_string().contains("not a package id"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! How a host is set up: where it keeps data, its limits, its egress.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -39,6 +39,11 @@ pub struct HostConfig {
     /// --timeout`, `[mcp.servers.<id>]`): its call timeout, whether its
     /// requests of the caller are relayed.
     pub hosted_servers: BTreeMap<String, ServerSettings>,
+    /// Packages whose tools the host runs without their `[channel]` surface
+    /// (by package id; warden.toml `[packages] tools_without_channel`).
+    /// Warden runs tools, not channels: a package declaring one is refused
+    /// unless its operator lists it here, knowing the channel stays off.
+    pub tools_without_channel: BTreeSet<String>,
 }
 
 impl Default for HostConfig {
@@ -55,6 +60,7 @@ impl Default for HostConfig {
             lease_ttl: Duration::from_secs(600),
             hosted: LaneLimits::default(),
             hosted_servers: BTreeMap::new(),
+            tools_without_channel: BTreeSet::new(),
         }
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) hosted_servers: std::collections::BTreeMap<String, warden_hosted::ServerSettings>,
     /// Where the host keeps its data (`None`: in memory only).
     pub(crate) data_dir: Option<std::path::PathBuf>,
+    /// Packages whose tools run without their `[channel]` surface.
+    pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
 }
 
 impl Shared {
@@ -48,7 +50,12 @@ impl Shared {
     /// reason and `warden check` reports it as an error), or `None`.
     pub(crate) fn lane_refusal(&self, package: &Package) -> Option<String> {
         let services: Vec<&str> = self.first_party.keys().map(String::as_str).collect();
-        if let Some(reason) = package.unsupported_lane(&services) {
+        let mut reasons = package.unsupported(&services);
+        // The operator took the tools without the channel.
+        if self.tools_without_channel.contains(&package.id) {
+            reasons.retain(|r| *r != warden_manifest::Unsupported::Channel);
+        }
+        if let Some(reason) = warden_manifest::refusal(&package.id, &reasons) {
             return Some(reason);
         }
         match &package.implementation {
@@ -163,6 +170,7 @@ impl HostBuilder {
             lease_ttl,
             hosted,
             hosted_servers,
+            tools_without_channel,
         } = self.config;
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
@@ -200,6 +208,7 @@ impl HostBuilder {
             hosted,
             hosted_servers,
             data_dir,
+            tools_without_channel,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {

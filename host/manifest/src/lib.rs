@@ -57,6 +57,7 @@ mod span;
 pub mod standard;
 mod summary;
 mod surfaces;
+mod unsupported;
 
 use std::path::Path;
 
@@ -73,6 +74,7 @@ pub use options::{
 };
 pub use rules::{SCHEMA_VERSION, https_endpoint};
 pub use summary::summary;
+pub use unsupported::{Unsupported, refusal};
 
 use diag::Sink;
 use span::At;

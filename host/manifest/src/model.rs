@@ -8,6 +8,8 @@ use warden_core::spec::{Audience, AuthRecipe, CredentialSpec, NetworkTarget};
 pub use crate::surfaces::{AdminConfiguration, AdminField};
 use warden_core::{Effect, GateMatrix, Permission, Visibility};
 
+use crate::Unsupported;
+
 /// A validated extension package.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Package {
@@ -76,29 +78,28 @@ impl Package {
         self.requested_trust.min(host_grants)
     }
 
-    /// Why this host will not run the package, when it declares a surface
-    /// the format has but Warden does not run: a `[channel]` or `[memory]`
-    /// surface, a `first_party` service not in `registered_services`, a
-    /// `device_link` recipe, or an injection type egress does not perform. `warden check` shows it as a
-    /// note; install refuses the package with it.
-    pub fn unsupported_lane(&self, registered_services: &[&str]) -> Option<String> {
+    /// Every surface or mechanism the package declares that the format has
+    /// but Warden does not run: a `[channel]` or `[memory]` surface, a
+    /// `first_party` service not in `registered_services`, a `device_link`
+    /// recipe, an injection type egress does not perform. Install refuses a
+    /// package with any it has not waived ([`crate::refusal`]); `warden check`
+    /// reports the same list.
+    pub fn unsupported(&self, registered_services: &[&str]) -> Vec<Unsupported> {
         let mut reasons = Vec::new();
         if self.channel {
-            reasons.push("a [channel] surface".to_owned());
+            reasons.push(Unsupported::Channel);
         }
         if self.memory {
-            reasons.push("a [memory] provider surface".to_owned());
+            reasons.push(Unsupported::Memory);
         }
         if let Implementation::FirstParty { service } = &self.implementation
             && !registered_services.contains(&service.as_str())
         {
-            reasons.push(format!(
-                "first_party service `{service}`, which this host has not registered"
-            ));
+            reasons.push(Unsupported::FirstPartyService(service.clone()));
         }
         for (vendor, recipe) in &self.auth {
             if matches!(recipe, AuthRecipe::DeviceLink(_)) {
-                reasons.push(format!("the device_link recipe [auth.{vendor}]"));
+                reasons.push(Unsupported::DeviceLink(vendor.clone()));
             }
         }
         let credentials = self.capabilities.iter().flat_map(|c| &c.credentials);
@@ -106,23 +107,18 @@ impl Package {
             Implementation::Mcp(m) => &m.credentials[..],
             _ => &[],
         };
-        let mut seen = Vec::new();
         for cred in credentials.chain(mcp) {
-            let kind = cred.injection.type_name();
-            if !cred.injection.is_supported() && !seen.contains(&kind) {
-                seen.push(kind);
-                reasons.push(format!("credential injection type `{kind}`"));
+            let kind = Unsupported::Injection(cred.injection.type_name());
+            if !cred.injection.is_supported() && !reasons.contains(&kind) {
+                reasons.push(kind);
             }
         }
-        if reasons.is_empty() {
-            None
-        } else {
-            Some(format!(
-                "package `{}` needs what this host does not run: {}",
-                self.id,
-                reasons.join("; ")
-            ))
-        }
+        reasons
+    }
+
+    /// [`Package::unsupported`], waiving nothing, as a refusal.
+    pub fn unsupported_lane(&self, registered_services: &[&str]) -> Option<String> {
+        crate::refusal(&self.id, &self.unsupported(registered_services))
     }
 }
 

@@ -11,12 +11,13 @@ use warden_core::ErrorCode;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 use warden_core::lane::{Progress, ProgressSink};
+use warden_core::{GatePolicy, Origin};
 use warden_egress::tape::{self, Recorder, Replay};
 use warden_host::{
     ApprovalId, ApprovalRequest, CallFailure, CancellationToken, Invocation, InvokeOutcome,
-    Resolution,
+    Location, Resolution,
 };
-use warden_registry::GrantTerms;
+use warden_registry::{GrantTerms, Rule, ToolFailure};
 
 use super::{Context, EXIT_AUTH_REQUIRED, EXIT_PENDING, EXIT_REPLAY_MISMATCH};
 use crate::cli::CallArgs;
@@ -80,7 +81,8 @@ pub(crate) async fn run(cx: &Context, args: CallArgs) -> Result<ExitCode> {
     // A tool no tape can hold was refused before anything ran: no tape is
     // written (an empty one would replay as nothing at all).
     let untaped = matches!(&outcome, InvokeOutcome::Failed(failure) if failure.code() == ErrorCode::TapeUnsupported);
-    let code = report(cx, outcome, args.output_dir.as_deref());
+    let hint = origin_hint(&location, &args.tool, &outcome);
+    let code = report(cx, outcome, args.output_dir.as_deref(), hint);
     if untaped {
         return Ok(code);
     }
@@ -226,7 +228,12 @@ fn pending(cx: &Context, request: &ApprovalRequest) -> ExitCode {
     ExitCode::from(EXIT_PENDING)
 }
 
-fn report(cx: &Context, outcome: InvokeOutcome, output_dir: Option<&std::path::Path>) -> ExitCode {
+fn report(
+    cx: &Context,
+    outcome: InvokeOutcome,
+    output_dir: Option<&std::path::Path>,
+    hint: Option<String>,
+) -> ExitCode {
     match outcome {
         InvokeOutcome::Completed(done) => {
             // A file that cannot be written fails the command, after the
@@ -273,7 +280,11 @@ fn report(cx: &Context, outcome: InvokeOutcome, output_dir: Option<&std::path::P
         }
         InvokeOutcome::Failed(failure) => {
             if cx.json {
-                render::json(&failure_json(&failure));
+                let mut value = failure_json(&failure);
+                if let Some(hint) = &hint {
+                    value["hint"] = json!(hint);
+                }
+                render::json(&value);
             } else {
                 // The guest's or the server's text: one line, shown.
                 say!(
@@ -283,6 +294,9 @@ fn report(cx: &Context, outcome: InvokeOutcome, output_dir: Option<&std::path::P
                 );
                 if let Some(auth) = failure.auth_details() {
                     say!("run: {}", auth.connect_command());
+                }
+                if let Some(hint) = &hint {
+                    say!("hint: {}", render::escape(hint));
                 }
             }
             if failure.auth_details().is_some() {
@@ -300,6 +314,51 @@ fn report(cx: &Context, outcome: InvokeOutcome, output_dir: Option<&std::path::P
 
 /// A failure as JSON; an `auth_required` one carries its fields at the top
 /// level (`reason`, `vendor`, `scopes`, `extension`, `connect`) and under `auth`.
+/// For a call refused because its origin is forbidden: the origins the
+/// tool allows and how to call from one (a person at the terminal is
+/// `product`, which most packages built for agents forbid).
+fn origin_hint(location: &Location, tool: &str, outcome: &InvokeOutcome) -> Option<String> {
+    let InvokeOutcome::Failed(CallFailure::Refused(ToolFailure::Denied {
+        rule: Rule::GateForbidden { origin },
+    })) = outcome
+    else {
+        return None;
+    };
+    let found = location.tool(tool)?;
+    let matrix = &found.capability.origin_gate_matrix;
+    let allowed: Vec<(Origin, GatePolicy)> = Origin::ALL
+        .iter()
+        .map(|o| (*o, matrix.policy(*o)))
+        .filter(|(_, policy)| *policy != GatePolicy::Forbidden)
+        .collect();
+    let id = &found.capability.id;
+    let Some((first, _)) = allowed.first() else {
+        return Some(format!(
+            "`{id}` forbids every origin (its origin_gate_matrix allows none)"
+        ));
+    };
+    let listed: Vec<String> = allowed
+        .iter()
+        .map(|(o, policy)| format!("{o} ({policy})"))
+        .collect();
+    Some(format!(
+        "`{id}` may not be called from origin `{origin}`; it allows {}: pass `--origin {}`",
+        listed.join(", "),
+        origin_arg(*first)
+    ))
+}
+
+/// How `--origin` spells `origin` (clap's own spelling of the argument).
+fn origin_arg(origin: Origin) -> String {
+    use clap::ValueEnum;
+    crate::cli::OriginArg::value_variants()
+        .iter()
+        .find(|arg| Origin::from(**arg) == origin)
+        .and_then(|arg| arg.to_possible_value())
+        .map(|value| value.get_name().to_owned())
+        .unwrap_or_else(|| origin.to_string())
+}
+
 fn failure_json(failure: &CallFailure) -> Value {
     let mut value =
         json!({ "status": "failed", "code": failure.code(), "message": failure.message() });

@@ -186,10 +186,7 @@ pub(crate) fn check(
         };
         match manifest {
             Ok(package) => {
-                let location = match &effective {
-                    Some(location) => location.clone(),
-                    None => effective.insert(cx.open()?.1).clone(),
-                };
+                let location = opened(cx, &mut effective)?;
                 let summary = warden_manifest::summary(&package);
                 let mut conflicts = install_conflicts(&location, &package);
                 let taken = location.package(&package.id).map(|p| p.provenance);
@@ -198,7 +195,7 @@ pub(crate) fn check(
                 // first_party service it has not registered): so does check.
                 let note = location.lane_refusal(&package);
                 if let Some(note) = &note {
-                    conflicts.push(format!("{note}; `warden install` refuses it"));
+                    conflicts.push(note.clone());
                 }
                 // Diagnostics only the installer's options find (the module
                 // must exist, the host's own allowlist).
@@ -240,7 +237,8 @@ pub(crate) fn check(
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
-                            say!("error: {}: {}", path.display(), render::escape(conflict));
+                            let conflict = render::escape_text(conflict, true);
+                            say!("error: {}: {conflict}", path.display());
                         }
                         if let Some(diagnostics) = &found {
                             say!("{diagnostics}");
@@ -270,12 +268,27 @@ pub(crate) fn check(
             }
             Err(diagnostics) => {
                 invalid += 1;
+                // Every reason install would refuse it, at once: the lanes
+                // this host does not run too, read past the source tier.
+                let past_tier = host_options
+                    .clone()
+                    .source(warden_manifest::Source::Bundled);
+                let note = match read_manifest(path, &from, &past_tier) {
+                    Ok(Ok(package)) => opened(cx, &mut effective)?.lane_refusal(&package),
+                    _ => None,
+                };
                 if !cx.json {
                     say!("{diagnostics}");
+                    if let Some(note) = &note {
+                        let note = render::escape_text(note, true);
+                        say!("error: {}: {note}", path.display());
+                    }
                 }
                 let parsed: serde_json::Value =
                     serde_json::from_str(&diagnostics.to_json()).unwrap_or_default();
-                report.push(json!({ "dir": path, "valid": false, "diagnostics": parsed }));
+                report.push(json!({
+                    "dir": path, "valid": false, "diagnostics": parsed, "unsupported": note,
+                }));
             }
         }
     }
@@ -286,6 +299,14 @@ pub(crate) fn check(
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// The Location check installs into, opened on first use.
+fn opened(cx: &Context, effective: &mut Option<Location>) -> Result<Location> {
+    Ok(match effective {
+        Some(location) => location.clone(),
+        None => effective.insert(cx.open()?.1).clone(),
     })
 }
 

@@ -138,6 +138,7 @@ impl Context {
             hosted_servers: self
                 .settings
                 .hosted_servers(mcp::timeout::read_all(&self.mcp_dir())?)?,
+            tools_without_channel: self.settings.tools_without_channel()?,
             runtime,
             ..HostConfig::default()
         };

@@ -301,37 +301,40 @@ fn echo_with(extra: &str) -> tempfile::TempDir {
 
 /// A lane the format has but this host does not run passes the manifest
 /// check and is refused at install with the reason, not installed and then
-/// failing later.
+/// failing later; a `[channel]` is waived for a package the operator lists
+/// in `tools_without_channel` (its tools install, the channel stays off).
 #[test]
 fn lanes_this_host_does_not_run_are_refused_at_install() {
     let location = host().open_location("p");
-    let cases = [
-        (
-            "[channel]\nid = \"echo\"\ndisplay_name = \"Echo\"\nconversation_model = \"isolated\"\n",
-            "[channel]",
-        ),
-        (
-            "[[tools]]\nid = \"echo.whoami\"\ndescription = \"\"\nstandard_op = \"whoami\"\ndefault_permission = \"allow\"\norigin_gate_matrix = { loop_run = \"gated_unless_granted\" }\n",
-            "standard_op `whoami`",
-        ),
-    ];
-    for (extra, expected) in cases {
-        let dir = echo_with(extra);
-        warden_manifest::load_package(dir.path(), &warden_manifest::ValidationOptions::default())
-            .expect("the format accepts it");
-        match location.install(&PackageSource::Dir(dir.path().to_owned())) {
-            Err(HostError::InvalidPackage { reason, .. }) => {
-                assert!(reason.contains(expected), "{reason}");
-                assert!(reason.contains("does not run"), "{reason}");
-            }
-            other => panic!("{expected}: {other:?}"),
+    let channel =
+        "[channel]\nid = \"echo\"\ndisplay_name = \"Echo\"\nconversation_model = \"isolated\"\n";
+    let dir = echo_with(channel);
+    warden_manifest::load_package(dir.path(), &warden_manifest::ValidationOptions::default())
+        .expect("the format accepts it");
+    match location.install(&PackageSource::Dir(dir.path().to_owned())) {
+        Err(HostError::InvalidPackage { reason, .. }) => {
+            assert!(reason.contains("a [channel] surface"), "{reason}");
+            assert!(reason.contains("does not run"), "{reason}");
         }
-        assert!(location.snapshot().lookup("echo_echo").is_none());
+        other => panic!("{other:?}"),
     }
+    assert!(location.snapshot().lookup("echo_echo").is_none());
     // The unchanged copy installs.
     location
         .install(&PackageSource::Dir(echo_with("").path().to_owned()))
         .expect("plain echo installs");
+
+    let waived = Host::builder(HostConfig {
+        tools_without_channel: ["echo".to_owned()].into(),
+        ..HostConfig::default()
+    })
+    .build()
+    .expect("host")
+    .open_location("p");
+    waived
+        .install(&PackageSource::Dir(dir.path().to_owned()))
+        .expect("the operator took the tools without the channel");
+    assert!(waived.snapshot().lookup("echo_echo").is_some());
 }
 
 /// Files under `dir`, at any depth.

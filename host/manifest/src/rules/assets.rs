@@ -96,9 +96,14 @@ pub(super) fn check_tool_assets(
     }
 }
 
-/// Whether the memory lane serves `path` from the host (not the package).
-fn host_served(cx: &Ctx<'_, '_>, path: &str) -> bool {
-    cx.memory && path.starts_with("schemas/memory/")
+/// Whether `path` is the memory lane's, not a file of the package: a
+/// `[memory]` package's schemas and guidance come from the host's tables
+/// (`schemas/memory/*`), and the lane loads none of its assets (mem0 names
+/// the native provider's prompt docs and ships none). Only the ref's form is
+/// checked; Warden does not run the lane (`Package::unsupported_lane` says
+/// so, once, instead of one missing file per tool).
+fn host_served(cx: &Ctx<'_, '_>) -> bool {
+    cx.memory
 }
 
 /// Read a ref with `limit`; records ref errors.
@@ -141,7 +146,7 @@ fn read(cx: &mut Ctx<'_, '_>, r: &L<String>, limit: usize) -> Option<Vec<u8>> {
 }
 
 fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<Value> {
-    if host_served(cx, &r.v) {
+    if host_served(cx) {
         check_ref(cx, r);
         return None;
     }
@@ -182,6 +187,10 @@ fn schema(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<Value> {
 }
 
 fn prompt_doc(cx: &mut Ctx<'_, '_>, r: &L<String>) -> Option<String> {
+    if host_served(cx) {
+        check_ref(cx, r);
+        return None;
+    }
     let bytes = read(cx, r, MAX_PROMPT_BYTES)?;
     if bytes.len() > MAX_PROMPT_BYTES {
         cx.sink.error(

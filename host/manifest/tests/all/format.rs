@@ -142,6 +142,25 @@ fn lanes_this_host_does_not_run_are_named() {
             .contains("`example_mail`")
     );
     assert_eq!(fp.unsupported_lane(&["example_mail"]), None);
+    // Every reason at once, not the first one found.
+    use warden_manifest::Unsupported;
+    let pager = check("c.toml", &valid("channel_only.toml")).expect("valid");
+    assert_eq!(
+        pager.unsupported(&[]),
+        [
+            Unsupported::Channel,
+            Unsupported::FirstPartyService("pager".into())
+        ]
+    );
+    // The memory lane's assets are not the package's: one reason, no
+    // missing prompt docs.
+    let memory = check("m.toml", &valid("memory.toml")).expect("valid");
+    assert!(memory.capabilities[0].prompt.is_none());
+    assert_eq!(
+        memory.unsupported(&["mem0"]),
+        [Unsupported::Memory],
+        "{memory:?}"
+    );
     assert_eq!(lane("wasm_full.toml"), None);
     assert_eq!(lane("seed_example.toml"), None);
 }
