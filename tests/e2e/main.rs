@@ -23,6 +23,7 @@ mod private_data;
 mod python_sdk;
 mod resolve;
 mod serve_auth;
+mod services;
 mod stateless;
 mod tape;
 mod terminal;

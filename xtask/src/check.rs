@@ -20,7 +20,13 @@ pub(crate) fn packages(dirs: &[PathBuf]) -> Result<()> {
                 for lint in lints(&package, &opts) {
                     eprintln!("{lint}");
                 }
-                if let Some(note) = package.unsupported_lane(&[]) {
+                // A first_party service is registered by the binary's
+                // composition (`warden-services`), not known here; `warden
+                // check` through the binary reports one it lacks.
+                let mut reasons = package.unsupported(&[]);
+                reasons
+                    .retain(|r| !matches!(r, warden_manifest::Unsupported::FirstPartyService(_)));
+                if let Some(note) = warden_manifest::refusal(&package.id, &reasons) {
                     eprintln!("note: {note}");
                 }
             }

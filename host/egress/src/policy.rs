@@ -245,6 +245,13 @@ impl NetworkPolicy {
         self.injection_headers.iter().map(String::as_str).collect()
     }
 
+    /// This policy, letting the host's own code set `names` (a first-party
+    /// service's protocol headers); the injection headers stay refused.
+    pub fn with_host_headers(mut self, names: &[&str]) -> Self {
+        self.allow_host_headers(names);
+        self
+    }
+
     /// Let the host's own client set `names` (lowercase). An injection
     /// header is never among them.
     pub(crate) fn allow_host_headers(&mut self, names: &[&str]) {

@@ -78,6 +78,13 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Request headers the lane's own code sets that the guest header
+    /// rules refuse (a first-party service's protocol headers, such as
+    /// MCP's `mcp-session-id`); the capability's injection headers never pass.
+    fn host_headers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// How long a cancelled call may run on to wind down by itself
     /// (it sees [`CallContext::cancel`]); the host then drops it. Zero (the
     /// default): dropped at once, which stops it (a hosted server is sent
@@ -251,6 +258,7 @@ pub(crate) fn bind(
                         cap.output_schema.as_ref(),
                         limits.max_output_bytes,
                         limits.max_http_requests,
+                        &cap.credentials,
                     )
                     .map_err(|e| refuse(format!("`{}`: {e}", cap.id)))?;
                     Ok(Arc::new(lane) as Arc<dyn Lane>)

@@ -50,11 +50,15 @@ impl Binding {
         capability: Capability,
         lane: Arc<dyn Lane>,
     ) -> Self {
-        let policy = egress.policy(
+        let mut policy = egress.policy(
             &capability.id,
             &capability.credentials,
             &capability.network_targets,
         );
+        if !lane.host_headers().is_empty() {
+            let widened = (*policy).clone().with_host_headers(lane.host_headers());
+            policy = Arc::new(widened);
+        }
         Binding {
             extension_id: extension_id.to_owned(),
             content: content.to_owned(),
@@ -242,14 +246,24 @@ impl Location {
     /// Install every package built into the binary. Their components (built
     /// and tested with the binary) compile at first use or in
     /// [`Location::warm_up`], so opening a Location compiles nothing.
+    ///
+    /// A built-in `first_party` package runs native code the embedding
+    /// registers (the `warden` binary registers `warden-services`); one
+    /// whose service this host did not register is left out, not refused:
+    /// an embedding that wants no Gmail simply does not register it.
     pub fn install_embedded(&self) -> Result<Vec<Arc<Package>>, HostError> {
-        warden_bundle::PACKAGES
-            .iter()
-            .map(|p| {
-                let loaded = source::load(&PackageSource::Embedded(p), &self.shared.validation)?;
-                self.install_compiled(loaded, Replace::No, Compile::OnFirstUse)
-            })
-            .collect()
+        let mut installed = Vec::new();
+        for embedded in warden_bundle::PACKAGES {
+            let loaded = source::load(&PackageSource::Embedded(embedded), &self.shared.validation)?;
+            if let Implementation::FirstParty { service } = &loaded.package.implementation
+                && !self.shared.first_party.contains_key(service)
+            {
+                tracing::debug!(package = embedded.name, %service, "service not registered");
+                continue;
+            }
+            installed.push(self.install_compiled(loaded, Replace::No, Compile::OnFirstUse)?);
+        }
+        Ok(installed)
     }
 
     /// Compile and register a package already read with

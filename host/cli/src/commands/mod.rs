@@ -142,7 +142,9 @@ impl Context {
             runtime,
             ..HostConfig::default()
         };
-        let mut builder = Host::builder(config);
+        // The first-party services the binary ships (Gmail, Google
+        // Calendar, web access), for its built-in packages.
+        let mut builder = warden_services::register(Host::builder(config));
         if let Some(store) = &self.approval_store {
             builder = builder.approval_store(store.clone());
         }

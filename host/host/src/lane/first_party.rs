@@ -20,6 +20,7 @@ use warden_core::Origin;
 use warden_core::net::{
     BoxFuture, CallNetwork, CredentialError, GuestRequest, GuestResponse, HttpError,
 };
+use warden_core::spec::CredentialSpec;
 use warden_runtime::{InputError, Usage};
 
 use super::{CallContext, Lane, LaneError, LaneOutcome};
@@ -39,6 +40,15 @@ pub trait FirstPartyService: Send + Sync + std::fmt::Debug {
         call: FirstPartyCall,
         input: Value,
     ) -> BoxFuture<'_, Result<Value, FirstPartyError>>;
+
+    /// Request headers the service sets that the rules for a guest's
+    /// headers would refuse because their name looks like a credential's
+    /// (MCP's `mcp-session-id`). The service is native code the host was
+    /// built with, trusted as the host's own client; the capability's
+    /// injection headers are refused whatever it says. Default: none.
+    fn protocol_headers(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// One authorized call of a first-party tool.
@@ -55,6 +65,29 @@ pub struct FirstPartyCall {
     pub deadline: Instant,
     /// The only way out: the call's egress session.
     pub http: CallHttp,
+    /// The credentials the capability declares (handle, vendor, scopes,
+    /// audience): what [`FirstPartyCall::auth_required`] asks the user for.
+    pub credentials: Arc<[CredentialSpec]>,
+}
+
+impl FirstPartyCall {
+    /// The failure that asks the user to connect (or reconnect) the
+    /// account of credential `handle` with the scopes the capability
+    /// declares: for a provider's answer that the token is expired, revoked
+    /// or lacks a scope. A handle the capability does not declare names no
+    /// vendor and is a plain failure.
+    pub fn auth_required(&self, handle: &str) -> FirstPartyError {
+        match self.credentials.iter().find(|c| c.handle == handle) {
+            Some(spec) => FirstPartyError::AuthRequired {
+                vendor: spec.vendor.clone(),
+                scopes: spec.scopes.clone(),
+                extension: String::new(),
+            },
+            None => FirstPartyError::Failed {
+                message: format!("`{}` declares no credential `{handle}`", self.capability_id),
+            },
+        }
+    }
 }
 
 /// HTTP through the call's egress session: the capability's network policy
@@ -238,6 +271,7 @@ pub(crate) struct FirstPartyLane {
     output: Option<SchemaCheck>,
     max_output_bytes: u64,
     max_http_requests: u32,
+    credentials: Arc<[CredentialSpec]>,
 }
 
 impl FirstPartyLane {
@@ -249,6 +283,7 @@ impl FirstPartyLane {
         output_schema: Option<&Value>,
         max_output_bytes: u64,
         max_http_requests: u32,
+        credentials: &[CredentialSpec],
     ) -> Result<Self, String> {
         let compile = |schema: Option<&Value>| {
             schema
@@ -262,6 +297,7 @@ impl FirstPartyLane {
             output: compile(output_schema).map_err(|e| format!("output schema: {e}"))?,
             max_output_bytes,
             max_http_requests,
+            credentials: credentials.into(),
         })
     }
 
@@ -341,6 +377,10 @@ impl Lane for FirstPartyLane {
         self.check(input).map(drop).map_err(|e| Box::new(e) as _)
     }
 
+    fn host_headers(&self) -> &'static [&'static str] {
+        self.service.protocol_headers()
+    }
+
     fn call(&self, context: CallContext, input: String) -> BoxFuture<'_, LaneOutcome> {
         Box::pin(async move {
             let started = Instant::now();
@@ -359,6 +399,7 @@ impl Lane for FirstPartyLane {
                         requests: requests.clone(),
                         max_requests: self.max_http_requests,
                     },
+                    credentials: self.credentials.clone(),
                 };
                 let limit = context.deadline.saturating_duration_since(started);
                 let output = tokio::time::timeout_at(
