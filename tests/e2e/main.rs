@@ -18,6 +18,7 @@ mod install;
 mod live_catalog;
 mod mcp;
 mod messaging;
+mod operator;
 mod postgres;
 mod private_data;
 mod python_sdk;

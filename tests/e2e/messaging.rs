@@ -213,7 +213,7 @@ async fn an_mcp_client_sees_the_canonical_schemas() {
 
 /// A copy of the chat fixture whose manifest `edit` changes (its
 /// `SHA256SUMS`, which would no longer match, left out).
-fn chat_variant(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+pub(crate) fn chat_variant(edit: impl Fn(String) -> String) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for sub in ["wasm", "prompts/chat"] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();

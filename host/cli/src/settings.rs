@@ -31,6 +31,10 @@
 //!                                                # requests "not supported" (default: relay)
 //!
 //! [packages]
+//! bundled = ["/etc/warden/packages"]             # the deployment's own packages: each a package
+//!                                                # directory or a directory of them, loaded as
+//!                                                # bundled (first_party trust and
+//!                                                # [admin_configuration] allowed)
 //! tools_without_channel = ["slack"]              # run these packages' tools without their
 //!                                                # [channel] surface (Warden runs no channels)
 //!
@@ -99,6 +103,10 @@ fn is_package_id(id: &str) -> bool {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PackageSettings {
+    /// Directories of the deployment's own packages (see
+    /// [`Settings::operator_packages`]).
+    #[serde(default)]
+    bundled: Vec<PathBuf>,
     /// Package ids whose tools run without their `[channel]` surface.
     #[serde(default)]
     tools_without_channel: std::collections::BTreeSet<String>,
@@ -419,6 +427,29 @@ impl Settings {
     /// `[cache] max_bytes`, when set.
     pub(crate) fn cache_max_bytes(&self) -> Option<u64> {
         self.cache.max_bytes
+    }
+
+    /// The package directories `[packages] bundled` names: an entry is a
+    /// package directory (it holds `manifest.toml`) or a directory of them.
+    /// A listed path that does not exist is an error naming it (a typo must
+    /// not silently drop the deployment's packages).
+    pub(crate) fn operator_packages(&self) -> Result<Vec<PathBuf>> {
+        let mut dirs = Vec::new();
+        for entry in &self.packages.bundled {
+            if entry.join("manifest.toml").is_file() {
+                dirs.push(entry.clone());
+                continue;
+            }
+            let listed = std::fs::read_dir(entry)
+                .with_context(|| format!("[packages] bundled: cannot read {}", entry.display()))?;
+            let mut found: Vec<PathBuf> = listed
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join("manifest.toml").is_file())
+                .collect();
+            found.sort();
+            dirs.extend(found);
+        }
+        Ok(dirs)
     }
 
     /// `[packages] tools_without_channel`, each a package id.

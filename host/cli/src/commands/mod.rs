@@ -74,6 +74,18 @@ impl Context {
         location
             .install_embedded()
             .context("installing the built-in packages")?;
+        // The deployment's own packages (`[packages] bundled`): loaded as
+        // bundled, beside the built-in ones; an installed package with the
+        // same id replaces one, as it does a built-in package.
+        for dir in self.settings.operator_packages()? {
+            let source = PackageSource::BundledDir(dir.clone());
+            if let Err(error) = location.install(&source) {
+                say!(
+                    "warning: skipping the operator's package {}: {error:#}",
+                    dir.display()
+                );
+            }
+        }
         for dir in installed_dirs(&self.packages_dir())? {
             if let Err(error) = load_installed(&location, &dir) {
                 say!(

@@ -233,11 +233,45 @@ async fn replacing_a_bundled_package_needs_replace_and_uninstall_reveals_it() {
     assert_eq!(done.output["text"], "ba");
 }
 
+/// A first-party service that answers nothing, registered under a name.
+#[derive(Debug)]
+struct Silent;
+
+impl warden_host::FirstPartyService for Silent {
+    fn call(
+        &self,
+        _call: warden_host::FirstPartyCall,
+        _input: serde_json::Value,
+    ) -> warden_core::net::BoxFuture<'_, Result<serde_json::Value, warden_host::FirstPartyError>>
+    {
+        Box::pin(async { Ok(json!({})) })
+    }
+}
+
+/// The services the built-in first-party packages name.
+fn embedded_services() -> Vec<String> {
+    warden_bundle::PACKAGES
+        .iter()
+        .filter_map(|p| {
+            let loaded = warden_host::load_package(
+                &PackageSource::Embedded(p),
+                &warden_manifest::ValidationOptions::default(),
+            )
+            .expect("a built-in package loads");
+            match loaded.package.implementation {
+                warden_manifest::Implementation::FirstParty { service } => Some(service),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 /// Every built-in package gets the trust the host composition assigns:
 /// first-party by default, third-party when the composition says so. The
 /// bundle is not empty (so "all of them" is not vacuous), and the same
 /// packages are first-party under the default composition (so the cap is
-/// what made them third-party).
+/// what made them third-party). A built-in first-party package runs only
+/// where its service is registered: without it, it is left out.
 #[test]
 fn the_host_composition_caps_bundled_trust() {
     let bundled = |host: Host| {
@@ -251,14 +285,18 @@ fn the_host_composition_caps_bundled_trust() {
         installed.sort_by(|a, b| a.0.cmp(&b.0));
         installed
     };
-    let capped = bundled(
-        Host::builder(HostConfig::default())
-            .bundled_trust(EffectiveTrust::ThirdParty)
-            .build()
-            .unwrap(),
-    );
+    let services = embedded_services();
+    let with_services = |mut builder: warden_host::HostBuilder| {
+        for service in &services {
+            builder = builder.first_party_service(service.clone(), std::sync::Arc::new(Silent));
+        }
+        builder.build().unwrap()
+    };
+    let capped = bundled(with_services(
+        Host::builder(HostConfig::default()).bundled_trust(EffectiveTrust::ThirdParty),
+    ));
     let ids: Vec<&str> = capped.iter().map(|(id, ..)| id.as_str()).collect();
-    assert!(ids.contains(&"echo"), "{ids:?}");
+    assert!(ids.contains(&"echo") && ids.contains(&"gmail"), "{ids:?}");
     assert_eq!(
         ids.len(),
         warden_bundle::PACKAGES.len(),
@@ -269,10 +307,17 @@ fn the_host_composition_caps_bundled_trust() {
         assert_eq!(*trust, EffectiveTrust::ThirdParty, "{id}");
     }
 
-    let default = bundled(host());
+    let default = bundled(with_services(Host::builder(HostConfig::default())));
     for (id, _, trust) in &default {
         assert_eq!(*trust, EffectiveTrust::FirstParty, "{id}");
     }
+
+    // No service registered: the first-party packages are left out, the
+    // rest installed.
+    let plain = bundled(host());
+    assert!(!services.is_empty());
+    assert_eq!(plain.len(), warden_bundle::PACKAGES.len() - services.len());
+    assert!(plain.iter().all(|(id, ..)| id != "gmail"), "{plain:?}");
 }
 
 /// A copy of `packages/echo` whose manifest gets `extra` appended (without

@@ -1,0 +1,70 @@
+//! The deployment's own packages (`[packages] bundled` in warden.toml):
+//! packages written to the format as the ecosystem publishes them — asking
+//! for first-party trust, with an `[admin_configuration]` — load from the
+//! operator's directory without edits; the same package installed by a user
+//! is refused, naming why.
+
+use serde_json::json;
+
+use crate::messaging::chat_variant;
+
+const ADMIN: &str = "\n[admin_configuration]\ngroup_id = \"extension.chat\"\n\
+                     display_name = \"Chat deployment\"\n\
+                     description = \"The workspace the chat tools act in.\"\n\
+                     fields = [{ handle = \"chat_workspace\", label = \"Workspace\", \
+                     secret = false, required = true }]\n";
+
+fn as_published(manifest: String) -> String {
+    manifest.replace(
+        "trust = \"third_party\"",
+        "trust = \"first_party_requested\"",
+    ) + ADMIN
+}
+
+#[test]
+fn an_operators_package_loads_as_published_and_a_users_copy_is_refused() {
+    let warden = crate::warden();
+    let packages = tempfile::tempdir().unwrap();
+    let published = chat_variant(as_published);
+    let dir = packages.path().join("chat");
+    std::fs::rename(published.path(), &dir).unwrap();
+
+    let installed = warden.run(&["install", dir.to_str().unwrap()]);
+    assert_eq!(installed.code, 1, "{installed:?}");
+    assert!(
+        installed
+            .stderr
+            .contains("only allowed in a bundled package"),
+        "{installed:?}"
+    );
+
+    warden.configure(&format!("[packages]\nbundled = [{:?}]\n", packages.path()));
+    let listed = warden.run(&["--json", "list"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let whoami = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["capability_id"] == "chat.whoami")
+        .cloned()
+        .expect("the operator's package is listed");
+    assert_eq!(whoami["package"]["provenance"], "bundled", "{whoami}");
+    assert_eq!(
+        whoami["package"]["requested_trust"],
+        "first_party_requested"
+    );
+    let run = warden.run(&["--json", "call", "chat.whoami", "--input", "{}"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["output"]["user_ref"], json!("U-me"));
+
+    // A directory the operator names that is not there is an error, not
+    // a silently smaller catalog.
+    warden.configure("[packages]\nbundled = [\"/nonexistent/warden-packages\"]\n");
+    let listed = warden.run(&["list"]);
+    assert_ne!(listed.code, 0, "{listed:?}");
+    assert!(
+        listed.stderr.contains("/nonexistent/warden-packages"),
+        "{listed:?}"
+    );
+}
