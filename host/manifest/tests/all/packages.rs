@@ -1,19 +1,21 @@
-//! Every package under the workspace's `packages/*/` and
-//! `tests/fixtures/packages/*/` validates, and the shipped packages pass the
+//! Every package under the workspace's `packages/*/` (as the bundled
+//! packages they are) and `tests/fixtures/packages/*/` (as installed)
+//! validates, and the shipped packages pass the
 //! repository review rules (the lint ratchet). Packages are written
 //! independently of this crate, so an empty `packages/` passes; an invalid
 //! package fails with its diagnostics.
 
 use std::path::Path;
 
-use warden_manifest::{ValidationOptions, load_package};
+use warden_manifest::{Source, ValidationOptions, load_package};
 
-/// Check every `<dir>/*/manifest.toml`; the summaries, or every failure rendered.
-fn check_packages(dir: &Path) -> Result<Vec<String>, String> {
+/// Check every `<dir>/*/manifest.toml` as coming from `source`; the
+/// summaries, or every failure rendered.
+fn check_packages(dir: &Path, source: Source) -> Result<Vec<String>, String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new()); // no packages/ directory: nothing to check
     };
-    let opts = ValidationOptions::reviewed();
+    let opts = ValidationOptions::reviewed().source(source);
     let (mut summaries, mut failures) = (Vec::new(), Vec::new());
     let mut paths: Vec<_> = entries.map(|e| e.expect("entry").path()).collect();
     paths.sort();
@@ -44,7 +46,7 @@ fn check_packages(dir: &Path) -> Result<Vec<String>, String> {
 #[test]
 fn workspace_packages_validate() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages");
-    match check_packages(&dir) {
+    match check_packages(&dir, Source::Bundled) {
         Ok(summaries) => summaries.iter().for_each(|s| println!("{s}")),
         Err(failures) => panic!("{failures}"),
     }
@@ -53,7 +55,7 @@ fn workspace_packages_validate() {
 #[test]
 fn fixture_packages_validate() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/packages");
-    match check_packages(&dir) {
+    match check_packages(&dir, Source::Installed) {
         Ok(summaries) => assert!(!summaries.is_empty()),
         Err(failures) => panic!("{failures}"),
     }
@@ -64,14 +66,14 @@ fn an_invalid_package_fails_and_an_empty_dir_passes() {
     let dir = std::env::temp_dir().join(format!("warden-packages-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("half-written")).expect("mkdir");
-    assert_eq!(check_packages(&dir), Ok(Vec::new()));
+    assert_eq!(check_packages(&dir, Source::Installed), Ok(Vec::new()));
     std::fs::create_dir_all(dir.join("broken")).expect("mkdir");
     std::fs::write(
         dir.join("broken/manifest.toml"),
         "schema_version = \"reborn.extension_manifest.v2\"\n",
     )
     .expect("write");
-    let err = check_packages(&dir).expect_err("broken package");
+    let err = check_packages(&dir, Source::Installed).expect_err("broken package");
     assert!(
         err.contains("error[schema_version]") && err.contains("broken/manifest.toml"),
         "{err}"
@@ -101,7 +103,7 @@ input_schema_ref = "schemas/in.json"
 "#,
     )
     .expect("write");
-    let err = check_packages(&dir).expect_err("lint");
+    let err = check_packages(&dir, Source::Installed).expect_err("lint");
     assert!(err.contains("warning[consent_sufficient]"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
