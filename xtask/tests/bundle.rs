@@ -127,11 +127,12 @@ fn bundled_components_import_only_contract_interfaces() {
             .filter(|p| p.ends_with(".wasm"))
             .collect();
         let manifest = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
-        if manifest.lines().any(|l| l.trim() == "[mcp]") {
-            // A hosted MCP server: no module at all.
+        let moduleless = |l: &str| l == "[mcp]" || l == "kind = \"first_party\"";
+        if manifest.lines().any(|l| moduleless(l.trim())) {
+            // A hosted MCP server or a first-party service: no module at all.
             assert!(
                 wasm.is_empty(),
-                "{}: an [mcp] package has no module",
+                "{}: an [mcp] or first_party package has no module",
                 dir.display()
             );
             continue;
