@@ -104,7 +104,8 @@ pub(crate) enum Command {
         /// Threads of the long-call lane: a call still burning CPU after a
         /// few epoch ticks finishes there, so new calls never queue behind
         /// it. `0` keeps every call on the workers (CPU-bound calls then share
-        /// them in epoch slices). Default: the cores less one, at least one.
+        /// them in epoch slices). Default: one per core, at a lower priority
+        /// than the workers.
         #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1024))]
         long_call_threads: Option<u16>,
         /// Memory all running calls may reserve together (each reserves its

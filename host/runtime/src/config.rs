@@ -195,8 +195,10 @@ pub struct RuntimeConfig {
     /// [`LONG_CALL_SLICES`](crate::LONG_CALL_SLICES) epoch ticks on a CPU moves there
     /// and finishes on those threads, so the executor that started it stays
     /// free for new calls (a cheap call never waits behind CPU-bound ones).
-    /// `0` keeps every call where it started. Default: the machine's cores
-    /// less one (at least one), leaving a core for serving.
+    /// `0` keeps every call where it started. Default: one per core, so
+    /// CPU-bound calls can use every core; the lane's threads run at a lower
+    /// priority than the ones serving calls, so a new call is not delayed
+    /// behind them.
     pub long_call_threads: usize,
     /// Compile a component's functions on a pool of threads, one per core.
     /// Off by default: a host compiles lazily or in the background beside
@@ -227,9 +229,7 @@ impl Default for RuntimeConfig {
             fuel_metering: true,
             max_input_bytes: 1 << 20,
             max_wasm_stack: 512 << 10,
-            long_call_threads: std::thread::available_parallelism()
-                .map_or(1, |n| n.get().saturating_sub(1))
-                .max(1),
+            long_call_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             parallel_compilation: false,
             external_compiler: None,
             compile_limits: CompileLimits::DEFAULT,

@@ -34,6 +34,12 @@ pub const LONG_CALL_SLICES: u32 = 2;
 /// switching than it buys (the deadline is still checked at each yield).
 pub(crate) const LONG_CALL_TURN_TICKS: u64 = 5;
 
+/// How much less the lane's threads get of a busy CPU than the threads
+/// serving calls (`nice` 10: a tenth of the weight of nice 0 on Linux).
+/// The lane has a thread per core, so CPU-bound calls use every core when
+/// nothing else wants one; a new call's thread still wins the CPU at once.
+const LONG_CALL_NICENESS: i32 = 10;
+
 /// The lane's runtime, started at the first long call.
 pub(crate) struct LongLane {
     threads: usize,
@@ -72,6 +78,7 @@ impl LongLane {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(self.threads)
                 .thread_name("warden-long-call")
+                .on_thread_start(yield_to_serving)
                 // Every task here is a CPU-bound guest yielding each tick:
                 // look at I/O and timers between any two of them.
                 .event_interval(1)
@@ -83,6 +90,17 @@ impl LongLane {
                 .ok()
         });
         runtime.as_ref().map(|r| r.handle())
+    }
+}
+
+/// Lower the calling thread's scheduling priority (per thread on Linux);
+/// where that fails the lane runs at normal priority and says so once.
+fn yield_to_serving() {
+    if let Err(error) = rustix::process::nice(LONG_CALL_NICENESS) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(%error, "long-call threads keep their priority");
+        });
     }
 }
 

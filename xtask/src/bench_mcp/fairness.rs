@@ -1,7 +1,9 @@
 //! `bench-mcp --fairness`: a cheap call's latency while CPU-bound calls run,
-//! with the long-call lane (the default) and without it (`serve
-//! --long-call-threads 0`, every call on the one stdio worker, as before the
-//! lane existed), alternating runs in fresh processes.
+//! with the long-call lane (the default: a thread per core), with one lane
+//! thread (`--long-call-threads 1`, the default before the lane took every
+//! core) and without it (`--long-call-threads 0`, every call on the one
+//! stdio worker, as before the lane existed), alternating runs in fresh
+//! processes.
 //!
 //! Each run keeps `BUSY` `hostile.burn` calls in flight for `PHASE` while a
 //! probe `echo` call is sent every `PROBE_EVERY` (one at a time) and timed;
@@ -149,17 +151,22 @@ pub(crate) fn run(binary: &Path, runs: usize) -> Result<()> {
     let data_dir = temp_data_dir("fairness")?;
     install_hostile(binary, &data_dir)?;
     super::cold::fill_cache(binary, &data_dir)?;
-    let configs: [(&str, &[&str]); 2] = [
-        ("long-call lane", &[]),
+    let configs: [(&str, &[&str]); 3] = [
+        ("long-call lane (a thread per core)", &[]),
+        (
+            "one lane thread (--long-call-threads 1)",
+            &["--long-call-threads", "1"],
+        ),
         (
             "one worker (--long-call-threads 0)",
             &["--long-call-threads", "0"],
         ),
     ];
-    let mut results: Vec<Vec<Run>> = vec![Vec::new(), Vec::new()];
+    let mut results: Vec<Vec<Run>> = vec![Vec::new(), Vec::new(), Vec::new()];
     for i in 0..runs {
-        for k in 0..2 {
-            let k = if i % 2 == 0 { k } else { 1 - k };
+        // Each run in another order, so no configuration always goes first.
+        for j in 0..configs.len() {
+            let k = (i + j) % configs.len();
             results[k].push(one_run(binary, &data_dir, configs[k].1)?);
         }
     }
@@ -194,10 +201,12 @@ pub(crate) fn run(binary: &Path, runs: usize) -> Result<()> {
         summary.push((p99, throughput));
     }
     println!();
-    println!(
-        "lane / one worker: probe p99 {:.2}×, CPU-bound throughput {:.2}×",
-        summary[0].0.as_secs_f64() / summary[1].0.as_secs_f64(),
-        summary[0].1 / summary[1].1
-    );
+    for (k, name) in [(1, "one lane thread"), (2, "one worker")] {
+        println!(
+            "lane / {name}: probe p99 {:.2}×, CPU-bound throughput {:.2}×",
+            summary[0].0.as_secs_f64() / summary[k].0.as_secs_f64(),
+            summary[0].1 / summary[k].1
+        );
+    }
     Ok(())
 }

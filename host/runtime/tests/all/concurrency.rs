@@ -546,6 +546,46 @@ async fn a_moved_call_keeps_its_deadline_and_its_usage() {
     host.assert_echo_works().await;
 }
 
+/// The `nice` of every thread of this process named `name` (Linux).
+#[cfg(target_os = "linux")]
+fn niceness_of_threads(name: &str) -> Vec<i64> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc")
+        .filter_map(|task| {
+            let dir = task.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            if comm.trim() != name {
+                return None;
+            }
+            // Field 19 of stat, counted after the `(comm)` that may hold spaces.
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            after.split_whitespace().nth(16)?.parse().ok()
+        })
+        .collect()
+}
+
+// The lane has a thread per core by default and yields the CPU to the
+// threads serving calls: seen with every lane thread at the workers'
+// priority before they were lowered.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_long_call_lane_runs_below_the_serving_threads() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(RuntimeConfig::default().long_call_threads, cores);
+    let host = Arc::new(Host::new(RuntimeConfig {
+        long_call_threads: 2,
+        ..config()
+    }));
+    let outcome = host.spin(300).await;
+    assert!(outcome.result.is_err(), "timed out on the lane");
+    assert_eq!(host.runtime.stats().long_calls, 1);
+    // (Thread names are cut to 15 bytes; other tests' lanes may be there too.)
+    let lane = niceness_of_threads("warden-long-cal");
+    assert!(lane.len() >= 2, "{lane:?}");
+    assert!(lane.iter().all(|nice| *nice >= 10), "{lane:?}");
+}
+
 /// Drop a spinning call once it moved to the lane, on a host ticking every
 /// `tick`, and wait (bounded) until the lane has dropped it.
 async fn drop_a_moved_call(tick: Duration) {
