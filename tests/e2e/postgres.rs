@@ -38,6 +38,10 @@ async fn the_store_conformance_suite_passes_on_postgres() {
     drop(client);
     warden_registry::testing::run(&store).await;
     warden_registry::testing::claims_race(Arc::new(store)).await;
+    let pruned = PgStore::connect(&pg.create_database("prune"))
+        .await
+        .unwrap();
+    warden_registry::testing::prunes(&pruned).await;
 
     // Hosts starting together migrate a fresh database once.
     let url = pg.create_database("together");

@@ -17,6 +17,8 @@
 //! pool_size = 8                                  # connections this host keeps open
 //! secret_key_file = "/etc/warden/secret.key"     # accounts and secrets are encrypted in the
 //!                                                # database with this key (or $WARDEN_SECRET_KEY)
+//! retention_days = 30                            # settled approvals and ended grants kept this
+//!                                                # long (`serve` prunes at start and hourly)
 //!
 //! [mcp]                                          # hosted MCP servers
 //! refresh_interval_secs = 600                    # list a server's tools again after this long
@@ -155,6 +157,10 @@ struct StoreSettings {
     /// the database needs the same one; `$WARDEN_SECRET_KEY` wins over it.
     #[serde(default)]
     secret_key_file: Option<PathBuf>,
+    /// Days settled approvals, their leases and ended grants are kept
+    /// (default 30; `serve` deletes older ones at start and every hour).
+    #[serde(default)]
+    retention_days: Option<u64>,
 }
 
 /// The approval store a command line and configuration ask for.
@@ -452,6 +458,15 @@ impl Settings {
         Ok(dirs)
     }
 
+    /// `[store] retention_days`, as a duration (at least one day).
+    pub(crate) fn store_retention(&self) -> Result<std::time::Duration> {
+        match self.store.retention_days {
+            None => Ok(warden_host::DEFAULT_STORE_RETENTION),
+            Some(0) => bail!("[store] retention_days must be at least 1"),
+            Some(days) => Ok(std::time::Duration::from_secs(days.saturating_mul(86_400))),
+        }
+    }
+
     /// `[packages] tools_without_channel`, each a package id.
     pub(crate) fn tools_without_channel(&self) -> Result<std::collections::BTreeSet<String>> {
         let ids = &self.packages.tools_without_channel;
@@ -589,6 +604,20 @@ mod tests {
 
     fn settings(text: &str) -> Settings {
         toml::from_str(text).expect("valid warden.toml")
+    }
+
+    #[test]
+    fn the_store_retention_is_days_and_never_zero() {
+        let days = settings("[store]\nretention_days = 7\n")
+            .store_retention()
+            .unwrap();
+        assert_eq!(days, std::time::Duration::from_secs(7 * 86_400));
+        let default = settings("").store_retention().unwrap();
+        assert_eq!(default, warden_host::DEFAULT_STORE_RETENTION);
+        let zero = settings("[store]\nretention_days = 0\n")
+            .store_retention()
+            .unwrap_err();
+        assert!(zero.to_string().contains("retention_days"), "{zero}");
     }
 
     #[test]

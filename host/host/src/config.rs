@@ -9,6 +9,9 @@ use warden_hosted::{LaneLimits, ServerSettings};
 use warden_registry::{AllowlistEntry, BoundConfig};
 use warden_runtime::RuntimeConfig;
 
+/// How long the store keeps what is settled, by default.
+pub const DEFAULT_STORE_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
 /// Everything a [`crate::Host`] is built from. Defaults are the safe ones:
 /// deny-by-default egress, HTTPS only, every runtime limit on.
 #[derive(Debug, Clone)]
@@ -32,6 +35,10 @@ pub struct HostConfig {
     pub bound: BoundConfig,
     /// How long an approval's lease may wait to be used.
     pub lease_ttl: Duration,
+    /// How long settled approvals, their leases and ended grants are kept
+    /// before [`crate::Host::prune_store`] deletes them (default 30 days;
+    /// a pending approval is kept whatever its age).
+    pub store_retention: Duration,
     /// Limits of the hosted-MCP lane: call timeout, response and result
     /// bounds, and how often a server's catalog is listed again.
     pub hosted: LaneLimits,
@@ -58,6 +65,7 @@ impl Default for HostConfig {
                 .collect(),
             bound: BoundConfig::default(),
             lease_ttl: Duration::from_secs(600),
+            store_retention: DEFAULT_STORE_RETENTION,
             hosted: LaneLimits::default(),
             hosted_servers: BTreeMap::new(),
             tools_without_channel: BTreeSet::new(),

@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) hosted_servers: std::collections::BTreeMap<String, warden_hosted::ServerSettings>,
     /// Where the host keeps its data (`None`: in memory only).
     pub(crate) data_dir: Option<std::path::PathBuf>,
+    /// How long the store keeps what is settled.
+    pub(crate) store_retention: std::time::Duration,
     /// Packages whose tools run without their `[channel]` surface.
     pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
 }
@@ -168,6 +170,7 @@ impl HostBuilder {
             ungated_allowlist,
             mut bound,
             lease_ttl,
+            store_retention,
             hosted,
             hosted_servers,
             tools_without_channel,
@@ -208,6 +211,7 @@ impl HostBuilder {
             hosted,
             hosted_servers,
             data_dir,
+            store_retention,
             tools_without_channel,
         };
         // Spilled outputs past their retention period are removed at start.
@@ -371,6 +375,22 @@ impl Host {
     /// Approvals: list, resolve.
     pub fn approvals(&self) -> &Approvals {
         &self.shared.approvals
+    }
+
+    /// Delete what the approval store keeps past the retention
+    /// ([`HostConfig::store_retention`]): approvals settled before it (with
+    /// their leases) and grants that ended before it. A host serving
+    /// clients runs it at start and every hour; hosts sharing a store may
+    /// all run it. The rows deleted.
+    pub async fn prune_store(&self) -> Result<u64, HostError> {
+        let retention = i64::try_from(self.shared.store_retention.as_millis()).unwrap_or(i64::MAX);
+        let before = warden_registry::now_millis().saturating_sub(retention);
+        self.shared
+            .approvals
+            .store()
+            .prune(before)
+            .await
+            .map_err(|e| HostError::Approval(e.into()))
     }
 
     /// The runtime (install statistics, allocator in use).

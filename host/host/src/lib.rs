@@ -52,7 +52,7 @@ pub use auth::{
     AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect, PROBE_EXTENSION,
     ProbeAuth, ProbeCall, ProbeError, ProbeFound,
 };
-pub use config::HostConfig;
+pub use config::{DEFAULT_STORE_RETENTION, HostConfig};
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use lane::{

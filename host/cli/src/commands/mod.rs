@@ -151,6 +151,7 @@ impl Context {
                 .settings
                 .hosted_servers(mcp::timeout::read_all(&self.mcp_dir())?)?,
             tools_without_channel: self.settings.tools_without_channel()?,
+            store_retention: self.settings.store_retention()?,
             runtime,
             ..HostConfig::default()
         };

@@ -70,6 +70,19 @@ pub(crate) async fn run(
     // compiles its own component.
     let warming = location.clone();
     tokio::spawn(async move { warming.warm_up().await });
+    // The store forgets what is settled past the retention, now and hourly.
+    let pruning = host.clone();
+    tokio::spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            hourly.tick().await;
+            match pruning.prune_store().await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "pruned the approval store"),
+                Err(error) => tracing::warn!(%error, "could not prune the approval store"),
+            }
+        }
+    });
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
     let backend = crate::backend::HostBackend::new(host, location, cx.settings.oauth_clients()?);

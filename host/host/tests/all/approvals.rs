@@ -210,3 +210,35 @@ async fn an_answer_runs_the_recorded_call_and_a_sessions_grant_stays_in_it() {
         "{unknown}"
     );
 }
+
+/// The store forgets settled approvals past the retention and keeps the
+/// pending ones, through the host.
+#[tokio::test]
+async fn the_store_forgets_what_was_settled_past_its_retention() {
+    let data = tempfile::tempdir().unwrap();
+    let host = Host::builder(HostConfig {
+        data_dir: Some(data.path().to_path_buf()),
+        store_retention: std::time::Duration::from_millis(1),
+        ..HostConfig::default()
+    })
+    .build()
+    .unwrap();
+    let location = host.open_location("p");
+    location.install_embedded().unwrap();
+    let settled = ask(&location).await;
+    host.approvals()
+        .resolve(&settled, Resolution::ApproveOnce, now_millis() - 10)
+        .await
+        .unwrap();
+    let waiting = Invocation::new("echo.echo", json!({ "text": "later" }), Origin::Automation);
+    let InvokeOutcome::NeedsApproval(pending) = location.invoke(waiting).await.unwrap() else {
+        panic!("automation must ask")
+    };
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // The approval and its lease.
+    assert_eq!(host.prune_store().await.unwrap(), 2);
+    let store = host.approvals().store();
+    assert_eq!(store.approval(&settled).await.unwrap(), None);
+    assert!(store.approval(&pending.id).await.unwrap().is_some());
+    assert_eq!(host.prune_store().await.unwrap(), 0);
+}

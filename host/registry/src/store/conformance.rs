@@ -241,6 +241,87 @@ pub async fn run(store: &dyn ApprovalStore) {
     assert_eq!(live(40).await, ["g2", "g4"]);
 }
 
+/// The retention sweep on an empty `store`: what was settled before the
+/// cut goes (a resolved approval with its lease, an expired grant, a
+/// revoked one), what was not stays (a pending approval however old, a
+/// recent resolution, a live grant).
+pub async fn prunes(store: &dyn ApprovalStore) {
+    let resolve = |id: &str, at: UnixMillis| {
+        let lease = Lease {
+            id: LeaseId(format!("lease-{id}")),
+            approval_id: ApprovalId(id.into()),
+            fingerprint: Fingerprint(format!("fp-{id}")),
+            issued_at: at,
+            expires_at: at + 10,
+            state: LeaseState::Issued,
+            claimed_at: None,
+        };
+        Resolved {
+            state: ApprovalState::Approved,
+            lease: Some(lease),
+            grant: None,
+            at,
+        }
+    };
+    for (id, created) in [("old", 10), ("recent", 10), ("waiting", 1)] {
+        store
+            .insert_approval(&request(id, "loc", created))
+            .await
+            .unwrap();
+    }
+    let old = ApprovalId("old".into());
+    assert!(store.resolve(&old, &resolve("old", 100)).await.unwrap());
+    let recent = ApprovalId("recent".into());
+    assert!(
+        store
+            .resolve(&recent, &resolve("recent", 900))
+            .await
+            .unwrap()
+    );
+    store
+        .insert_grant(&grant("expired", Some(200)))
+        .await
+        .unwrap();
+    store.insert_grant(&grant("revoked", None)).await.unwrap();
+    assert!(
+        store
+            .revoke_grant(&GrantId("revoked".into()))
+            .await
+            .unwrap()
+    );
+    store.insert_grant(&grant("live", None)).await.unwrap();
+    store
+        .insert_grant(&grant("later", Some(5_000)))
+        .await
+        .unwrap();
+
+    // Deleted: "old" and its lease, "expired", "revoked".
+    assert_eq!(store.prune(500).await.unwrap(), 4);
+    assert_eq!(store.approval(&old).await.unwrap(), None);
+    assert_eq!(store.lease(&old).await.unwrap(), None);
+    assert!(store.approval(&recent).await.unwrap().is_some());
+    assert!(store.lease(&recent).await.unwrap().is_some());
+    let waiting = store.approval(&ApprovalId("waiting".into())).await.unwrap();
+    assert_eq!(waiting.map(|w| w.state), Some(ApprovalState::Pending));
+    let mut live: Vec<String> = store
+        .live_grants(&"loc".into(), 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| g.id.0)
+        .collect();
+    live.sort();
+    assert_eq!(live, ["later", "live"]);
+    assert!(
+        !store
+            .revoke_grant(&GrantId("revoked".into()))
+            .await
+            .unwrap()
+    );
+    // Nothing left to delete.
+    assert_eq!(store.prune(500).await.unwrap(), 0);
+}
+
 /// Sixteen concurrent claims of one approved call, half by approval id
 /// (resume) and half by fingerprint (call again): exactly one wins. On a
 /// backend shared by several hosts, this is "dispatch exactly once".

@@ -206,6 +206,29 @@ impl ApprovalStore for MemoryApprovalStore {
             _ => false,
         })
     }
+
+    async fn prune(&self, before: UnixMillis) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let settled: Vec<ApprovalId> = state
+            .approvals
+            .values()
+            .filter(|a| {
+                a.state != ApprovalState::Pending && a.resolved_at.is_some_and(|t| t < before)
+            })
+            .map(|a| a.id.clone())
+            .collect();
+        let mut deleted = 0;
+        for id in &settled {
+            deleted += u64::from(state.approvals.remove(id).is_some());
+            deleted += u64::from(state.leases.remove(id).is_some());
+        }
+        let grants = state.grants.len();
+        state.grants.retain(|_, (grant, revoked)| {
+            let expired = grant.expires_at.is_some_and(|t| t < before);
+            !(expired || (*revoked && grant.created_at < before))
+        });
+        Ok(deleted + (grants - state.grants.len()) as u64)
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +238,7 @@ mod tests {
     #[tokio::test]
     async fn memory_store_conforms() {
         crate::store::conformance::run(&MemoryApprovalStore::new()).await;
+        crate::store::conformance::prunes(&MemoryApprovalStore::new()).await;
         crate::store::conformance::claims_race(std::sync::Arc::new(MemoryApprovalStore::new()))
             .await;
     }

@@ -259,4 +259,11 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
 
     /// Revokes a grant; false when there was no live grant with that id.
     async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
+
+    /// Deletes what no call can use any more and was settled before
+    /// `before`: approvals resolved then (with their leases, long expired)
+    /// and grants that expired then, or were revoked and made then. A
+    /// pending approval stays whatever its age: a person may still answer
+    /// it. The number of rows deleted.
+    async fn prune(&self, before: UnixMillis) -> Result<u64, StoreError>;
 }

@@ -441,6 +441,22 @@ impl ApprovalStore for PgStore {
             .map_err(pg_error)?;
         Ok(changed == 1)
     }
+
+    async fn prune(&self, before: UnixMillis) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let mut deleted = 0;
+        for sql in [
+            "DELETE FROM warden_leases WHERE approval_id IN (SELECT id FROM warden_approvals \
+             WHERE state <> 'pending' AND resolved_at < $1)",
+            "DELETE FROM warden_approvals WHERE state <> 'pending' AND resolved_at < $1",
+            "DELETE FROM warden_grants WHERE expires_at < $1 OR (revoked AND created_at < $1)",
+        ] {
+            deleted += tx.execute(sql, &[&before]).await.map_err(pg_error)?;
+        }
+        tx.commit().await.map_err(pg_error)?;
+        Ok(deleted)
+    }
 }
 
 impl PgStore {

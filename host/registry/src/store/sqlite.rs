@@ -359,7 +359,29 @@ impl Db {
             .map_err(backend)?;
         Ok(changed == 1)
     }
+
+    fn prune(&self, before: UnixMillis) -> Result<u64, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let mut deleted = 0;
+        for sql in PRUNE {
+            deleted += tx.execute(sql, [before]).map_err(backend)? as u64;
+        }
+        tx.commit().map_err(backend)?;
+        Ok(deleted)
+    }
 }
+
+/// [`ApprovalStore::prune`], in order: leases before the approvals they
+/// reference.
+const PRUNE: [&str; 3] = [
+    "DELETE FROM leases WHERE approval_id IN (SELECT id FROM approvals \
+     WHERE state != 'pending' AND resolved_at < ?1)",
+    "DELETE FROM approvals WHERE state != 'pending' AND resolved_at < ?1",
+    "DELETE FROM grants WHERE expires_at < ?1 OR (revoked = 1 AND created_at < ?1)",
+];
 
 #[async_trait::async_trait]
 impl ApprovalStore for SqliteStore {
@@ -451,6 +473,10 @@ impl ApprovalStore for SqliteStore {
     async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError> {
         let id = id.clone();
         self.blocking(move |db| db.revoke_grant(&id)).await
+    }
+
+    async fn prune(&self, before: UnixMillis) -> Result<u64, StoreError> {
+        self.blocking(move |db| db.prune(before)).await
     }
 }
 

@@ -3,6 +3,7 @@ use super::*;
 #[tokio::test]
 async fn sqlite_store_conforms() {
     crate::store::conformance::run(&SqliteStore::open_in_memory().unwrap()).await;
+    crate::store::conformance::prunes(&SqliteStore::open_in_memory().unwrap()).await;
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("race.db")).unwrap();
     crate::store::conformance::claims_race(Arc::new(store)).await;
