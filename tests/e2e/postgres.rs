@@ -42,6 +42,8 @@ async fn the_store_conformance_suite_passes_on_postgres() {
         .await
         .unwrap();
     warden_registry::testing::prunes(&pruned).await;
+    let once = PgStore::connect(&pg.create_database("once")).await.unwrap();
+    warden_registry::testing::one_pending_per_fingerprint(Arc::new(once)).await;
 
     // Hosts starting together migrate a fresh database once.
     let url = pg.create_database("together");

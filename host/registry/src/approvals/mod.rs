@@ -31,7 +31,8 @@ pub use error::{ApprovalError, ToolFailure};
 pub use fingerprint::{Fingerprint, canonical_json};
 
 use crate::store::{
-    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState, Resolved,
+    ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, Lease, LeaseId, LeaseState,
+    Resolved, StoreError,
 };
 use crate::{
     Authorizer, Decision, Grant, GrantId, InvocationScope, LocationId, PackageIdentity, Rule,
@@ -187,13 +188,21 @@ impl Approvals {
         match authorizer.authorize(policy, scope, invocation.origin, &grants, now) {
             Decision::Allow(rule) => Ok(Gate::Run(rule)),
             Decision::NeedsApproval(rule) => {
-                // An identical call waits on the pending request, if any.
+                // An identical call waits on the pending request, if any:
+                // one found, or one another host opened just before this.
                 let request = match self.store.pending_with(&fingerprint).await? {
                     Some(waiting) => waiting,
-                    None => {
-                        self.persist_request(invocation, fingerprint, rule, now)
+                    None => match self
+                        .persist_request(invocation, fingerprint.clone(), rule, now)
+                        .await
+                    {
+                        Err(ApprovalError::Store(StoreError::AlreadyPending)) => self
+                            .store
+                            .pending_with(&fingerprint)
                             .await?
-                    }
+                            .ok_or(ApprovalError::Store(StoreError::AlreadyPending))?,
+                        other => other?,
+                    },
                 };
                 Ok(Gate::Blocked(Box::new(request)))
             }

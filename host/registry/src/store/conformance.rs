@@ -375,3 +375,40 @@ pub async fn claims_race(store: Arc<dyn ApprovalStore>) {
         (LeaseState::Claimed, Some(3))
     );
 }
+
+/// At most one request per fingerprint is pending, whichever of many
+/// callers (hosts) opens it at once; once it is settled another may be.
+pub async fn one_pending_per_fingerprint(store: Arc<dyn ApprovalStore>) {
+    let same = |id: &str| {
+        let mut r = request(id, "loc", 1);
+        r.fingerprint = Fingerprint("fp-once".into());
+        r
+    };
+    let racers: Vec<_> = (0..8)
+        .map(|i| {
+            let (store, request) = (store.clone(), same(&format!("racer-{i}")));
+            tokio::spawn(async move { store.insert_approval(&request).await })
+        })
+        .collect();
+    let mut opened = Vec::new();
+    for (i, racer) in racers.into_iter().enumerate() {
+        match racer.await.unwrap() {
+            Ok(()) => opened.push(format!("racer-{i}")),
+            Err(StoreError::AlreadyPending) => {}
+            Err(other) => panic!("racer-{i}: {other:?}"),
+        }
+    }
+    assert_eq!(opened.len(), 1, "one request is pending: {opened:?}");
+    let waiting = store.pending_with(&Fingerprint("fp-once".into())).await;
+    assert_eq!(waiting.unwrap().unwrap().id.0, opened[0]);
+    // Settled, it no longer holds the fingerprint.
+    let dismissed = Resolved {
+        state: ApprovalState::Dismissed,
+        lease: None,
+        grant: None,
+        at: 2,
+    };
+    let id = ApprovalId(opened[0].clone());
+    assert!(store.resolve(&id, &dismissed).await.unwrap());
+    store.insert_approval(&same("after")).await.unwrap();
+}

@@ -44,6 +44,15 @@ impl ApprovalStore for MemoryApprovalStore {
                 id: request.id.0.clone(),
             });
         }
+        let pending = |a: &ApprovalRequest| a.state == ApprovalState::Pending;
+        if pending(request)
+            && state
+                .approvals
+                .values()
+                .any(|a| pending(a) && a.fingerprint == request.fingerprint)
+        {
+            return Err(StoreError::AlreadyPending);
+        }
         state.approvals.insert(request.id.clone(), request.clone());
         Ok(())
     }
@@ -241,5 +250,9 @@ mod tests {
         crate::store::conformance::prunes(&MemoryApprovalStore::new()).await;
         crate::store::conformance::claims_race(std::sync::Arc::new(MemoryApprovalStore::new()))
             .await;
+        crate::store::conformance::one_pending_per_fingerprint(std::sync::Arc::new(
+            MemoryApprovalStore::new(),
+        ))
+        .await;
     }
 }

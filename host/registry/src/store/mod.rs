@@ -58,6 +58,10 @@ pub enum StoreError {
         /// The id.
         id: String,
     },
+    /// A pending request with this fingerprint exists (perhaps opened by
+    /// another host a moment ago): the identical call waits on it.
+    #[error("an identical request is already pending")]
+    AlreadyPending,
 }
 
 macro_rules! text_id {
@@ -190,7 +194,9 @@ pub struct Resolved {
 /// backend may wait on a database without holding a runtime thread.
 #[async_trait::async_trait]
 pub trait ApprovalStore: Send + Sync + fmt::Debug {
-    /// Persists a new pending request; [`StoreError::Duplicate`] if the id exists.
+    /// Persists a new pending request; [`StoreError::Duplicate`] if the id
+    /// exists, [`StoreError::AlreadyPending`] if a pending request has its
+    /// fingerprint (at most one is ever pending, whichever host asks).
     async fn insert_approval(&self, request: &ApprovalRequest) -> Result<(), StoreError>;
 
     /// One request by id.

@@ -167,10 +167,17 @@ fn grant_from_row(row: &Row, location: &LocationId) -> Result<Grant, StoreError>
 
 /// `Duplicate` for a unique violation, else a backend error.
 fn insert_error(e: tokio_postgres::Error, id: &str) -> StoreError {
-    if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
-        StoreError::Duplicate { id: id.to_owned() }
+    if e.code() != Some(&SqlState::UNIQUE_VIOLATION) {
+        return pg_error(e);
+    }
+    let one_pending = e
+        .as_db_error()
+        .and_then(|db| db.constraint())
+        .is_some_and(|c| c == "warden_approvals_one_pending");
+    if one_pending {
+        StoreError::AlreadyPending
     } else {
-        pg_error(e)
+        StoreError::Duplicate { id: id.to_owned() }
     }
 }
 
@@ -210,7 +217,7 @@ impl ApprovalStore for PgStore {
             ))
             .await
             .map_err(pg_error)?;
-        client
+        let inserted = client
             .execute(
                 &statement,
                 &[
@@ -228,8 +235,14 @@ impl ApprovalStore for PgStore {
                 ],
             )
             .await
-            .map_err(|e| insert_error(e, &r.id.0))?;
-        Ok(())
+            .map_err(|e| insert_error(e, &r.id.0));
+        match inserted {
+            // An id taken is a duplicate whichever index saw it first.
+            Err(StoreError::AlreadyPending) if self.approval(&r.id).await?.is_some() => {
+                Err(StoreError::Duplicate { id: r.id.0.clone() })
+            }
+            other => other.map(drop),
+        }
     }
 
     async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRequest>, StoreError> {

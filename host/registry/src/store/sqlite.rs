@@ -173,10 +173,17 @@ impl Db {
         );
         match result {
             Ok(_) => Ok(()),
-            Err(rusqlite::Error::SqliteFailure(e, _))
+            Err(rusqlite::Error::SqliteFailure(e, message))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                Err(StoreError::Duplicate { id: r.id.0.clone() })
+                // The one-pending index names the fingerprint column; an id
+                // taken is a duplicate whichever index saw it first.
+                let on_fingerprint = message.is_some_and(|m| m.contains("approvals.fingerprint"));
+                if on_fingerprint && self.approval(&r.id)?.is_none() {
+                    Err(StoreError::AlreadyPending)
+                } else {
+                    Err(StoreError::Duplicate { id: r.id.0.clone() })
+                }
             }
             Err(e) => Err(backend(e)),
         }

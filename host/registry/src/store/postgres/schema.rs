@@ -16,7 +16,8 @@ const MIGRATION_LOCK: i64 = 0x7761_7264_656e;
 /// Schema migrations; index `i` upgrades version `i` to `i + 1`. Version 1
 /// is the SQLite schema at its version 3 (package identity, fingerprint
 /// indexes), with booleans and 64-bit times.
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE warden_approvals (
     id            TEXT PRIMARY KEY,
     capability_id TEXT NOT NULL,
@@ -56,7 +57,20 @@ CREATE TABLE warden_grants (
     package_digest TEXT
 );
 CREATE INDEX warden_grants_lookup ON warden_grants (location, capability_id);
-"#];
+"#,
+    // Version 2: at most one pending request per fingerprint, whichever host
+    // opens it (duplicates from version 1: the oldest stays pending).
+    r#"
+UPDATE warden_approvals AS a SET state = 'dismissed', resolved_at = a.created_at
+WHERE a.state = 'pending' AND EXISTS (
+    SELECT 1 FROM warden_approvals AS older
+    WHERE older.fingerprint = a.fingerprint AND older.state = 'pending'
+      AND (older.created_at < a.created_at
+           OR (older.created_at = a.created_at AND older.id < a.id)));
+CREATE UNIQUE INDEX warden_approvals_one_pending ON warden_approvals (fingerprint)
+    WHERE state = 'pending';
+"#,
+];
 
 /// Brings the database to the newest schema this build knows, refusing one
 /// written by a newer build.

@@ -18,6 +18,11 @@ use crate::StoreError;
 ///
 /// Version 3 indexes fingerprints: an identical call finds the approved (or
 /// pending) request it repeats ("approve, then call again").
+///
+/// Version 4 keeps at most one pending request per fingerprint (a unique
+/// partial index), so hosts sharing a store never open two for one call.
+/// Of duplicates left by earlier versions the oldest stays pending; the
+/// others are settled as dismissed.
 pub(super) const MIGRATIONS: &[&str] = &[
     r#"
 CREATE TABLE approvals (
@@ -64,6 +69,15 @@ ALTER TABLE grants ADD COLUMN package_bound INTEGER NOT NULL DEFAULT 0;
     r#"
 CREATE INDEX approvals_fingerprint ON approvals (fingerprint, state);
 CREATE INDEX leases_fingerprint ON leases (fingerprint, state);
+"#,
+    r#"
+UPDATE approvals SET state = 'dismissed', resolved_at = created_at
+WHERE state = 'pending' AND EXISTS (
+    SELECT 1 FROM approvals AS older
+    WHERE older.fingerprint = approvals.fingerprint AND older.state = 'pending'
+      AND (older.created_at < approvals.created_at
+           OR (older.created_at = approvals.created_at AND older.id < approvals.id)));
+CREATE UNIQUE INDEX approvals_one_pending ON approvals (fingerprint) WHERE state = 'pending';
 "#,
 ];
 

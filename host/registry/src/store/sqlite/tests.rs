@@ -7,6 +7,38 @@ async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("race.db")).unwrap();
     crate::store::conformance::claims_race(Arc::new(store)).await;
+    let store = SqliteStore::open(dir.path().join("pending.db")).unwrap();
+    crate::store::conformance::one_pending_per_fingerprint(Arc::new(store)).await;
+}
+
+/// Duplicate pending requests left by schema version 3: the oldest stays
+/// pending, the others are settled, and the index then holds.
+#[tokio::test]
+async fn duplicates_from_before_one_pending_per_fingerprint_are_settled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for migration in &schema::MIGRATIONS[..3] {
+            conn.execute_batch(migration).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        for (id, at) in [("newer", 5), ("oldest", 1), ("middle", 3)] {
+            conn.execute(
+                "INSERT INTO approvals (id, capability_id, location, session, origin, input, \
+                 fingerprint, rule, created_at, state) VALUES (?1, 'gh.op', 'loc', NULL, \
+                 'loop_run', '{}', 'fp', '{\"rule\":\"gated_no_grant\"}', ?2, 'pending')",
+                rusqlite::params![id, at],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let pending = store.pending_approvals(&"loc".into()).await.unwrap();
+    let ids: Vec<&str> = pending.iter().map(|r| r.id.0.as_str()).collect();
+    assert_eq!(ids, ["oldest"]);
+    let newer = store.approval(&ApprovalId("newer".into())).await.unwrap();
+    assert_eq!(newer.unwrap().state, ApprovalState::Dismissed);
 }
 
 #[test]
