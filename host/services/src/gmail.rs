@@ -15,7 +15,7 @@ use warden_host::{FirstPartyCall, FirstPartyError, FirstPartyService};
 
 use crate::google::{Google, encode, url_with_query};
 use crate::support::{failed, no_tool, required, strings, text};
-use mime::{Outgoing, header, readable, reply_subject};
+use mime::{Outgoing, address_of, header, mailboxes, readable, reply_subject};
 
 const API: &str = "https://gmail.googleapis.com/gmail/v1/users/me";
 
@@ -165,12 +165,12 @@ async fn reply(google: &Google<'_>, input: &Value) -> Result<Value, FirstPartyEr
             .as_str()
             .unwrap_or_default()
             .to_lowercase();
+        // By address, not by text: `bo@x.com` is not `jo@x.com`'s `o@x.com`.
         let others = |name: &str| -> Vec<String> {
-            header(payload, name)
+            let list = header(payload, name).unwrap_or_default();
+            mailboxes(list)
                 .into_iter()
-                .flat_map(|list| list.split(','))
-                .map(|a| a.trim().to_owned())
-                .filter(|a| !a.is_empty() && (me.is_empty() || !a.to_lowercase().contains(&me)))
+                .filter(|m| me.is_empty() || address_of(m) != me)
                 .collect()
         };
         message.to.extend(others("To"));

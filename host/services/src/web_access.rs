@@ -137,11 +137,16 @@ async fn get_content(call: &FirstPartyCall, input: &Value) -> Result<Value, Firs
     if urls.is_empty() {
         return Err(invalid("/url", "names no page"));
     }
+    let given_one = text(input, "url").is_some();
     for (i, url) in urls.iter().enumerate() {
-        let web = url.starts_with("https://") || url.starts_with("http://");
-        if !web || url.contains(char::is_whitespace) || url.contains('@') {
+        if !is_plain_web_address(url) {
+            let pointer = match (given_one, i) {
+                (true, 0) => "/url".to_owned(),
+                (true, i) => format!("/urls/{}", i - 1),
+                (false, i) => format!("/urls/{i}"),
+            };
             return Err(invalid(
-                &format!("/urls/{i}"),
+                &pointer,
                 "is not an http(s) address without credentials or spaces",
             ));
         }
@@ -152,6 +157,19 @@ async fn get_content(call: &FirstPartyCall, input: &Value) -> Result<Value, Firs
     let arguments = json!({ "urls": urls, "maxCharacters": max });
     let fetched = exa::call_tool(&call.http, "web_fetch_exa", arguments).await?;
     Ok(json!({ "contents": page_contents(&fetched, &urls)? }))
+}
+
+/// An http(s) address with no credentials in its authority (an `@` in the
+/// path, as in `medium.com/@ana`, is fine) and no whitespace.
+fn is_plain_web_address(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    !authority.is_empty() && !authority.contains('@') && !url.contains(char::is_whitespace)
 }
 
 /// Exa's fetch text as one entry per page: `# Title` then `URL: <address>`
@@ -219,6 +237,16 @@ mod tests {
             json!({"title": "One", "url": "https://one.test", "snippet": "First body"})
         );
         assert_eq!(results[1]["snippet"], "Second body");
+    }
+
+    #[test]
+    fn only_credentials_in_the_authority_make_an_address_unusable() {
+        assert!(is_plain_web_address("https://medium.com/@ana/post"));
+        assert!(is_plain_web_address("http://a.test/?q=x@y"));
+        assert!(!is_plain_web_address("https://user:pw@intranet.test/"));
+        assert!(!is_plain_web_address("https://a.test/a b"));
+        assert!(!is_plain_web_address("ftp://a.test/"));
+        assert!(!is_plain_web_address("https:///path"));
     }
 
     #[test]

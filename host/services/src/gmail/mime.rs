@@ -78,6 +78,22 @@ fn encode_word(text: &str) -> String {
     }
 }
 
+/// A display name as a header carries it: encoded when not ASCII, quoted
+/// when it holds a character that would end or split the mailbox (`Lima,
+/// Ana` unquoted would be two recipients).
+fn display_name(name: &str) -> String {
+    if !name.is_ascii() {
+        return encode_word(name);
+    }
+    if name.contains([
+        '"', ',', ';', ':', '<', '>', '@', '(', ')', '[', ']', '\\', '.',
+    ]) {
+        format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        name.to_owned()
+    }
+}
+
 /// An address, its display name encoded (`José <jose@x>`).
 fn address(text: &str) -> String {
     let text = text.trim();
@@ -87,11 +103,45 @@ fn address(text: &str) -> String {
             if name.is_empty() {
                 format!("<{rest}")
             } else {
-                format!("{} <{rest}", encode_word(name))
+                format!("{} <{rest}", display_name(name))
             }
         }
         None => text.to_owned(),
     }
+}
+
+/// The mailboxes of an address header (`Ana <a@x>, "Lima, Bo" <b@x>`):
+/// split at the commas outside quotes and angle brackets.
+pub(crate) fn mailboxes(list: &str) -> Vec<String> {
+    let (mut out, mut current) = (Vec::new(), String::new());
+    let (mut quoted, mut angled) = (false, false);
+    for c in list.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '<' if !quoted => angled = true,
+            '>' if !quoted => angled = false,
+            ',' if !quoted && !angled => {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current);
+    out.into_iter()
+        .map(|m| m.trim().to_owned())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// The address of a mailbox (`Ana <a@x>` → `a@x`), lowercased for comparing.
+pub(crate) fn address_of(mailbox: &str) -> String {
+    let inner = match (mailbox.rfind('<'), mailbox.rfind('>')) {
+        (Some(open), Some(close)) if open < close => &mailbox[open + 1..close],
+        _ => mailbox,
+    };
+    inner.trim().to_lowercase()
 }
 
 /// The subject of a reply to `subject`.
@@ -250,6 +300,16 @@ mod tests {
     }
 
     #[test]
+    fn a_display_name_with_a_comma_stays_one_recipient() {
+        assert_eq!(
+            address(r#""Lima, Ana" <ana@x.com>"#),
+            r#""Lima, Ana" <ana@x.com>"#
+        );
+        assert_eq!(address("Ana Lima <ana@x.com>"), "Ana Lima <ana@x.com>");
+        assert_eq!(address(r#"A "B" C <c@x.com>"#), r#""A \"B\" C" <c@x.com>"#);
+    }
+
+    #[test]
     fn a_line_break_in_a_header_is_refused_by_field() {
         let message = Outgoing {
             to: vec!["ana@example.com\r\nBcc: everyone@example.com".into()],
@@ -283,6 +343,18 @@ mod tests {
         assert_eq!(read["subject"], "Report");
         assert_eq!(read["attachments"][0]["filename"], "r.pdf");
         assert_eq!(read["text_truncated"], false);
+    }
+
+    #[test]
+    fn mailboxes_split_outside_quotes_and_compare_by_address() {
+        let list = r#"Ana <ana@x.com>, "Lima, Bo" <bo@x.com>, me@x.com"#;
+        let boxes = mailboxes(list);
+        assert_eq!(
+            boxes,
+            [r#"Ana <ana@x.com>"#, r#""Lima, Bo" <bo@x.com>"#, "me@x.com"]
+        );
+        assert_eq!(address_of("Ana <ANA@x.com>"), "ana@x.com");
+        assert_eq!(address_of(" me@x.com "), "me@x.com");
     }
 
     #[test]

@@ -37,7 +37,8 @@ fn gmail(request: &RecordedRequest) -> TestResponse {
         ("GET", "/messages/m1") => TestResponse::json(&json!({
             "id": "m1", "threadId": "t1", "payload": {"headers": [
                 {"name": "From", "value": "Ana Lima <ana@example.com>"},
-                {"name": "To", "value": "me@example.com, bob@example.com"},
+                {"name": "To",
+                 "value": "me@example.com, bob@example.com, \"Me, Not\" <notme@example.com>"},
                 {"name": "Subject", "value": "Lunch"},
                 {"name": "Message-ID", "value": "<lunch@example.com>"}]},
         })),
@@ -52,6 +53,14 @@ fn gmail(request: &RecordedRequest) -> TestResponse {
         ("POST", "/messages/m1/trash") => TestResponse::json(&json!({
             "id": "m1", "threadId": "t1", "labelIds": ["TRASH"],
         })),
+        // A provider (or a sender) that hands the credential back encoded in
+        // a body part: the service decodes the part, the host redacts it.
+        ("GET", "/messages/echo") => {
+            let token = request.header("authorization").unwrap_or_default();
+            let data = URL_SAFE_NO_PAD.encode(format!("your token is {token}"));
+            TestResponse::json(&json!({"id": "echo", "threadId": "t", "payload": {
+                "mimeType": "text/plain", "body": {"data": data}}}))
+        }
         ("GET", "/messages/scopeless") => insufficient_scope(),
         ("GET", "/messages/expired") => expired(),
         _ => TestResponse::status(404),
@@ -175,7 +184,8 @@ async fn every_gmail_tool_runs_against_the_api() {
     let reply = raw_message(sends[1]);
     assert!(
         reply.starts_with(
-            "To: Ana Lima <ana@example.com>, bob@example.com\r\nSubject: Re: Lunch\r\n\
+            "To: Ana Lima <ana@example.com>, bob@example.com, \"Me, Not\" <notme@example.com>\r\n\
+             Subject: Re: Lunch\r\n\
              In-Reply-To: <lunch@example.com>\r\nReferences: <lunch@example.com>\r\n"
         ),
         "{reply}"
@@ -227,6 +237,22 @@ async fn a_token_google_refuses_asks_for_the_account_again_with_its_scopes() {
     assert_eq!(send.code(), ErrorCode::AuthRequired, "{send}");
     assert_eq!(send.auth_details().unwrap().scopes, [SEND]);
     assert_eq!(gmail.server.requests().len(), before, "nothing was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_credential_echoed_in_an_encoded_body_part_is_redacted_once_decoded() {
+    let gmail = fixture(&[READ]).await;
+    let read = gmail
+        .call("gmail.get_message", json!({"message_id": "echo"}))
+        .await
+        .unwrap();
+    // `call` asserts the token is nowhere in the output; egress may already
+    // have redacted the encoded form, leaving a part that no longer decodes.
+    let text = read["text"].as_str().unwrap();
+    assert!(
+        text.is_empty() || text == "your token is Bearer [REDACTED]",
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
