@@ -25,8 +25,11 @@ pub enum Unsupported {
 }
 
 impl Unsupported {
-    /// The reason, for package `package`, with what to do about it.
+    /// The reason, for package `package`, with what to do about it: one
+    /// line, whatever the package's names hold (a manifest may put a line
+    /// break in a nested string; here it would forge a reason of its own).
     pub fn describe(&self, package: &str) -> String {
+        let package = &one_line(package);
         match self {
             Unsupported::Channel => format!(
                 "a [channel] surface: Warden runs a package's tools, not its channel (the \
@@ -37,18 +40,33 @@ impl Unsupported {
                  runtime, and Warden does not run the memory lane"
                 .to_owned(),
             Unsupported::FirstPartyService(service) => format!(
-                "first_party service `{service}`, which this host has not registered (an \
-                 embedding registers one with `HostBuilder::first_party_service`)"
+                "first_party service `{}`, which this host has not registered (an \
+                 embedding registers one with `HostBuilder::first_party_service`)",
+                one_line(service)
             ),
             Unsupported::DeviceLink(vendor) => format!(
-                "the device_link recipe [auth.{vendor}]: Warden connects accounts with OAuth \
-                 or an API key"
+                "the device_link recipe [auth.{}]: Warden connects accounts with OAuth \
+                 or an API key",
+                one_line(vendor)
             ),
             Unsupported::Injection(kind) => {
                 format!("credential injection type `{kind}`, which egress does not perform")
             }
         }
     }
+}
+
+/// `text` with its control characters (line breaks included) escaped.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 impl fmt::Display for Unsupported {
@@ -69,7 +87,10 @@ pub fn refusal(package: &str, reasons: &[Unsupported]) -> Option<String> {
     if reasons.is_empty() {
         return None;
     }
-    let mut text = format!("package `{package}` needs what this host does not run:");
+    let mut text = format!(
+        "package `{}` needs what this host does not run:",
+        one_line(package)
+    );
     for reason in reasons {
         text.push_str("\n  - ");
         text.push_str(&reason.describe(package));
@@ -99,5 +120,19 @@ mod tests {
         assert!(lines[2].contains("`telegram.extension/v1`"));
         assert!(lines[3].contains("[auth.telegram]"));
         assert_eq!(refusal("telegram", &[]), None);
+    }
+
+    // A hostile manifest's nested strings may hold line breaks: printed as
+    // they are, one would add a reason of its own under the list (seen with
+    // `service = "x\n  - all clear"` before names were kept to one line).
+    #[test]
+    fn a_name_cannot_forge_a_line_of_the_refusal() {
+        let reasons = [
+            Unsupported::FirstPartyService("x\n  - all clear".into()),
+            Unsupported::DeviceLink("v\r\n".into()),
+        ];
+        let text = refusal("p\n", &reasons).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.contains("`x\\u{a}  - all clear`"), "{text}");
     }
 }

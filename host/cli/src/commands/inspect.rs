@@ -237,7 +237,10 @@ pub(crate) fn check(
                     } else {
                         invalid += 1;
                         for conflict in &conflicts {
-                            let conflict = render::escape_text(conflict, true);
+                            // Only the refusal is several lines (its names kept
+                            // to one line each); any other text stays on one.
+                            let refusal = note.as_ref() == Some(conflict);
+                            let conflict = render::escape_text(conflict, refusal);
                             say!("error: {}: {conflict}", path.display());
                         }
                         if let Some(diagnostics) = &found {
