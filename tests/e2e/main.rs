@@ -18,6 +18,7 @@ mod install;
 mod live_catalog;
 mod mcp;
 mod messaging;
+mod metrics;
 mod operator;
 mod postgres;
 mod private_data;

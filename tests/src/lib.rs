@@ -17,10 +17,12 @@ pub mod files;
 pub mod jwt_issuer;
 pub mod package;
 pub mod postgres;
+pub mod prometheus;
 pub mod rmcp_mcp;
 pub mod tls;
 mod warden;
 
 pub use fake_github::{FakeGitHub, TOKEN};
 pub use postgres::TestPostgres;
+pub use prometheus::TestPrometheus;
 pub use warden::{Run, Serving, Warden};

@@ -212,14 +212,14 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temp path")
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -231,7 +231,7 @@ fn set_mode(dir: &Path, mode: u32) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-fn chown(dir: &Path, user: &str) {
+pub(crate) fn chown(dir: &Path, user: &str) {
     let status = Command::new("chown")
         .arg(user)
         .arg(dir)

@@ -1,5 +1,6 @@
 //! What `cargo xtask test` installs on a fresh machine besides Rust
-//! targets: PostgreSQL for the store tests, and the official Python MCP SDK
+//! targets: PostgreSQL for the store tests, Prometheus for the metrics
+//! test, and the official Python MCP SDK
 //! (in a virtual environment under `target/`) for the Python client test.
 
 use std::path::PathBuf;
@@ -24,6 +25,29 @@ pub(crate) fn ensure_postgres() -> Result<()> {
     )?;
     if !postgres_installed() {
         bail!("apt-get installed postgresql, but no initdb is in /usr/lib/postgresql/*/bin");
+    }
+    Ok(())
+}
+
+/// Installs the distribution's Prometheus server when neither
+/// `$WARDEN_PROMETHEUS` nor a `prometheus` on `PATH` is there (what the
+/// test harness, `warden_tests::prometheus`, runs).
+pub(crate) fn ensure_prometheus() -> Result<()> {
+    let on_path = || {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join("prometheus").is_file())
+        })
+    };
+    if std::env::var_os("WARDEN_PROMETHEUS").is_some() || on_path() {
+        return Ok(());
+    }
+    apt_install(
+        "prometheus",
+        "Prometheus scrapes `warden serve --metrics` in the metrics test; install the \
+         `prometheus` package (or set WARDEN_PROMETHEUS to its binary)",
+    )?;
+    if !on_path() {
+        bail!("apt-get installed prometheus, but no `prometheus` is on PATH");
     }
     Ok(())
 }

@@ -20,6 +20,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     // The store tests start throwaway PostgreSQL clusters; one e2e test
     // drives `warden serve` with the official Python MCP SDK.
     setup::ensure_postgres()?;
+    // The metrics test is scraped by a real Prometheus.
+    setup::ensure_prometheus()?;
     let python = setup::ensure_python_mcp()?;
     // And one with `@modelcontextprotocol/server-everything` behind Warden.
     let everything = setup::ensure_everything()?;

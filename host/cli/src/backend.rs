@@ -33,8 +33,8 @@ use crate::settings::OAuthClients;
 
 /// The host and Location behind an MCP server.
 pub(crate) struct HostBackend {
-    /// Kept for as long as the server runs (its Location's host).
-    _host: Host,
+    /// The Location's host (kept for as long as the server runs).
+    host: Host,
     location: Location,
     /// The operator's OAuth clients, for connecting accounts by URL.
     clients: OAuthClients,
@@ -47,7 +47,7 @@ impl HostBackend {
         clients: OAuthClients,
     ) -> std::sync::Arc<Self> {
         std::sync::Arc::new(HostBackend {
-            _host: host,
+            host,
             location,
             clients,
         })
@@ -55,6 +55,16 @@ impl HostBackend {
 }
 
 impl Backend for HostBackend {
+    fn metrics(&self, sessions: Option<usize>) -> BoxFuture<'static, Option<String>> {
+        let host = self.host.clone();
+        Box::pin(async move {
+            if let (Some(metrics), Some(open)) = (host.metrics(), sessions) {
+                metrics.set_mcp_sessions(open);
+            }
+            host.render_metrics().await
+        })
+    }
+
     fn tools(&self) -> Vec<ToolEntry> {
         let packages: HashMap<String, InstalledPackage> = self
             .location

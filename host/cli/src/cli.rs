@@ -113,6 +113,13 @@ pub(crate) enum Command {
         /// `512MiB` or bytes. Default: 8 GiB.
         #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
         memory_budget: Option<u64>,
+        /// Count calls, authorization decisions, approvals waiting and
+        /// egress, and serve them in the Prometheus text format: at
+        /// `/metrics` on the `--http` endpoint (behind its authentication)
+        /// and, given an address, on a listener of its own for a scraper
+        /// (e.g. `--metrics 127.0.0.1:9464`).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+        metrics: Option<Option<std::net::SocketAddr>>,
         /// How HTTP callers authenticate (required off loopback).
         #[command(flatten)]
         auth: ServeAuthArgs,

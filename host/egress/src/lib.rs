@@ -30,6 +30,7 @@
 pub mod auth;
 mod client;
 mod config;
+mod observe;
 pub mod policy;
 pub mod redact;
 pub mod resolve;
@@ -43,6 +44,7 @@ pub mod testing;
 pub use client::ClientError;
 pub use client::pool::MAX_IDLE_TOTAL as MAX_IDLE_CONNECTIONS;
 pub use config::{EgressConfig, HostPort};
+pub use observe::EgressObserver;
 pub use session::{
     AuthRequired, CallSession, Egress, EgressError, NetworkUsage, StreamBody, StreamingResponse,
     UsageCounters,

@@ -290,6 +290,31 @@ impl NetworkPolicy {
         }
     }
 
+    /// What a request to `endpoint` (which the policy allowed) is counted
+    /// under: the host as declared (a credential's audience or a target
+    /// naming it exactly), else the wildcard pattern it matched (`*.example.com`,
+    /// `*`), so a guest choosing names under a wildcard cannot mint a label
+    /// per request, nor carry its input out in one.
+    pub fn target_label(&self, endpoint: &RequestOrigin) -> String {
+        let host = endpoint.host.as_str();
+        let declared = self
+            .credentials
+            .iter()
+            .any(|c| c.audience.host.eq_ignore_ascii_case(host))
+            || self.targets.iter().any(|t| t.host_pattern == host)
+            || self
+                .plain_http
+                .iter()
+                .any(|t| t.matches(host, endpoint.port));
+        if declared {
+            return host.to_owned();
+        }
+        self.targets
+            .iter()
+            .find(|t| t.matches_host(host))
+            .map_or_else(|| "other".to_owned(), |t| t.host_pattern.clone())
+    }
+
     /// Decide whether `request` may be sent, injecting `credential` if named.
     ///
     /// `staged` finds the call's staged secrets for the leak pre-scan, which

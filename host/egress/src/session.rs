@@ -77,6 +77,7 @@ struct Inner {
     resolver: Arc<dyn Resolver>,
     client: HttpClient,
     flights: crate::auth::grant::Flights,
+    observer: Option<Arc<dyn crate::EgressObserver>>,
 }
 
 /// Host-wide egress: configuration, secret store, resolver and the
@@ -93,6 +94,17 @@ impl Egress {
         store: Arc<dyn SecretStore>,
         resolver: Arc<dyn Resolver>,
     ) -> Result<Self, EgressError> {
+        Self::observed(config, store, resolver, None)
+    }
+
+    /// Build egress for a host that tells `observer` (when there is one)
+    /// of every request sent or refused.
+    pub fn observed(
+        config: EgressConfig,
+        store: Arc<dyn SecretStore>,
+        resolver: Arc<dyn Resolver>,
+        observer: Option<Arc<dyn crate::EgressObserver>>,
+    ) -> Result<Self, EgressError> {
         let client = HttpClient::new(&config)?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -101,8 +113,14 @@ impl Egress {
                 resolver,
                 client,
                 flights: Default::default(),
+                observer,
             }),
         })
+    }
+
+    /// Who hears of this host's requests, if anyone.
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn crate::EgressObserver>> {
+        self.inner.observer.as_ref()
     }
 
     /// The host configuration.
@@ -436,11 +454,16 @@ impl CallSession {
     ) -> Result<GuestResponse, EgressError> {
         let result = send::run(self, request, credential, remaining).await;
         if let Err(e) = &result {
-            if matches!(
-                e,
-                EgressError::Denied(_) | EgressError::Address(AddressError::NonPublic { .. })
-            ) {
+            let refused_by = match e {
+                EgressError::Denied(denial) => Some(denial.kind()),
+                EgressError::Address(AddressError::NonPublic { .. }) => Some("non_public_address"),
+                _ => None,
+            };
+            if let Some(rule) = refused_by {
                 self.usage.denied.fetch_add(1, Ordering::Relaxed);
+                if let Some(observer) = self.egress.observer() {
+                    observer.denied(rule);
+                }
             }
             tracing::info!(
                 capability = self.capability_id(),
@@ -505,13 +528,25 @@ pub struct StreamingResponse {
 
 /// The body of a [`StreamingResponse`].
 #[derive(Debug)]
-pub struct StreamBody(pub(crate) crate::client::StreamedBody);
+pub struct StreamBody {
+    pub(crate) body: crate::client::StreamedBody,
+    /// Who hears of the bytes as they arrive, and the target they came from.
+    pub(crate) meter: Option<(Arc<dyn crate::EgressObserver>, String)>,
+}
 
 impl StreamBody {
     /// The next chunk of data; `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, EgressError>> {
+        let chunk = self.next_data().await;
+        if let (Some(Ok(data)), Some((observer, target))) = (&chunk, &self.meter) {
+            observer.received(target, data.len() as u64);
+        }
+        chunk
+    }
+
+    async fn next_data(&mut self) -> Option<Result<bytes::Bytes, EgressError>> {
         loop {
-            match self.0.frame().await? {
+            match self.body.frame().await? {
                 Err(_) => {
                     return Some(Err(crate::client::ClientError::Protocol(
                         "response body failed",

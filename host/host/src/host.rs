@@ -19,6 +19,7 @@ use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::lane::FirstPartyService;
 use crate::location::Location;
+use crate::metrics::{Metrics, Sample};
 use crate::trust::EffectiveTrust;
 
 /// The services every Location of a host shares.
@@ -45,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) store_retention: std::time::Duration,
     /// Packages whose tools run without their `[channel]` surface.
     pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
+    /// What an operator watches, when it is on.
+    pub(crate) metrics: Option<Arc<Metrics>>,
 }
 
 impl Shared {
@@ -98,6 +101,7 @@ pub struct HostBuilder {
     bundled_trust: EffectiveTrust,
     first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
     audit: Option<AuditLog>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -161,6 +165,13 @@ impl HostBuilder {
         self
     }
 
+    /// Count calls, decisions and egress into `metrics` (off by default;
+    /// read them with [`Host::render_metrics`]).
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Create the host: the engine, the stores and the egress client.
     pub fn build(self) -> Result<Host, HostError> {
         let HostConfig {
@@ -200,7 +211,14 @@ impl HostBuilder {
             .with_ungated_allowlist(ungated_allowlist.iter().map(|e| e.capability_id.clone()));
         let shared = Shared {
             runtime: Runtime::new(runtime).map_err(HostError::Runtime)?,
-            egress: Egress::new(egress, secrets, resolver)?,
+            egress: Egress::observed(
+                egress,
+                secrets,
+                resolver,
+                self.metrics
+                    .clone()
+                    .map(|m| m as Arc<dyn warden_egress::EgressObserver>),
+            )?,
             approvals: Approvals::new(approval_store, ApprovalConfig { lease_ttl }),
             authorizer: Authorizer::new(ungated_allowlist),
             bounder: OutputBounder::new(bound),
@@ -213,6 +231,7 @@ impl HostBuilder {
             data_dir,
             store_retention,
             tools_without_channel,
+            metrics: self.metrics,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -253,6 +272,7 @@ impl Host {
             bundled_trust: EffectiveTrust::FirstParty,
             first_party: BTreeMap::new(),
             audit: None,
+            metrics: None,
         }
     }
 
@@ -391,6 +411,46 @@ impl Host {
             .prune(before)
             .await
             .map_err(|e| HostError::Approval(e.into()))
+    }
+
+    /// The metrics this host counts into, when built with
+    /// [`HostBuilder::metrics`].
+    pub fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.shared.metrics.as_ref()
+    }
+
+    /// The metrics in the Prometheus text format
+    /// ([`crate::METRICS_CONTENT_TYPE`]), with what is a state sampled now:
+    /// the approvals pending in each open Location, the memory budget, the
+    /// compile cache. `None` when the host counts none.
+    pub async fn render_metrics(&self) -> Option<String> {
+        let metrics = self.shared.metrics.as_ref()?;
+        let open: Vec<LocationId> = {
+            let locations = self.locations.lock().expect("locations lock");
+            locations.values().map(|l| l.id.clone()).collect()
+        };
+        let mut sample = Sample {
+            memory: Some(self.shared.runtime.memory()),
+            runtime: Some(self.shared.runtime.stats()),
+            idle_connections: self.shared.egress.idle_connections(),
+            ..Sample::default()
+        };
+        for location in open {
+            match self
+                .shared
+                .approvals
+                .store()
+                .pending_approvals(&location)
+                .await
+            {
+                Ok(pending) => sample.approvals_pending.push((location.0, pending.len())),
+                // The gauge is left out, not reported as zero.
+                Err(error) => {
+                    tracing::warn!(location = %location.0, %error, "could not count the pending approvals");
+                }
+            }
+        }
+        Some(metrics.render(sample).await)
     }
 
     /// The runtime (install statistics, allocator in use).

@@ -22,6 +22,11 @@ use crate::lane::CallContext;
 use crate::location::{Binding, Location};
 use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode};
 
+mod count;
+mod tape;
+
+use tape::tape_refusal;
+
 impl Location {
     /// Invoke a tool from a fresh snapshot.
     pub async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, HostError> {
@@ -37,12 +42,26 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
-            return Ok(self.not_found(invocation.tool));
+            let outcome = Ok(self.not_found(invocation.tool));
+            self.count(None, &outcome);
+            return outcome;
         };
-        if let Some(refused) = tape_refusal(&binding, &invocation) {
+        let outcome = self.invoke_found(tool, &binding, invocation).await;
+        self.count(Some(&binding), &outcome);
+        outcome
+    }
+
+    /// [`Location::invoke_in`] of the tool `snapshot` published, run by `binding`.
+    async fn invoke_found(
+        &self,
+        tool: &RegisteredTool,
+        binding: &Arc<Binding>,
+        invocation: Invocation,
+    ) -> Result<InvokeOutcome, HostError> {
+        if let Some(refused) = tape_refusal(binding, &invocation) {
             return Ok(refused);
         }
-        let input_json = match checked_input(&binding, &invocation) {
+        let input_json = match checked_input(binding, &invocation) {
             Ok(json) => json,
             Err(failed) => return Ok(*failed),
         };
@@ -54,20 +73,32 @@ impl Location {
             .check(&self.shared.authorizer, &policy, &call, now_millis())
             .await
         {
-            Ok(Gate::Run(rule)) => Ok(self
-                .dispatch(&binding, &invocation, input_json, AuthorizedBy::Rule(rule))
-                .await),
+            Ok(Gate::Run(rule)) => {
+                self.count_decision("allow", rule.name());
+                Ok(self
+                    .run(binding, &invocation, input_json, AuthorizedBy::Rule(rule))
+                    .await)
+            }
             // The same call was approved earlier and this caller claimed it.
-            Ok(Gate::Approved(dispatch)) => Ok(self
-                .dispatch(
-                    &binding,
-                    &invocation,
-                    input_json,
-                    AuthorizedBy::Approval(dispatch.approval_id),
-                )
-                .await),
-            Ok(Gate::Blocked(request)) => Ok(InvokeOutcome::NeedsApproval(request)),
-            Err(error) => refused(error),
+            Ok(Gate::Approved(dispatch)) => {
+                self.count_decision("approved", "approval");
+                Ok(self
+                    .run(
+                        binding,
+                        &invocation,
+                        input_json,
+                        AuthorizedBy::Approval(dispatch.approval_id),
+                    )
+                    .await)
+            }
+            Ok(Gate::Blocked(request)) => {
+                self.count_decision("needs_approval", request.rule.name());
+                Ok(InvokeOutcome::NeedsApproval(request))
+            }
+            Err(error) => {
+                self.count_refusal(&error);
+                refused(error)
+            }
         };
         self.audit(&call, &outcome);
         outcome
@@ -83,25 +114,51 @@ impl Location {
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
-            // A person's "no" stands, whatever became of the tool since.
-            let named = self.call_named(invocation.tool.clone(), None, &invocation);
-            return match self.shared.approvals.refusal(approval, &named).await {
-                Ok(Some(no)) => {
-                    // Audited as the same answer for a tool still there is
-                    // (the package column empty: nobody can tell it now).
-                    let outcome = Ok(InvokeOutcome::Failed(CallFailure::Refused(no)));
-                    self.audit(&named, &outcome);
-                    outcome
-                }
-                Ok(None) => Ok(self.not_found(invocation.tool)),
-                Err(error) => refused(error),
-            };
+            let outcome = self.resume_gone(approval, invocation).await;
+            self.count(None, &outcome);
+            return outcome;
         };
+        let outcome = self
+            .resume_found(approval, tool, &binding, invocation)
+            .await;
+        self.count(Some(&binding), &outcome);
+        outcome
+    }
+
+    /// [`Location::resume`] of a tool no longer published.
+    async fn resume_gone(
+        &self,
+        approval: &ApprovalId,
+        invocation: Invocation,
+    ) -> Result<InvokeOutcome, HostError> {
+        // A person's "no" stands, whatever became of the tool since.
+        let named = self.call_named(invocation.tool.clone(), None, &invocation);
+        match self.shared.approvals.refusal(approval, &named).await {
+            Ok(Some(no)) => {
+                // Audited as the same answer for a tool still there is
+                // (the package column empty: nobody can tell it now).
+                let outcome = Ok(InvokeOutcome::Failed(CallFailure::Refused(no)));
+                self.audit(&named, &outcome);
+                outcome
+            }
+            Ok(None) => Ok(self.not_found(invocation.tool)),
+            Err(error) => refused(error),
+        }
+    }
+
+    /// [`Location::resume`] of the tool published now, run by `binding`.
+    async fn resume_found(
+        &self,
+        approval: &ApprovalId,
+        tool: &RegisteredTool,
+        binding: &Arc<Binding>,
+        invocation: Invocation,
+    ) -> Result<InvokeOutcome, HostError> {
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
         // resume is refused as "package changed".
         // Before the approval is claimed: a refused tape spends nothing.
-        if let Some(refused) = tape_refusal(&binding, &invocation) {
+        if let Some(refused) = tape_refusal(binding, &invocation) {
             return Ok(refused);
         }
         let call = self.call_of(tool, &invocation);
@@ -115,19 +172,25 @@ impl Location {
             // made; after the approval's own refusals (declined, package
             // changed, ...), which come first. A refused input, as before,
             // spends the approval.
-            Ok(dispatch) => Ok(match checked_input(&binding, &invocation) {
-                Ok(input_json) => {
-                    self.dispatch(
-                        &binding,
-                        &invocation,
-                        input_json,
-                        AuthorizedBy::Approval(dispatch.approval_id),
-                    )
-                    .await
-                }
-                Err(failed) => *failed,
-            }),
-            Err(error) => refused(error),
+            Ok(dispatch) => {
+                self.count_decision("approved", "approval");
+                Ok(match checked_input(binding, &invocation) {
+                    Ok(input_json) => {
+                        self.run(
+                            binding,
+                            &invocation,
+                            input_json,
+                            AuthorizedBy::Approval(dispatch.approval_id),
+                        )
+                        .await
+                    }
+                    Err(failed) => *failed,
+                })
+            }
+            Err(error) => {
+                self.count_refusal(&error);
+                refused(error)
+            }
         };
         self.audit(&call, &outcome);
         outcome
@@ -404,46 +467,6 @@ fn checked_input(binding: &Binding, invocation: &Invocation) -> Result<String, B
             usage: Default::default(),
             logs: Vec::new(),
         }))),
-    }
-}
-
-/// A call under a tape (record or replay) of a lane whose traffic a tape
-/// cannot hold is refused before authorization: a replay must never go
-/// live, and a recording that holds nothing would replay as a live call.
-fn tape_refusal(binding: &Binding, invocation: &Invocation) -> Option<InvokeOutcome> {
-    let mode = invocation.tape.as_ref()?;
-    if binding.lane.tapeable() {
-        return None;
-    }
-    Some(InvokeOutcome::Failed(CallFailure::Runtime {
-        error: Box::new(TapeUnsupported {
-            capability_id: binding.capability.id.clone(),
-            mode: match mode {
-                TapeMode::Record(_) => "recorded",
-                TapeMode::Replay(_) => "replayed",
-            },
-        }),
-        usage: Default::default(),
-        logs: Vec::new(),
-    }))
-}
-
-/// A tape was asked for a tool whose lane does not send through the call's
-/// network service (a hosted MCP tool talks MCP to its server directly).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "`{capability_id}` cannot be {mode}: it is a hosted MCP tool, whose messages go to its \
-     server over the server's own session, and a tape holds only the HTTP a tool sends \
-     through the host (nothing was sent)"
-)]
-pub(crate) struct TapeUnsupported {
-    capability_id: String,
-    mode: &'static str,
-}
-
-impl crate::lane::LaneError for TapeUnsupported {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::TapeUnsupported
     }
 }
 

@@ -50,6 +50,12 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// to approve the call; nothing of the tool runs.
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
 
+    /// What kind of lane this is, as metrics label its calls: `wasm`,
+    /// `mcp`, `first_party`, or `native` (an embedder's own, the default).
+    fn kind(&self) -> &'static str {
+        "native"
+    }
+
     /// Run an authorized call. The host calls it only with `input` that
     /// [`Self::check_input`] accepted in this process (before the call was
     /// approved, and again when an approval is resumed), so a lane need not

@@ -41,6 +41,7 @@ mod host;
 mod invoke;
 mod lane;
 mod location;
+mod metrics;
 mod outcome;
 mod private;
 mod source;
@@ -61,6 +62,7 @@ pub use lane::{
 };
 pub use location::hosted::Discovery;
 pub use location::{InstalledPackage, Location, Replace, ResolvedTool};
+pub use metrics::{METRICS_CONTENT_TYPE, Metrics};
 pub use outcome::{
     AuthDetails, AuthorizedBy, CallFailure, CancellationToken, Completed, Invocation,
     InvokeOutcome, TapeMode,

@@ -277,7 +277,7 @@ pub struct AuthDetails {
     pub reason: Option<AuthReason>,
 }
 
-fn refusal_code(failure: &ToolFailure) -> ErrorCode {
+pub(crate) fn refusal_code(failure: &ToolFailure) -> ErrorCode {
     match failure {
         ToolFailure::Denied { .. } => ErrorCode::NotPermitted,
         ToolFailure::Declined { .. } => ErrorCode::UserDeclined,

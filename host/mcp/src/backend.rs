@@ -56,6 +56,15 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { None })
     }
 
+    /// The host's metrics in the Prometheus text format, with `sessions`
+    /// (the MCP sessions the server holds now, when it holds any) taken
+    /// in; `None` (the default) when the host counts none, and `/metrics`
+    /// is then not served.
+    fn metrics(&self, sessions: Option<usize>) -> BoxFuture<'static, Option<String>> {
+        let _ = sessions;
+        Box::pin(async { None })
+    }
+
     /// A counter that bumps whenever the tool set changes.
     ///
     /// The server re-reads [`Backend::tools`] after a bump and sends

@@ -15,6 +15,9 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 mod expiry;
+mod metrics;
+
+pub use metrics::{METRICS_PATH, MetricsServer, SessionCount, serve_metrics};
 
 use crate::owners::{MAX_SESSIONS_PER_CALLER, SessionOwners};
 use crate::peers::Peers;
@@ -45,9 +48,16 @@ pub struct HttpServer {
     scheme: &'static str,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
+    /// The sessions of the stateful service.
+    manager: Arc<LocalSessionManager>,
 }
 
 impl HttpServer {
+    /// What counts the MCP sessions this server holds (for the metrics).
+    pub fn sessions(&self) -> SessionCount {
+        SessionCount(self.manager.clone())
+    }
+
     /// The address the server is bound to (with the real port when `:0`
     /// was asked for).
     pub fn local_addr(&self) -> SocketAddr {
@@ -155,6 +165,8 @@ struct Services<B: Backend> {
     manager: Arc<LocalSessionManager>,
     /// [`HttpConfig::body_timeout`].
     body_timeout: std::time::Duration,
+    /// Where `/metrics` comes from.
+    backend: Arc<B>,
 }
 
 impl<B: Backend> Clone for Services<B> {
@@ -166,6 +178,7 @@ impl<B: Backend> Clone for Services<B> {
             owners: self.owners.clone(),
             manager: self.manager.clone(),
             body_timeout: self.body_timeout,
+            backend: self.backend.clone(),
         }
     }
 }
@@ -320,7 +333,7 @@ pub async fn serve_http_with<B: Backend>(
         sdk.allowed_hosts.push(addr.ip().to_string());
     }
     sdk.allowed_hosts.extend(config.allowed_hosts);
-    let server = WardenServer::new(backend);
+    let server = WardenServer::new(backend.clone());
     let stateless_sdk = sdk
         .clone()
         .with_legacy_session_mode(false)
@@ -336,8 +349,9 @@ pub async fn serve_http_with<B: Backend>(
         ),
         sessions: config.sessions,
         owners: Arc::default(),
-        manager,
+        manager: manager.clone(),
         body_timeout: config.body_timeout,
+        backend,
     };
     let auth = config.auth.map(Arc::new);
     let scheme = if config.tls.is_some() {
@@ -361,6 +375,7 @@ pub async fn serve_http_with<B: Backend>(
         scheme,
         stop,
         task: Some(task),
+        manager,
     })
 }
 
@@ -493,7 +508,9 @@ async fn route<B: Backend>(
     {
         return json(StatusCode::OK, jwt.metadata().to_string());
     }
-    if request.uri().path() != MCP_PATH {
+    // The host's metrics, behind the same authentication as MCP.
+    let for_metrics = request.uri().path() == METRICS_PATH;
+    if !for_metrics && request.uri().path() != MCP_PATH {
         return status(StatusCode::NOT_FOUND);
     }
     if let Some(auth) = auth {
@@ -510,6 +527,10 @@ async fn route<B: Backend>(
             }
             Err(rejection) => return unauthorized(auth, rejection),
         }
+    }
+    if for_metrics {
+        let sessions = SessionCount(services.manager.clone());
+        return metrics::answer(&*services.backend, request.method(), Some(&sessions)).await;
     }
     let caller = request.extensions().get::<crate::Caller>().cloned();
     let Some(crate::Caller {

@@ -47,6 +47,8 @@ pub(crate) struct Context {
     /// compiles: for `serve`, which lives on after a first call; a one-shot
     /// command waits for the optimized code, so its cache is complete when it exits.
     pub(crate) baseline_code: bool,
+    /// `serve --metrics`: the host counts what it does.
+    pub(crate) metrics: bool,
     /// The shared approval store (`--store postgres://…`), connected once;
     /// `None`: SQLite in the data directory.
     pub(crate) approval_store: Option<Arc<dyn warden_registry::ApprovalStore>>,
@@ -160,6 +162,9 @@ impl Context {
         let mut builder = warden_services::register(Host::builder(config));
         if let Some(store) = &self.approval_store {
             builder = builder.approval_store(store.clone());
+        }
+        if self.metrics {
+            builder = builder.metrics(Arc::new(warden_host::Metrics::new()));
         }
         if let Some(store) = secret_store {
             builder = builder.secret_store(store);
@@ -300,6 +305,13 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             _ => None,
         },
         baseline_code: matches!(cli.command, Command::Serve { .. }),
+        metrics: matches!(
+            cli.command,
+            Command::Serve {
+                metrics: Some(_),
+                ..
+            }
+        ),
     };
     match cli.command {
         Command::List => inspect::list(&cx),
@@ -314,7 +326,12 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Auth(command) => auth::run(&cx, command).await,
         Command::Grants(command) => grants::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
-        Command::Serve { http, auth, .. } => serve::run(&cx, http, auth).await,
+        Command::Serve {
+            http,
+            auth,
+            metrics,
+            ..
+        } => serve::run(&cx, http, metrics.flatten(), auth).await,
         Command::CompileComponent {
             name,
             baseline,

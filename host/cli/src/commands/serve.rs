@@ -29,8 +29,15 @@ mod live;
 pub(crate) async fn run(
     cx: &Context,
     http: Option<SocketAddr>,
+    metrics_at: Option<SocketAddr>,
     auth: ServeAuthArgs,
 ) -> Result<ExitCode> {
+    if cx.metrics && http.is_none() && metrics_at.is_none() {
+        anyhow::bail!(
+            "--metrics without an address serves them on the --http endpoint; over stdio, give \
+             it an address of its own (e.g. --metrics 127.0.0.1:9464)"
+        );
+    }
     // Authentication is settled before the host opens: a refused setting
     // never leaves a half-started server.
     let (mut config, discover) = http_config(auth)?;
@@ -87,20 +94,43 @@ pub(crate) async fn run(
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
     let backend = crate::backend::HostBackend::new(host, location, cx.settings.oauth_clients()?);
     match http {
-        None => warden_mcp::serve_stdio(backend).await?,
+        None => {
+            let _metrics = serve_metrics(&backend, metrics_at, None).await?;
+            warden_mcp::serve_stdio(backend).await?;
+        }
         Some(addr) => {
-            let server = warden_mcp::serve_http_with(backend, addr, config).await?;
+            let server = warden_mcp::serve_http_with(backend.clone(), addr, config).await?;
             say!(
                 "warden: MCP over streamable HTTP at {} (Ctrl-C stops)",
                 server.url()
             );
+            let metrics = serve_metrics(&backend, metrics_at, Some(server.sessions())).await?;
             tokio::signal::ctrl_c().await?;
+            if let Some(metrics) = metrics {
+                metrics.shutdown().await;
+            }
             server.shutdown().await;
         }
     }
     watcher.abort();
     mcp_watcher.abort();
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--metrics ADDR`: the metrics on a listener of their own.
+async fn serve_metrics(
+    backend: &Arc<crate::backend::HostBackend>,
+    at: Option<SocketAddr>,
+    sessions: Option<warden_mcp::SessionCount>,
+) -> Result<Option<warden_mcp::MetricsServer>> {
+    let Some(addr) = at else {
+        return Ok(None);
+    };
+    let server = warden_mcp::serve_metrics(backend.clone(), addr, sessions)
+        .await
+        .with_context(|| format!("--metrics {addr}"))?;
+    say!("warden: metrics at {}", server.url());
+    Ok(Some(server))
 }
 
 /// The issuer's signing keys, fetched again through the host's egress when

@@ -114,6 +114,34 @@ pub enum Denial {
 }
 
 impl Denial {
+    /// A stable one-word name of the rule that refused, without what the
+    /// request carried (what a metric is labelled with). A refused redirect
+    /// is named by the rule that refused its hop.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Denial::InvalidUrl => "invalid_url",
+            Denial::Scheme(_) => "scheme",
+            Denial::PlainHttp { .. } => "plain_http",
+            Denial::Userinfo => "userinfo",
+            Denial::Fragment => "fragment",
+            Denial::Method(_) => "method",
+            Denial::ForbiddenHeader(_) => "forbidden_header",
+            Denial::InvalidHeader => "invalid_header",
+            Denial::HostNotAllowed { .. } => "host_not_allowed",
+            Denial::CredentialNotDeclared(_) => "credential_not_declared",
+            Denial::CredentialNotConfigured(_) => "credential_not_configured",
+            Denial::AudienceMismatch(_) => "audience_mismatch",
+            Denial::TransportHeader(_) => "transport_header",
+            Denial::UnsupportedInjection(_) => "unsupported_injection",
+            Denial::MissingPlaceholder(_) => "missing_placeholder",
+            Denial::StagedSecret(_) => "staged_secret",
+            Denial::TokenFormat { .. } => "token_format",
+            Denial::Redirect(inner) => inner.kind(),
+            Denial::TooManyRedirects => "too_many_redirects",
+            Denial::HeadTooLarge { .. } => "head_too_large",
+        }
+    }
+
     /// Whether this is a malformed request rather than a policy refusal.
     pub fn is_invalid_request(&self) -> bool {
         matches!(

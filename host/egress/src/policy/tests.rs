@@ -283,3 +283,28 @@ fn a_wildcard_target_does_not_widen_the_host_rules() {
         Denial::AudienceMismatch("gh".into())
     );
 }
+
+// A metric label is what the manifest declared, never a name a guest chose
+// under a wildcard (it could carry the call's input out, one series each).
+#[test]
+fn a_request_is_counted_under_the_target_it_matched() {
+    let policy = policy(&EgressConfig::default());
+    let label = |url: &str| policy.target_label(&endpoint_of(&get(url).url).unwrap());
+    assert_eq!(label("https://api.github.com/user"), "api.github.com");
+    assert_eq!(
+        label("https://secret-input.githubusercontent.com/x"),
+        "*.githubusercontent.com"
+    );
+    assert_eq!(label("http://plain.test/"), "plain.test");
+    assert_eq!(label("https://elsewhere.test/"), "other");
+}
+
+#[test]
+fn a_refused_redirect_is_named_by_the_rule_that_refused_its_hop() {
+    let denial = Denial::Redirect(Box::new(Denial::HostNotAllowed {
+        host: "evil.test".into(),
+        port: 443,
+    }));
+    assert_eq!(denial.kind(), "host_not_allowed");
+    assert_eq!(Denial::TooManyRedirects.kind(), "too_many_redirects");
+}

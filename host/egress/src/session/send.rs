@@ -1,6 +1,7 @@
 //! One guest request: policy, address checks, injection, transport and
 //! host-run redirects, then redaction of what comes back.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -187,10 +188,19 @@ pub(super) async fn open(
         session.note_refused(&injection.handle);
     }
     let headers = visible_headers(session, &streaming.headers);
+    let meter = session.egress.observer().map(|observer| {
+        let target = session.policy.target_label(&plan.endpoint);
+        let sent = plan.request.body.as_ref().map_or(0, Vec::len) as u64;
+        observer.exchanged(&target, streaming.status.as_u16(), sent);
+        (Arc::clone(observer), target)
+    });
     Ok(super::StreamingResponse {
         status: streaming.status.as_u16(),
         headers,
-        body: super::StreamBody(streaming.body),
+        body: super::StreamBody {
+            body: streaming.body,
+            meter,
+        },
     })
 }
 
@@ -212,6 +222,12 @@ async fn hop(
         .usage
         .bytes_received
         .fetch_add(incoming.body.len() as u64, Ordering::Relaxed);
+    if let Some(observer) = session.egress.observer() {
+        let target = session.policy.target_label(&plan.endpoint);
+        let sent = plan.request.body.as_ref().map_or(0, Vec::len) as u64;
+        observer.exchanged(&target, incoming.status.as_u16(), sent);
+        observer.received(&target, incoming.body.len() as u64);
+    }
     tracing::debug!(
         capability = session.capability_id(),
         status = incoming.status.as_u16(),
@@ -383,7 +399,20 @@ async fn large_redaction(
 fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
     let redactor = &session.redactor;
     let headers = visible_headers(session, &incoming.headers);
-    let body = redactor.redact_bytes(&incoming.body).into_owned();
+    let redacted = match redactor.redact_bytes(&incoming.body) {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(redacted) => Some(redacted),
+    };
+    let body = match redacted {
+        // Nothing found: the body as it came, not a copy.
+        None => incoming.body,
+        Some(redacted) => {
+            if let Some(observer) = session.egress.observer() {
+                observer.redacted();
+            }
+            redacted
+        }
+    };
     GuestResponse {
         status: incoming.status.as_u16(),
         headers,

@@ -373,6 +373,10 @@ impl FirstPartyLane {
 }
 
 impl Lane for FirstPartyLane {
+    fn kind(&self) -> &'static str {
+        "first_party"
+    }
+
     fn check_input(&self, _capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>> {
         self.check(input).map(drop).map_err(|e| Box::new(e) as _)
     }

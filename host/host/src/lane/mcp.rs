@@ -110,6 +110,10 @@ impl LaneError for McpFailure {
 }
 
 impl Lane for McpLane {
+    fn kind(&self) -> &'static str {
+        "mcp"
+    }
+
     /// The server's MCP session is not the call's network service: its
     /// messages are neither recorded nor answered by a tape.
     fn tapeable(&self) -> bool {

@@ -22,6 +22,10 @@ pub(crate) struct WasmLane {
 }
 
 impl Lane for WasmLane {
+    fn kind(&self) -> &'static str {
+        "wasm"
+    }
+
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>> {
         self.component
             .check_input(capability_id, input)

@@ -10,11 +10,11 @@ use warden_core::net::{BoxFuture, GuestRequest};
 use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore};
 use warden_egress::testing::{TestCa, TestResponse, TestServer};
 use warden_host::{
-    FirstPartyCall, FirstPartyError, FirstPartyService, Host, HostConfig, HostError, Invocation,
-    InvokeOutcome, Location, Origin, PackageSource,
+    FirstPartyCall, FirstPartyError, FirstPartyService, Host, HostBuilder, HostConfig, HostError,
+    Invocation, InvokeOutcome, Location, Origin, PackageSource,
 };
 
-const KEY: &str = "wk_firstPartyTestKey0123456789";
+pub(crate) const KEY: &str = "wk_firstPartyTestKey0123456789";
 
 /// The example's package: `weather.current`, service `weather`.
 fn weather_dir() -> std::path::PathBuf {
@@ -24,7 +24,7 @@ fn weather_dir() -> std::path::PathBuf {
 /// A native weather tool. `url` is where it sends its request (an attack
 /// points it somewhere the capability does not declare).
 #[derive(Debug)]
-struct Weather {
+pub(crate) struct Weather {
     url: String,
     calls: AtomicU32,
     /// Shift back the conditions the provider sent (see [`provider`]).
@@ -32,7 +32,7 @@ struct Weather {
 }
 
 impl Weather {
-    fn new(url: &str) -> Arc<Self> {
+    pub(crate) fn new(url: &str) -> Arc<Self> {
         Arc::new(Weather {
             url: url.to_owned(),
             calls: AtomicU32::new(0),
@@ -96,7 +96,7 @@ fn shift(text: &str, by: i32) -> String {
 /// A provider at api.weather.example that reflects the key it received
 /// into its answer (so redaction is tested too) — each character shifted
 /// by one, a form redaction does not know, for the city `Shifted`.
-async fn provider(ca: &TestCa) -> TestServer {
+pub(crate) async fn provider(ca: &TestCa) -> TestServer {
     TestServer::start(ca, &["api.weather.example"], |request| {
         let key = request.header("x-api-key").unwrap_or("none").to_owned();
         let conditions = if request.target.ends_with("city=Shifted") {
@@ -125,6 +125,11 @@ fn secrets() -> MemoryStore {
 }
 
 fn host(ca: &TestCa, server: &TestServer, weather: Arc<Weather>) -> Host {
+    builder(ca, server, weather).build().unwrap()
+}
+
+/// The host of [`host`], still to be built.
+pub(crate) fn builder(ca: &TestCa, server: &TestServer, weather: Arc<Weather>) -> HostBuilder {
     let secrets = secrets();
     let config = HostConfig {
         egress: warden_egress::testing::config(ca, &[("api.weather.example", 443)]),
@@ -136,11 +141,9 @@ fn host(ca: &TestCa, server: &TestServer, weather: Arc<Weather>) -> Host {
             server.resolver(&["api.weather.example", "evil.example"]),
         ))
         .first_party_service("weather", weather)
-        .build()
-        .unwrap()
 }
 
-fn installed(host: &Host) -> Location {
+pub(crate) fn installed(host: &Host) -> Location {
     let location = host.open_location("p");
     location
         .install(&PackageSource::BundledDir(weather_dir()))
@@ -148,7 +151,7 @@ fn installed(host: &Host) -> Location {
     location
 }
 
-fn current(city: Value) -> Invocation {
+pub(crate) fn current(city: Value) -> Invocation {
     Invocation::new("weather_current", json!({ "city": city }), Origin::Product)
 }
 

@@ -12,6 +12,7 @@ mod hosted;
 mod identity;
 mod install;
 mod lanes;
+mod metrics;
 mod network;
 mod package_reader;
 

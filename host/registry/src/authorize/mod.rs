@@ -130,6 +130,28 @@ pub enum Rule {
     UngatedNotAllowlisted,
 }
 
+impl Rule {
+    /// The rule's stable name (its `rule` tag when serialized), without the
+    /// details a variant carries: what a metric is labelled with.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::NotModelVisible { .. } => "not_model_visible",
+            Rule::GateForbidden { .. } => "gate_forbidden",
+            Rule::ConsentOutsideProduct { .. } => "consent_outside_product",
+            Rule::DefaultPermissionDeny => "default_permission_deny",
+            Rule::EffectFloor { .. } => "effect_floor",
+            Rule::AskAlways => "ask_always",
+            Rule::GrantCovers { .. } => "grant_covers",
+            Rule::GatedNoGrant => "gated_no_grant",
+            Rule::DefaultPermissionAsk => "default_permission_ask",
+            Rule::ConsentSufficient => "consent_sufficient",
+            Rule::Ungated => "ungated",
+            Rule::UngatedAllowlisted => "ungated_allowlisted",
+            Rule::UngatedNotAllowlisted => "ungated_not_allowlisted",
+        }
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -345,3 +345,34 @@ fn an_allowlisted_tool_with_effects_never_runs_ungated_and_is_refused_at_review(
     other.package = Some(PackageIdentity::installed("gh", "d1"));
     assert_eq!(authorizer.review(&other), Ok(()));
 }
+
+// A metric is labelled with the name; the audit log and the API carry the
+// serialized tag: one spelling on every surface.
+#[test]
+fn a_rule_name_is_its_serialized_tag() {
+    let rules = [
+        Rule::NotModelVisible {
+            visibility: Visibility::Api,
+        },
+        Rule::GateForbidden { origin: L },
+        Rule::ConsentOutsideProduct { origin: A },
+        Rule::DefaultPermissionDeny,
+        Rule::EffectFloor {
+            effect: Effect::Financial,
+        },
+        Rule::AskAlways,
+        Rule::GrantCovers {
+            grant_id: GrantId("g1".into()),
+        },
+        Rule::GatedNoGrant,
+        Rule::DefaultPermissionAsk,
+        Rule::ConsentSufficient,
+        Rule::Ungated,
+        Rule::UngatedAllowlisted,
+        Rule::UngatedNotAllowlisted,
+    ];
+    for rule in rules {
+        let tagged = serde_json::to_value(&rule).unwrap();
+        assert_eq!(tagged["rule"], rule.name(), "{rule:?}");
+    }
+}
