@@ -27,8 +27,10 @@ mod resolve;
 mod serve_auth;
 mod services;
 mod stateless;
+mod store_clock;
 mod tape;
 mod terminal;
+mod traces;
 
 /// A fresh data directory for the `warden` binary cargo built for this test.
 fn warden() -> warden_tests::Warden {

@@ -98,10 +98,21 @@ impl Warden {
     /// Starts `warden serve --http <addr> <args>`; the server (killed when
     /// dropped) and the port it reports listening on.
     pub fn serve_http(&self, addr: &str, args: &[&str]) -> (Serving, u16) {
+        self.serve_http_with_env(addr, args, &[])
+    }
+
+    /// [`Warden::serve_http`] with `env` set for the server.
+    pub fn serve_http_with_env(
+        &self,
+        addr: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Serving, u16) {
         let child = self
             .command()
             .args(["serve", "--http", addr])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

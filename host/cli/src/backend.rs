@@ -283,6 +283,9 @@ fn with_signals(mut invocation: Invocation, signals: CallSignals) -> Invocation 
     invocation.logs = signals.logs;
     invocation.cancel = signals.cancel;
     invocation.relay = signals.relay;
+    invocation.trace_parent = signals
+        .trace
+        .map(|(parent, state)| warden_host::TraceParent::new(parent, state));
     invocation
 }
 

@@ -120,6 +120,13 @@ pub(crate) enum Command {
         /// (e.g. `--metrics 127.0.0.1:9464`).
         #[arg(long, value_name = "ADDR", num_args = 0..=1)]
         metrics: Option<Option<std::net::SocketAddr>>,
+        /// Trace every call (a span for it, its authorization, its lane's
+        /// run and each egress request) and export the spans over
+        /// OTLP/HTTP to this collector (e.g. `http://127.0.0.1:4318`;
+        /// `/v1/traces` is appended). A client's W3C trace context in the
+        /// request's `_meta` (`traceparent`) is the call's parent.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
         /// How HTTP callers authenticate (required off loopback).
         #[command(flatten)]
         auth: ServeAuthArgs,

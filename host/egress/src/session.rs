@@ -225,6 +225,7 @@ impl Egress {
             follow_redirects: true,
             host_client: false,
             refused: std::sync::Mutex::default(),
+            observer: None,
         }
     }
 }
@@ -315,6 +316,8 @@ pub struct CallSession {
     host_client: bool,
     /// The handle of a staged credential the provider answered 401 to.
     refused: std::sync::Mutex<Option<String>>,
+    /// Who hears of this call's requests besides the host's observer.
+    observer: Option<Arc<dyn crate::EgressObserver>>,
 }
 
 impl CallSession {
@@ -340,6 +343,20 @@ impl CallSession {
 
     fn note_refused(&self, handle: &str) {
         *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.to_owned());
+    }
+
+    /// Tell `observer` of this call's requests too (besides the host's).
+    pub fn observed_by(mut self, observer: Arc<dyn crate::EgressObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Everyone who hears of this call's requests.
+    pub(crate) fn observers(&self) -> impl Iterator<Item = &Arc<dyn crate::EgressObserver>> {
+        self.egress
+            .observer()
+            .into_iter()
+            .chain(self.observer.as_ref())
     }
 
     /// Make this the session of a host-run client locked to one endpoint
@@ -461,7 +478,7 @@ impl CallSession {
             };
             if let Some(rule) = refused_by {
                 self.usage.denied.fetch_add(1, Ordering::Relaxed);
-                if let Some(observer) = self.egress.observer() {
+                for observer in self.observers() {
                     observer.denied(rule);
                 }
             }
@@ -531,15 +548,17 @@ pub struct StreamingResponse {
 pub struct StreamBody {
     pub(crate) body: crate::client::StreamedBody,
     /// Who hears of the bytes as they arrive, and the target they came from.
-    pub(crate) meter: Option<(Arc<dyn crate::EgressObserver>, String)>,
+    pub(crate) meter: Option<(Vec<Arc<dyn crate::EgressObserver>>, String)>,
 }
 
 impl StreamBody {
     /// The next chunk of data; `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<bytes::Bytes, EgressError>> {
         let chunk = self.next_data().await;
-        if let (Some(Ok(data)), Some((observer, target))) = (&chunk, &self.meter) {
-            observer.received(target, data.len() as u64);
+        if let (Some(Ok(data)), Some((observers, target))) = (&chunk, &self.meter) {
+            for observer in observers {
+                observer.received(target, data.len() as u64);
+            }
         }
         chunk
     }

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
     /// What an operator watches, when it is on.
     pub(crate) metrics: Option<Arc<Metrics>>,
+    /// Whether calls are traced ([`HostBuilder::traces`]).
+    pub(crate) traces: bool,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ pub struct HostBuilder {
     first_party: BTreeMap<String, Arc<dyn FirstPartyService>>,
     audit: Option<AuditLog>,
     metrics: Option<Arc<Metrics>>,
+    traces: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -172,6 +175,16 @@ impl HostBuilder {
         self
     }
 
+    /// Trace every call: a span per call with children for its
+    /// authorization, its lane's run and each egress request, made with the
+    /// global OpenTelemetry tracer provider (which the application installs
+    /// with its exporter; see [`crate::TraceParent`] for the caller's
+    /// context). Off by default.
+    pub fn traces(mut self, on: bool) -> Self {
+        self.traces = on;
+        self
+    }
+
     /// Create the host: the engine, the stores and the egress client.
     pub fn build(self) -> Result<Host, HostError> {
         let HostConfig {
@@ -232,6 +245,7 @@ impl HostBuilder {
             store_retention,
             tools_without_channel,
             metrics: self.metrics,
+            traces: self.traces,
         };
         // Spilled outputs past their retention period are removed at start.
         if let Err(error) = shared.bounder.sweep(std::time::SystemTime::now()) {
@@ -273,6 +287,7 @@ impl Host {
             first_party: BTreeMap::new(),
             audit: None,
             metrics: None,
+            traces: false,
         }
     }
 

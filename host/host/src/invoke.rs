@@ -21,8 +21,9 @@ use crate::error::HostError;
 use crate::lane::CallContext;
 use crate::location::{Binding, Location};
 use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode};
+use crate::trace::CallTrace;
 
-mod count;
+mod observe;
 mod tape;
 
 use tape::tape_refusal;
@@ -42,12 +43,16 @@ impl Location {
         invocation: Invocation,
     ) -> Result<InvokeOutcome, HostError> {
         let Some((tool, binding)) = self.find(snapshot, &invocation.tool) else {
+            let trace = self.trace(&invocation, None);
             let outcome = Ok(self.not_found(invocation.tool));
-            self.count(None, &outcome);
+            self.observe(None, &outcome, trace);
             return outcome;
         };
-        let outcome = self.invoke_found(tool, &binding, invocation).await;
-        self.count(Some(&binding), &outcome);
+        let trace = self.trace(&invocation, Some(&binding));
+        let outcome = self
+            .invoke_found(tool, &binding, invocation, trace.as_ref())
+            .await;
+        self.observe(Some(&binding), &outcome, trace);
         outcome
     }
 
@@ -57,6 +62,7 @@ impl Location {
         tool: &RegisteredTool,
         binding: &Arc<Binding>,
         invocation: Invocation,
+        trace: Option<&CallTrace>,
     ) -> Result<InvokeOutcome, HostError> {
         if let Some(refused) = tape_refusal(binding, &invocation) {
             return Ok(refused);
@@ -67,38 +73,36 @@ impl Location {
         };
         let call = self.call_of(tool, &invocation);
         let policy = ToolPolicy::from(tool.def());
-        let outcome = match self
+        let authorizing = Self::authorizing(trace);
+        let gate = self
             .shared
             .approvals
             .check(&self.shared.authorizer, &policy, &call, now_millis())
-            .await
-        {
+            .await;
+        let authorized = match gate {
             Ok(Gate::Run(rule)) => {
-                self.count_decision("allow", rule.name());
-                Ok(self
-                    .run(binding, &invocation, input_json, AuthorizedBy::Rule(rule))
-                    .await)
+                self.decided(authorizing.as_ref(), "allow", rule.name());
+                Ok(AuthorizedBy::Rule(rule))
             }
             // The same call was approved earlier and this caller claimed it.
             Ok(Gate::Approved(dispatch)) => {
-                self.count_decision("approved", "approval");
-                Ok(self
-                    .run(
-                        binding,
-                        &invocation,
-                        input_json,
-                        AuthorizedBy::Approval(dispatch.approval_id),
-                    )
-                    .await)
+                self.decided(authorizing.as_ref(), "approved", "approval");
+                Ok(AuthorizedBy::Approval(dispatch.approval_id))
             }
             Ok(Gate::Blocked(request)) => {
-                self.count_decision("needs_approval", request.rule.name());
-                Ok(InvokeOutcome::NeedsApproval(request))
+                let rule = request.rule.name();
+                self.decided(authorizing.as_ref(), "needs_approval", rule);
+                Err(Ok(InvokeOutcome::NeedsApproval(request)))
             }
             Err(error) => {
-                self.count_refusal(&error);
-                refused(error)
+                self.refused(authorizing.as_ref(), &error);
+                Err(refused(error))
             }
+        };
+        drop(authorizing);
+        let outcome = match authorized {
+            Ok(by) => Ok(self.run(binding, &invocation, input_json, by, trace).await),
+            Err(settled) => settled,
         };
         self.audit(&call, &outcome);
         outcome
@@ -114,14 +118,16 @@ impl Location {
     ) -> Result<InvokeOutcome, HostError> {
         let snapshot = self.snapshot();
         let Some((tool, binding)) = self.find(&snapshot, &invocation.tool) else {
+            let trace = self.trace(&invocation, None);
             let outcome = self.resume_gone(approval, invocation).await;
-            self.count(None, &outcome);
+            self.observe(None, &outcome, trace);
             return outcome;
         };
+        let trace = self.trace(&invocation, Some(&binding));
         let outcome = self
-            .resume_found(approval, tool, &binding, invocation)
+            .resume_found(approval, tool, &binding, invocation, trace.as_ref())
             .await;
-        self.count(Some(&binding), &outcome);
+        self.observe(Some(&binding), &outcome, trace);
         outcome
     }
 
@@ -153,6 +159,7 @@ impl Location {
         tool: &RegisteredTool,
         binding: &Arc<Binding>,
         invocation: Invocation,
+        trace: Option<&CallTrace>,
     ) -> Result<InvokeOutcome, HostError> {
         // The call carries the package that provides the tool *now*: if it
         // was replaced since the approval, the fingerprint differs and the
@@ -162,35 +169,30 @@ impl Location {
             return Ok(refused);
         }
         let call = self.call_of(tool, &invocation);
-        let outcome = match self
+        let authorizing = Self::authorizing(trace);
+        let claimed = self
             .shared
             .approvals
             .resume(approval, &call, now_millis())
-            .await
-        {
+            .await;
+        match &claimed {
+            Ok(_) => self.decided(authorizing.as_ref(), "approved", "approval"),
+            Err(error) => self.refused(authorizing.as_ref(), error),
+        }
+        drop(authorizing);
+        let outcome = match claimed {
             // Checked again here, whoever checked it when the call was first
             // made; after the approval's own refusals (declined, package
             // changed, ...), which come first. A refused input, as before,
             // spends the approval.
-            Ok(dispatch) => {
-                self.count_decision("approved", "approval");
-                Ok(match checked_input(binding, &invocation) {
-                    Ok(input_json) => {
-                        self.run(
-                            binding,
-                            &invocation,
-                            input_json,
-                            AuthorizedBy::Approval(dispatch.approval_id),
-                        )
-                        .await
-                    }
-                    Err(failed) => *failed,
-                })
-            }
-            Err(error) => {
-                self.count_refusal(&error);
-                refused(error)
-            }
+            Ok(dispatch) => Ok(match checked_input(binding, &invocation) {
+                Ok(input_json) => {
+                    let by = AuthorizedBy::Approval(dispatch.approval_id);
+                    self.run(binding, &invocation, input_json, by, trace).await
+                }
+                Err(failed) => *failed,
+            }),
+            Err(error) => refused(error),
         };
         self.audit(&call, &outcome);
         outcome
@@ -298,6 +300,7 @@ impl Location {
         invocation: &Invocation,
         input_json: String,
         authorized_by: AuthorizedBy,
+        observer: Option<Arc<dyn warden_egress::EgressObserver>>,
     ) -> InvokeOutcome {
         let capability = &binding.capability;
         let mut session_of_call = None;
@@ -316,7 +319,10 @@ impl Location {
                         return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
                     }
                     None => {
-                        let session = Arc::new(session);
+                        let session = Arc::new(match observer {
+                            Some(observer) => session.observed_by(observer),
+                            None => session,
+                        });
                         session_of_call = Some(Arc::clone(&session));
                         match &invocation.tape {
                             Some(TapeMode::Record(recorder)) => Arc::new(Recording::new(

@@ -45,6 +45,7 @@ mod metrics;
 mod outcome;
 mod private;
 mod source;
+mod trace;
 mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
@@ -72,6 +73,7 @@ pub use source::{
     load as load_package,
 };
 
+pub use trace::TraceParent;
 pub use trust::{EffectiveTrust, effective_trust};
 pub use warden_core::Origin;
 pub use warden_hosted::{HostedError, LaneLimits, RemoteTool, ServerSettings};

@@ -20,7 +20,7 @@
 //! [`Host::render_metrics`]: crate::Host::render_metrics
 
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -335,7 +335,7 @@ fn advance(counter: &Counter, total: u64) {
 }
 
 impl warden_egress::EgressObserver for Metrics {
-    fn exchanged(&self, target: &str, status: u16, bytes_sent: u64) {
+    fn exchanged(&self, target: &str, status: u16, bytes_sent: u64, _started: Instant) {
         self.egress_requests
             .get_or_create(&ExchangeLabels {
                 target: target.to_owned(),

@@ -46,6 +46,9 @@ pub struct Invocation {
     /// hosted server's elicitation and sampling are relayed through it,
     /// within the call (without one they are refused as not supported).
     pub relay: Option<Arc<dyn Relay>>,
+    /// The caller's trace context: the call's span is its child (when the
+    /// host traces calls).
+    pub trace_parent: Option<crate::TraceParent>,
 }
 
 /// What to do with a call's host-mediated HTTP besides sending it
@@ -73,7 +76,14 @@ impl Invocation {
             logs: None,
             cancel: None,
             relay: None,
+            trace_parent: None,
         }
+    }
+
+    /// This call traced as a child of the caller's `parent`.
+    pub fn traced_under(mut self, parent: crate::TraceParent) -> Self {
+        self.trace_parent = Some(parent);
+        self
     }
 
     /// This call with its progress reported to `sink`.

@@ -88,6 +88,10 @@ pub struct CallSignals {
     /// The client that made the call, to relay what the tool's server asks
     /// of it (elicitation, sampling) when it declared the capability.
     pub relay: Option<Arc<dyn Relay>>,
+    /// The caller's W3C trace context, from the request's `_meta`
+    /// (`traceparent`, with `tracestate` when sent), bounded in size and
+    /// otherwise as received: the backend checks it before using it.
+    pub trace: Option<(String, Option<String>)>,
 }
 
 /// An account connection a person completes by opening a URL.

@@ -60,6 +60,7 @@ mod result;
 mod server;
 mod stdio;
 pub mod tls;
+mod trace_context;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 

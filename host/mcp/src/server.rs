@@ -146,6 +146,7 @@ impl<B: Backend> WardenServer<B> {
             logs,
             cancel: Some(context.ct.clone()),
             relay: Some(Arc::new(relay::ClientRelay::of(context))),
+            trace: crate::trace_context::trace_context(context),
         };
         let call = backend.call(
             name.to_owned(),

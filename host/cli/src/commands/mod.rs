@@ -49,6 +49,8 @@ pub(crate) struct Context {
     pub(crate) baseline_code: bool,
     /// `serve --metrics`: the host counts what it does.
     pub(crate) metrics: bool,
+    /// `serve --otlp-endpoint`: the host traces its calls.
+    pub(crate) traces: bool,
     /// The shared approval store (`--store postgres://…`), connected once;
     /// `None`: SQLite in the data directory.
     pub(crate) approval_store: Option<Arc<dyn warden_registry::ApprovalStore>>,
@@ -166,6 +168,7 @@ impl Context {
         if self.metrics {
             builder = builder.metrics(Arc::new(warden_host::Metrics::new()));
         }
+        builder = builder.traces(self.traces);
         if let Some(store) = secret_store {
             builder = builder.secret_store(store);
         }
@@ -312,6 +315,13 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 ..
             }
         ),
+        traces: matches!(
+            cli.command,
+            Command::Serve {
+                otlp_endpoint: Some(_),
+                ..
+            }
+        ),
     };
     match cli.command {
         Command::List => inspect::list(&cx),
@@ -330,8 +340,15 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
             http,
             auth,
             metrics,
+            otlp_endpoint,
             ..
-        } => serve::run(&cx, http, metrics.flatten(), auth).await,
+        } => {
+            let observe = serve::Observe {
+                metrics_at: metrics.flatten(),
+                otlp_endpoint,
+            };
+            serve::run(&cx, http, observe, auth).await
+        }
         Command::CompileComponent {
             name,
             baseline,

@@ -23,15 +23,25 @@ use crate::cli::ServeAuthArgs;
 
 mod changes;
 mod live;
+mod otlp;
+
+/// What watches the server: `--metrics` and `--otlp-endpoint`.
+pub(crate) struct Observe {
+    /// `--metrics ADDR`: a listener of their own.
+    pub(crate) metrics_at: Option<SocketAddr>,
+    /// `--otlp-endpoint URL`.
+    pub(crate) otlp_endpoint: Option<String>,
+}
 
 /// Serve stdio (default) or streamable HTTP; over HTTP, callers authenticate
 /// as `auth` says (required off loopback).
 pub(crate) async fn run(
     cx: &Context,
     http: Option<SocketAddr>,
-    metrics_at: Option<SocketAddr>,
+    observe: Observe,
     auth: ServeAuthArgs,
 ) -> Result<ExitCode> {
+    let metrics_at = observe.metrics_at;
     if cx.metrics && http.is_none() && metrics_at.is_none() {
         anyhow::bail!(
             "--metrics without an address serves them on the --http endpoint; over stdio, give \
@@ -48,6 +58,11 @@ pub(crate) async fn run(
     {
         return Err(warden_mcp::Error::Unauthenticated { addr }.into());
     }
+    // Installed before the host opens, so its first call is traced.
+    let exporter = match &observe.otlp_endpoint {
+        Some(endpoint) => Some(otlp::install(endpoint)?),
+        None => None,
+    };
     // Seen before opening, so a change made while the Location opens is
     // applied on the first check.
     let seen = live::signature(&cx.packages_dir());
@@ -114,6 +129,9 @@ pub(crate) async fn run(
     }
     watcher.abort();
     mcp_watcher.abort();
+    if let Some(exporter) = exporter {
+        exporter.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,7 +1,6 @@
 //! One guest request: policy, address checks, injection, transport and
 //! host-run redirects, then redaction of what comes back.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -179,6 +178,7 @@ pub(super) async fn open(
     {
         return Err(EgressError::RequestTooLarge);
     }
+    let started = std::time::Instant::now();
     let plan = first_plan(session, request, credential, deadline).await?;
     let (outgoing, _) = prepare(session, &plan).await?;
     let streaming = session.egress.inner.client.open(outgoing, deadline).await?;
@@ -188,11 +188,14 @@ pub(super) async fn open(
         session.note_refused(&injection.handle);
     }
     let headers = visible_headers(session, &streaming.headers);
-    let meter = session.egress.observer().map(|observer| {
+    let observers: Vec<_> = session.observers().cloned().collect();
+    let meter = (!observers.is_empty()).then(|| {
         let target = session.policy.target_label(&plan.endpoint);
         let sent = plan.request.body.as_ref().map_or(0, Vec::len) as u64;
-        observer.exchanged(&target, streaming.status.as_u16(), sent);
-        (Arc::clone(observer), target)
+        for observer in &observers {
+            observer.exchanged(&target, streaming.status.as_u16(), sent, started);
+        }
+        (observers, target)
     });
     Ok(super::StreamingResponse {
         status: streaming.status.as_u16(),
@@ -211,6 +214,7 @@ async fn hop(
     deadline: Instant,
 ) -> Result<Incoming, EgressError> {
     let inner = &session.egress.inner;
+    let started = std::time::Instant::now();
     let (outgoing, (max_body, by_budget)) = prepare(session, plan).await?;
     let incoming = match inner.client.send(outgoing, deadline, max_body).await {
         Err(ClientError::TooLarge) if by_budget => {
@@ -222,11 +226,14 @@ async fn hop(
         .usage
         .bytes_received
         .fetch_add(incoming.body.len() as u64, Ordering::Relaxed);
-    if let Some(observer) = session.egress.observer() {
+    let mut observers = session.observers().peekable();
+    if observers.peek().is_some() {
         let target = session.policy.target_label(&plan.endpoint);
         let sent = plan.request.body.as_ref().map_or(0, Vec::len) as u64;
-        observer.exchanged(&target, incoming.status.as_u16(), sent);
-        observer.received(&target, incoming.body.len() as u64);
+        for observer in observers {
+            observer.exchanged(&target, incoming.status.as_u16(), sent, started);
+            observer.received(&target, incoming.body.len() as u64);
+        }
     }
     tracing::debug!(
         capability = session.capability_id(),
@@ -407,7 +414,7 @@ fn to_guest(session: &CallSession, incoming: Incoming) -> GuestResponse {
         // Nothing found: the body as it came, not a copy.
         None => incoming.body,
         Some(redacted) => {
-            if let Some(observer) = session.egress.observer() {
+            for observer in session.observers() {
                 observer.redacted();
             }
             redacted

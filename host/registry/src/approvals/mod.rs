@@ -175,6 +175,7 @@ impl Approvals {
         // Only a call that may need approval is fingerprinted (once): an
         // allowed or denied one never looks an approval up.
         let fingerprint = invocation.fingerprint();
+        let now = self.now(now).await?;
         // A person's approval of this very call is spent before any grant is
         // consulted, so an approve-and-grant's own lease is never left over
         // to run the call again after the grant is revoked.
@@ -242,6 +243,7 @@ impl Approvals {
         rule: Rule,
         now: UnixMillis,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        let now = self.now(now).await?;
         self.persist_request(invocation, invocation.fingerprint(), rule, now)
             .await
     }
@@ -284,7 +286,14 @@ impl Approvals {
         location: &LocationId,
         now: UnixMillis,
     ) -> Result<Vec<Grant>, ApprovalError> {
+        let now = self.now(now).await?;
         Ok(self.store.live_grants(location, now).await?)
+    }
+
+    /// The time to read expiry by: the store's clock when it keeps one
+    /// (hosts sharing a database agree on it), else `host` (the caller's).
+    async fn now(&self, host: UnixMillis) -> Result<UnixMillis, ApprovalError> {
+        Ok(self.store.now().await?.unwrap_or(host))
     }
 
     /// Revokes a grant; false when no live grant has that id.
@@ -305,6 +314,7 @@ impl Approvals {
             .approval(id)
             .await?
             .ok_or_else(|| ApprovalError::NotFound(id.clone()))?;
+        let now = self.now(now).await?;
         let lease = || Lease {
             id: LeaseId(new_id("lea", &id.0)),
             approval_id: id.clone(),
@@ -425,6 +435,7 @@ impl Approvals {
         if approval.state == ApprovalState::Pending {
             return Err(ApprovalError::Pending(approval_id));
         }
+        let now = self.now(now).await?;
         if self.store.claim_lease(id, &fingerprint, now).await? {
             let lease = self
                 .store

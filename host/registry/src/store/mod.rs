@@ -266,6 +266,14 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// Revokes a grant; false when there was no live grant with that id.
     async fn revoke_grant(&self, id: &GrantId) -> Result<bool, StoreError>;
 
+    /// The time hosts sharing this store read expiry by, when the store
+    /// keeps a clock of its own (a shared database: the hosts' clocks may
+    /// disagree); `None` (the default): the caller's clock.
+    /// [`crate::Approvals`] asks it at each of its steps.
+    async fn now(&self) -> Result<Option<UnixMillis>, StoreError> {
+        Ok(None)
+    }
+
     /// Deletes what no call can use any more and was settled before
     /// `before`: approvals resolved then (with their leases, long expired)
     /// and grants that expired then, or were revoked and made then. A

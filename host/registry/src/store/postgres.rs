@@ -8,6 +8,7 @@
 //! resumes it. Connections are plain TCP or a Unix socket (no TLS): run
 //! the database on a private network or the same machine.
 
+mod clock;
 mod schema;
 
 use std::time::Duration;
@@ -50,6 +51,7 @@ fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    clock: std::sync::Arc<clock::DbClock>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -122,7 +124,10 @@ impl PgStore {
             .map_err(|e| StoreError::Config(format!("building the connection pool: {e}")))?;
         let mut client = pool.get().await.map_err(pool_error)?;
         migrate(&mut client).await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            clock: Default::default(),
+        })
     }
 
     /// The schema version this build migrates to.
@@ -453,6 +458,10 @@ impl ApprovalStore for PgStore {
             .await
             .map_err(pg_error)?;
         Ok(changed == 1)
+    }
+
+    async fn now(&self) -> Result<Option<UnixMillis>, StoreError> {
+        self.clock.now(&self.pool).await.map(Some)
     }
 
     async fn prune(&self, before: UnixMillis) -> Result<u64, StoreError> {
