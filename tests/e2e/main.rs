@@ -6,6 +6,7 @@ mod approve_again;
 mod audit;
 mod auth;
 mod cache;
+mod caller_accounts;
 mod cli;
 mod compat;
 mod compile_limits;

@@ -95,6 +95,7 @@ async fn secrets_in_postgres_conform_and_are_sealed_to_their_account() {
     let key = keys.path().join("secret.key");
     let store = secrets(&url, &key).await.expect("connect");
     warden_egress::secrets::conformance::run(&store).await;
+    warden_egress::secrets::conformance::accounts_per_caller(&store).await;
 
     // Another host with the same key sees what this one wrote.
     let (one, two) = (

@@ -8,6 +8,9 @@ use crate::Warden;
 /// The token the tests store with `warden secret set`.
 pub const TOKEN: &str = "ghp_e2eTestToken0123456789abcdefABCDEF";
 
+/// A caller's own token (accounts per caller), also accepted.
+pub const ALICE_TOKEN: &str = "ghp_aliceOwnToken0123456789abcdefABCD";
+
 /// The fake server and its CA.
 #[derive(Debug)]
 pub struct FakeGitHub {
@@ -61,23 +64,34 @@ impl FakeGitHub {
     /// Store [`TOKEN`] with `warden secret set` (a data dir configured
     /// already, e.g. one whose `[store]` is shared with another host).
     pub fn store_token(warden: &Warden) {
-        let set = warden.run_with_stdin(
-            &[
-                "secret",
-                "set",
-                "github",
-                "github_runtime_token",
-                "--scope",
-                "repo",
-            ],
-            TOKEN,
-        );
+        Self::store_token_of(warden, None, TOKEN);
+    }
+
+    /// Store `token` as the account of caller `owner` (`--owner`), or the
+    /// deployment's.
+    pub fn store_token_of(warden: &Warden, owner: Option<&str>, token: &str) {
+        let mut args = vec![
+            "secret",
+            "set",
+            "github",
+            "github_runtime_token",
+            "--scope",
+            "repo",
+        ];
+        if let Some(owner) = owner {
+            args.extend(["--owner", owner]);
+        }
+        let set = warden.run_with_stdin(&args, token);
         assert_eq!(set.code, 0, "warden secret set: {set:?}");
     }
 }
 
 fn respond(request: &RecordedRequest) -> TestResponse {
-    if request.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
+    let accepted = [TOKEN, ALICE_TOKEN].map(|t| format!("Bearer {t}"));
+    if !accepted
+        .iter()
+        .any(|a| request.header("authorization") == Some(a))
+    {
         return json_status(
             401,
             &json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest" }),

@@ -23,7 +23,7 @@ pub mod rmcp_mcp;
 pub mod tls;
 mod warden;
 
-pub use fake_github::{FakeGitHub, TOKEN};
+pub use fake_github::{ALICE_TOKEN, FakeGitHub, TOKEN};
 pub use postgres::TestPostgres;
 pub use prometheus::TestPrometheus;
 pub use warden::{Run, Serving, Warden};

@@ -114,6 +114,7 @@ impl Backend for HostBackend {
         let location = self.location.clone();
         Box::pin(async move {
             let mut invocation = Invocation::new(name, arguments, Origin::LoopRun);
+            invocation.caller = caller.as_ref().and_then(account_owner);
             invocation.session = caller.map(caller_session);
             let invocation = with_signals(invocation, signals);
             match location.invoke(invocation).await {
@@ -140,6 +141,7 @@ impl Backend for HostBackend {
         &self,
         approval_id: String,
         answer: ApprovalAnswer,
+        caller: Option<Caller>,
         signals: CallSignals,
     ) -> BoxFuture<'static, CallResult> {
         let location = self.location.clone();
@@ -157,7 +159,8 @@ impl Backend for HostBackend {
             // resumed call reports, stops and relays as the call that asked.
             let id = ApprovalId(approval_id);
             let answered = match location.asking_invocation(&id).await {
-                Ok(invocation) => {
+                Ok(mut invocation) => {
+                    invocation.caller = caller.as_ref().and_then(account_owner);
                     let invocation = with_signals(invocation, signals);
                     location
                         .answer_and_resume(&id, resolution, invocation)
@@ -175,7 +178,17 @@ impl Backend for HostBackend {
         })
     }
 
-    fn connect_by_url(&self, details: &Value) -> BoxFuture<'static, Option<UrlConnect>> {
+    fn connect_by_url(
+        &self,
+        details: &Value,
+        caller: Option<&Caller>,
+    ) -> BoxFuture<'static, Option<UrlConnect>> {
+        // A person's account would be stored for the deployment: until
+        // accounts connect through the server for their caller, a caller
+        // with accounts of their own gets the `auth_required` answer.
+        if caller.is_some_and(|c| c.own_accounts) {
+            return Box::pin(async { None });
+        }
         let (location, clients, details) =
             (self.location.clone(), self.clients.clone(), details.clone());
         Box::pin(async move { connect_by_url(&location, &clients, &details).await })
@@ -254,6 +267,12 @@ async fn connect_by_url(
 /// of an approval's fingerprint, so "approve, then call again" claims only the
 /// same caller's approval, and a grant its client's "approve always" makes
 /// covers that session only (see the module header).
+/// Whose accounts serve an authenticated caller's calls: a person's (a JWT
+/// subject) are their own; the static token stands for the deployment.
+fn account_owner(caller: &Caller) -> Option<String> {
+    caller.own_accounts.then(|| caller.subject.clone())
+}
+
 fn caller_session(caller: Caller) -> String {
     format!("caller:{}", caller.subject)
 }
@@ -347,6 +366,7 @@ mod tests {
             let caller = subject.map(|s| Caller {
                 subject: s.to_owned(),
                 expires_at: None,
+                own_accounts: true,
             });
             let signals = CallSignals::default();
             backend.call("echo_echo".into(), json!({ "text": "hi" }), caller, signals)
@@ -358,6 +378,11 @@ mod tests {
             .resolve(
                 approval_id,
                 ApprovalAnswer::ApproveAndGrant,
+                Some(Caller {
+                    subject: "bob".into(),
+                    expires_at: None,
+                    own_accounts: true,
+                }),
                 CallSignals::default(),
             )
             .await;

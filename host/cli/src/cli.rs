@@ -478,6 +478,20 @@ pub(crate) struct SecretKeyArgs {
     /// (never sent anywhere but in the OAuth flows of that vendor's recipes).
     #[arg(long)]
     pub(crate) oauth_client: bool,
+    /// The account of this authenticated caller (a JWT subject, as the
+    /// token's `sub` names it): used for that caller's calls only. Without
+    /// it, the deployment's account (stdio, the CLI, the static token; JWT
+    /// callers only where `[accounts] shared` names the vendor).
+    #[arg(long, value_name = "SUBJECT", conflicts_with = "oauth_client", value_parser = subject)]
+    pub(crate) owner: Option<String>,
+}
+
+/// A caller's subject as `--owner` takes it: 1 to 256 printable characters.
+fn subject(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
+        return Err("a subject is 1 to 256 characters, none of them control characters".into());
+    }
+    Ok(text.to_owned())
 }
 
 #[derive(Subcommand, Debug)]

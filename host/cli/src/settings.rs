@@ -32,6 +32,10 @@
 //! relay = false                                  # answer its elicitation and sampling
 //!                                                # requests "not supported" (default: relay)
 //!
+//! [accounts]                                    # whose accounts serve JWT callers
+//! shared = ["search"]                            # vendors whose deployment accounts every
+//!                                                # caller may use (others: each caller's own)
+//!
 //! [packages]
 //! bundled = ["/etc/warden/packages"]             # the deployment's own packages: each a package
 //!                                                # directory or a directory of them, loaded as
@@ -88,6 +92,8 @@ pub(crate) struct Settings {
     compile: CompileSettings,
     #[serde(default)]
     packages: PackageSettings,
+    #[serde(default)]
+    accounts: accounts::AccountSettings,
 }
 
 /// Whether `id` has the form of a package id (the format's name segment).
@@ -598,5 +604,6 @@ fn host_port(text: &str) -> Result<(&str, u16)> {
     Ok((host, port))
 }
 
+mod accounts;
 #[cfg(test)]
 mod tests;

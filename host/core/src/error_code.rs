@@ -43,6 +43,10 @@ vocabulary! {
         AuthRequired = "auth_required",
         /// The tool's lane cannot run under `--record`/`--replay`.
         TapeUnsupported = "tape_unsupported",
+        /// A call made for an authenticated caller needs an account only
+        /// the deployment holds (a hosted MCP server's), and the operator
+        /// does not share that vendor's accounts with callers.
+        AccountNotShared = "account_not_shared",
         // Installing and compiling (the WASM lane).
         /// The host's runtime configuration is invalid.
         InvalidConfig = "invalid_config",

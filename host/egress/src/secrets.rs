@@ -100,6 +100,13 @@ pub struct AccountKey {
     pub handle: String,
     /// Scopes the account was granted.
     pub scopes: Vec<String>,
+    /// The authenticated caller the account belongs to (a JWT subject of a
+    /// team endpoint): used for that caller's calls only. `None`: the
+    /// deployment's own account (stdio, the CLI, the static bearer token),
+    /// which serves an authenticated caller only for the vendors the
+    /// operator shares ([`crate::secrets::Requester::shared`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl AccountKey {
@@ -116,6 +123,22 @@ impl AccountKey {
             vendor: vendor.into(),
             handle: handle.into(),
             scopes,
+            owner: None,
+        }
+    }
+
+    /// This key, for the account of caller `owner` (builder style).
+    pub fn owned_by(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// The key of the same vendor, scopes and owner under `handle` (an
+    /// account's grant, `<handle>#oauth2`).
+    pub fn sibling(&self, handle: &str) -> AccountKey {
+        AccountKey {
+            handle: handle.to_owned(),
+            ..self.clone()
         }
     }
 
@@ -148,7 +171,11 @@ impl fmt::Display for AccountKey {
             self.vendor,
             self.handle,
             self.scopes.join(" ")
-        )
+        )?;
+        match &self.owner {
+            Some(owner) => write!(f, " of {owner}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -252,7 +279,7 @@ pub trait SecretStore: Send + Sync + fmt::Debug {
             let Some(value) = self.get(&key).await? else {
                 continue;
             };
-            let grant_key = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+            let grant_key = key.sibling(&grant_handle);
             candidates.push(Candidate {
                 binding: self.binding(&key).await?,
                 grant: self.get(&grant_key).await?,
@@ -372,7 +399,7 @@ impl SecretStore for MemoryStore {
             .iter()
             .filter(|(key, _)| key.vendor == vendor && key.handle == handle)
             .map(|(key, (value, binding))| {
-                let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+                let grant = key.sibling(&grant_handle);
                 Candidate {
                     key: key.clone(),
                     value: value.clone(),
@@ -430,6 +457,7 @@ mod tests {
     #[tokio::test]
     async fn memory_store_conforms() {
         conformance::run(&MemoryStore::new()).await;
+        conformance::accounts_per_caller(&MemoryStore::new()).await;
     }
 
     #[tokio::test]

@@ -134,10 +134,7 @@ impl Location {
         value: SecretString,
     ) -> Result<Account, AccountError> {
         let extension = declared.extension.as_str();
-        let requester = Requester {
-            extension,
-            content: declared.content.as_deref(),
-        };
+        let requester = Requester::of(extension, declared.content.as_deref());
         let audiences = declared.audiences.clone();
         let store = self.shared.egress.store();
         let mut binding = match store.binding(key).await? {

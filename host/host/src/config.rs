@@ -51,6 +51,12 @@ pub struct HostConfig {
     /// Warden runs tools, not channels: a package declaring one is refused
     /// unless its operator lists it here, knowing the channel stays off.
     pub tools_without_channel: BTreeSet<String>,
+    /// Vendors whose deployment accounts (stored without an owner) also
+    /// serve authenticated callers that have none of their own (warden.toml
+    /// `[accounts] shared`). Every other vendor's accounts are per caller:
+    /// a call made for a caller ([`crate::Invocation::for_caller`]) uses
+    /// that caller's accounts only.
+    pub shared_accounts: Vec<String>,
 }
 
 impl Default for HostConfig {
@@ -69,6 +75,7 @@ impl Default for HostConfig {
             hosted: LaneLimits::default(),
             hosted_servers: BTreeMap::new(),
             tools_without_channel: BTreeSet::new(),
+            shared_accounts: Vec::new(),
         }
     }
 }

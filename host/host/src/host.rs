@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) store_retention: std::time::Duration,
     /// Packages whose tools run without their `[channel]` surface.
     pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
+    /// [`HostConfig::shared_accounts`].
+    pub(crate) shared_accounts: Vec<String>,
     /// What an operator watches, when it is on.
     pub(crate) metrics: Option<Arc<Metrics>>,
     /// Whether calls are traced ([`HostBuilder::traces`]).
@@ -198,6 +200,7 @@ impl HostBuilder {
             hosted,
             hosted_servers,
             tools_without_channel,
+            shared_accounts,
         } = self.config;
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
@@ -244,6 +247,7 @@ impl HostBuilder {
             data_dir,
             store_retention,
             tools_without_channel,
+            shared_accounts,
             metrics: self.metrics,
             traces: self.traces,
         };

@@ -23,6 +23,7 @@ use crate::location::{Binding, Location};
 use crate::outcome::{AuthorizedBy, CallFailure, Completed, Invocation, InvokeOutcome, TapeMode};
 use crate::trace::CallTrace;
 
+mod caller;
 mod observe;
 mod tape;
 
@@ -312,7 +313,10 @@ impl Location {
             // Answered from the tape: nothing is staged, nothing is sent.
             Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
-            match self.stage_call(binding).await {
+            if let Some(refused) = self.unshared_for_caller(binding, invocation) {
+                return refused;
+            }
+            match self.stage_call(binding, invocation.caller.as_deref()).await {
                 // Required credentials are checked before the guest starts.
                 Ok(session) => match session.missing_required().into_iter().next() {
                     Some(needed) => {

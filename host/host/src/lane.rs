@@ -50,6 +50,14 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// to approve the call; nothing of the tool runs.
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
 
+    /// Whether the lane sends with the accounts staged for each call (so a
+    /// caller's own accounts serve its calls). A hosted MCP server's lane
+    /// does not: its session holds the deployment's account, so a call made
+    /// for a caller runs there only where the operator shares the vendor.
+    fn uses_call_accounts(&self) -> bool {
+        true
+    }
+
     /// What kind of lane this is, as metrics label its calls: `wasm`,
     /// `mcp`, `first_party`, or `native` (an embedder's own, the default).
     fn kind(&self) -> &'static str {

@@ -49,6 +49,10 @@ pub struct Invocation {
     /// The caller's trace context: the call's span is its child (when the
     /// host traces calls).
     pub trace_parent: Option<crate::TraceParent>,
+    /// The authenticated caller the call is made for (a JWT subject): its
+    /// own accounts serve the call, and the deployment's only for the
+    /// vendors the operator shares. `None`: the deployment's accounts.
+    pub caller: Option<String>,
 }
 
 /// What to do with a call's host-mediated HTTP besides sending it
@@ -77,7 +81,15 @@ impl Invocation {
             cancel: None,
             relay: None,
             trace_parent: None,
+            caller: None,
         }
+    }
+
+    /// This call made for the authenticated caller `subject`, with that
+    /// caller's own accounts (see [`Invocation::caller`]).
+    pub fn for_caller(mut self, subject: impl Into<String>) -> Self {
+        self.caller = Some(subject.into());
+        self
     }
 
     /// This call traced as a child of the caller's `parent`.

@@ -206,10 +206,7 @@ impl HostedServer {
         let http = EgressHttp::new(
             egress,
             endpoint,
-            Requester {
-                extension: &spec.extension_id,
-                content: spec.content.as_deref(),
-            },
+            Requester::of(&spec.extension_id, spec.content.as_deref()),
             spec.credentials.clone(),
             limits.max_response_bytes,
             // A request may last as long as a call can (its answer streams

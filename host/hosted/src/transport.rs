@@ -166,10 +166,7 @@ impl EgressHttp {
             .egress
             .session(
                 &inner.label,
-                Requester {
-                    extension: &inner.extension_id,
-                    content: inner.content.as_deref(),
-                },
+                Requester::of(&inner.extension_id, inner.content.as_deref()),
                 &inner.credentials,
                 &[inner.endpoint.target()],
                 inner.max_response_bytes,

@@ -38,11 +38,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Resolves a pending approval and, when approved, resumes that same call
     /// exactly once (with `signals`, as [`Backend::call`]), returning its
-    /// result.
+    /// result. `caller` is who answered: the caller of the call that asked.
     fn resolve(
         &self,
         approval_id: String,
         answer: ApprovalAnswer,
+        caller: Option<Caller>,
         signals: CallSignals,
     ) -> BoxFuture<'static, CallResult>;
 
@@ -51,8 +52,13 @@ pub trait Backend: Send + Sync + 'static {
     /// opening a URL (an OAuth recipe): the server then offers the URL
     /// through URL-mode elicitation and, once the account is stored, runs
     /// the call again. `None` (the default) when it cannot.
-    fn connect_by_url(&self, details: &Value) -> BoxFuture<'static, Option<UrlConnect>> {
-        let _ = details;
+    /// `caller` is who would connect it (whose account it would be).
+    fn connect_by_url(
+        &self,
+        details: &Value,
+        caller: Option<&Caller>,
+    ) -> BoxFuture<'static, Option<UrlConnect>> {
+        let _ = (details, caller);
         Box::pin(async { None })
     }
 

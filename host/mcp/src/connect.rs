@@ -33,9 +33,10 @@ pub(crate) fn client_opens_urls(context: &RequestContext<RoleServer>) -> bool {
 pub(crate) async fn by_url<B: Backend>(
     backend: &B,
     details: &Value,
+    caller: Option<&crate::Caller>,
     context: &RequestContext<RoleServer>,
 ) -> bool {
-    let Some(connect) = backend.connect_by_url(details).await else {
+    let Some(connect) = backend.connect_by_url(details, caller).await else {
         return false;
     };
     let completion = tokio::spawn(connect.done);

@@ -536,6 +536,7 @@ async fn route<B: Backend>(
     let Some(crate::Caller {
         subject,
         expires_at,
+        ..
     }) = caller
     else {
         return dispatch(services, request).await;

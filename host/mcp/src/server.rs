@@ -113,7 +113,7 @@ impl<B: Backend> WardenServer<B> {
         // (once: a second refusal is answered as it is).
         if let Ok(CallResult::AuthRequired { details, .. }) = &outcome
             && connect::client_opens_urls(&context)
-            && connect::by_url(shared.backend.as_ref(), details, &context).await
+            && connect::by_url(shared.backend.as_ref(), details, caller.as_ref(), &context).await
         {
             outcome = self.run(&name, &arguments, &caller, &context).await;
         }
@@ -174,7 +174,7 @@ impl<B: Backend> WardenServer<B> {
         let Some(answer) = approval::ask(context, &pending).await else {
             return Err(pending);
         };
-        let resumed = backend.resolve(pending.id, answer, signals);
+        let resumed = backend.resolve(pending.id, answer, caller.clone(), signals);
         Ok(reports::beside(reports.as_ref(), resumed).await)
     }
 

@@ -155,6 +155,7 @@ impl Context {
                 .settings
                 .hosted_servers(mcp::timeout::read_all(&self.mcp_dir())?)?,
             tools_without_channel: self.settings.tools_without_channel()?,
+            shared_accounts: self.settings.shared_accounts()?,
             store_retention: self.settings.store_retention()?,
             runtime,
             ..HostConfig::default()

@@ -195,17 +195,25 @@ fn print_account(account: &Account) {
         out!("  audiences   {}", render::words(&binding.audiences));
     }
     out!("  extensions  {}", render::allowed(binding));
+    match &account.key.owner {
+        Some(owner) => out!("  owner       {owner} (used for that caller's calls only)"),
+        None => out!("  owner       the deployment"),
+    }
 }
 
 fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
     if args.oauth_client {
         return warden_egress::auth::grant::client_key(&args.vendor, &args.handle);
     }
-    AccountKey::new(
+    let key = AccountKey::new(
         args.vendor.clone(),
         args.handle.clone(),
         scopes.iter().cloned(),
-    )
+    );
+    match &args.owner {
+        Some(owner) => key.owned_by(owner.clone()),
+        None => key,
+    }
 }
 
 /// Prompt without echo on a terminal; otherwise read stdin (one trailing newline dropped).

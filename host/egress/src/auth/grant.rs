@@ -152,11 +152,7 @@ fn epoch_seconds(time: SystemTime) -> u64 {
 
 /// The key the grant of account `key` is stored under.
 pub fn grant_key(key: &AccountKey) -> AccountKey {
-    AccountKey::new(
-        key.vendor.clone(),
-        format!("{}{GRANT_SUFFIX}", key.handle),
-        key.scopes.clone(),
-    )
+    key.sibling(&format!("{}{GRANT_SUFFIX}", key.handle))
 }
 
 /// The key a deployment's OAuth client credential (a recipe's

@@ -95,6 +95,12 @@ pub struct Requester<'a> {
     pub extension: &'a str,
     /// The package's digest, or [`BUNDLED`]; `None` judges by the id alone.
     pub content: Option<&'a str>,
+    /// The authenticated caller the call is made for, whose own accounts
+    /// serve it ([`AccountKey::owner`]); `None`: the deployment's accounts.
+    pub owner: Option<&'a str>,
+    /// The vendors whose deployment accounts also serve an `owner` that
+    /// has none of its own (`[accounts] shared`).
+    pub shared: &'a [String],
 }
 
 impl<'a> Requester<'a> {
@@ -103,6 +109,38 @@ impl<'a> Requester<'a> {
         Self {
             extension,
             content: Some(content),
+            owner: None,
+            shared: &[],
+        }
+    }
+
+    /// `extension` running `content` when known.
+    pub fn of(extension: &'a str, content: Option<&'a str>) -> Self {
+        Self {
+            extension,
+            content,
+            owner: None,
+            shared: &[],
+        }
+    }
+
+    /// This requester calling for `owner` (when there is one), who may also
+    /// use the deployment's accounts of the `shared` vendors.
+    pub fn acting_for(mut self, owner: Option<&'a str>, shared: &'a [String]) -> Self {
+        self.owner = owner;
+        self.shared = shared;
+        self
+    }
+
+    /// Whether the account `key` may serve this requester at all: the
+    /// caller's own, or the deployment's (for a caller, only of a shared
+    /// vendor). Its binding decides the rest.
+    pub fn may_use(&self, key: &AccountKey) -> bool {
+        match (&key.owner, self.owner) {
+            (Some(owner), Some(caller)) => owner == caller,
+            (Some(_), None) => false,
+            (None, None) => true,
+            (None, Some(_)) => self.shared.contains(&key.vendor),
         }
     }
 }
@@ -110,10 +148,7 @@ impl<'a> Requester<'a> {
 impl<'a> From<&'a str> for Requester<'a> {
     /// An extension judged by its id alone (embedders without packages, tests).
     fn from(extension: &'a str) -> Self {
-        Self {
-            extension,
-            content: None,
-        }
+        Self::of(extension, None)
     }
 }
 
@@ -399,11 +434,20 @@ pub(crate) async fn resolve<S: SecretStore + ?Sized>(
         request.scopes.iter().cloned(),
     );
     let mut candidates = store.candidates(request.vendor, request.handle).await?;
+    // Only the caller's own accounts, or the deployment's where it may use
+    // them; the caller's own first.
+    let requester = request.requester;
+    candidates.retain(|c| requester.may_use(&c.key));
+    let exact = AccountKey {
+        owner: requester.owner.map(str::to_owned),
+        ..exact
+    };
     // The exact account first, then the others in the store's order.
     if let Some(at) = candidates.iter().position(|c| c.key == exact) {
         let first = candidates.remove(at);
         candidates.insert(0, first);
     }
+    candidates.sort_by_key(|c| c.key.owner.is_none() && requester.owner.is_some());
     let mut refusal = AuthReason::Missing;
     for candidate in candidates {
         if candidate.key != exact

@@ -166,3 +166,72 @@ pub async fn refresh_lock(a: &dyn SecretStore, b: &dyn SecretStore) {
     assert_eq!(value(a, &key).await.as_deref(), Some("2"));
     assert!(a.delete(&key).await.unwrap());
 }
+
+/// Accounts per caller, on an empty `store`: a caller's calls use that
+/// caller's own account (and its grant), never another caller's; the
+/// deployment's account serves a caller only for a shared vendor, and a
+/// call made for nobody never uses a caller's account.
+pub async fn accounts_per_caller(store: &dyn SecretStore) {
+    let api = audience("api.github.com");
+    let binding = AccountBinding::new("github", [api.clone()]);
+    let deployment = AccountKey::new("github", "github_token", ["repo"]);
+    let alice = deployment.clone().owned_by("alice");
+    for (key, value) in [(&deployment, "ghp_deploy"), (&alice, "ghp_alice")] {
+        store
+            .put_bound(key, &binding, SecretString::from(value))
+            .await
+            .unwrap();
+    }
+    let alice_grant = alice.sibling("github_token#oauth2");
+    store
+        .put(
+            &alice_grant,
+            SecretString::from(r#"{"refresh_token":"alice"}"#),
+        )
+        .await
+        .unwrap();
+    let scopes = vec!["repo".to_owned()];
+    let shared = vec!["github".to_owned()];
+    let lookup = async |owner: Option<&str>, shared: &[String]| {
+        let request = CredentialRequest {
+            vendor: "github",
+            handle: "github_token",
+            scopes: &scopes,
+            requester: Requester::from("github").acting_for(owner, shared),
+            audience: api.clone(),
+        };
+        let found = store.resolve(&request).await.unwrap();
+        let value = match found.lookup {
+            Lookup::Found(v) => Ok(v.expose_secret().to_owned()),
+            Lookup::Refused(reason) => Err(reason),
+        };
+        (
+            value,
+            found.account,
+            found.grant.map(|g| g.expose_secret().to_owned()),
+        )
+    };
+    // Nobody's call: the deployment's account.
+    assert_eq!(lookup(None, &[]).await.0.as_deref(), Ok("ghp_deploy"));
+    // Alice's call: her own account, with her grant, even where shared.
+    for with in [&[][..], &shared[..]] {
+        let (value, account, grant) = lookup(Some("alice"), with).await;
+        assert_eq!(value.as_deref(), Ok("ghp_alice"));
+        assert_eq!(account.as_ref(), Some(&alice));
+        assert_eq!(grant.as_deref(), Some(r#"{"refresh_token":"alice"}"#));
+    }
+    // Bob has none: never Alice's; the deployment's only where shared.
+    assert_eq!(lookup(Some("bob"), &[]).await.0, Err(AuthReason::Missing));
+    let (value, account, _) = lookup(Some("bob"), &shared).await;
+    assert_eq!(value.as_deref(), Ok("ghp_deploy"));
+    assert_eq!(account, Some(deployment.clone()));
+    // Without the deployment's account, nobody's call finds none.
+    assert!(store.delete(&deployment).await.unwrap());
+    assert_eq!(lookup(None, &shared).await.0, Err(AuthReason::Missing));
+    let mut keys = store.list().await.unwrap();
+    keys.sort();
+    assert_eq!(keys, [alice.clone(), alice_grant.clone()]);
+    for key in [&alice, &alice_grant] {
+        store.delete(key).await.unwrap();
+    }
+}

@@ -250,7 +250,7 @@ impl SecretStore for EncryptedFileStore {
             .iter()
             .filter(|(key, _)| key.vendor == vendor && key.handle == handle)
             .map(|(key, stored)| {
-                let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+                let grant = key.sibling(&grant_handle);
                 Candidate {
                     key: key.clone(),
                     value: stored.value.clone(),
@@ -454,6 +454,7 @@ mod tests {
         let key = KeySource::File(dir.path().join("key"));
         let store = EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap();
         crate::secrets::conformance::run(&store).await;
+        crate::secrets::conformance::accounts_per_caller(&store).await;
     }
 
     /// `warden serve` and the CLI on one data directory: each sees what the

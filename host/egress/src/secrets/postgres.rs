@@ -345,7 +345,7 @@ impl SecretStore for PgSecretStore {
             if key.vendor != vendor || key.handle != handle {
                 continue;
             }
-            let grant = AccountKey::new(vendor, grant_handle.as_str(), key.scopes.clone());
+            let grant = key.sibling(&grant_handle);
             candidates.push(Candidate {
                 key: key.clone(),
                 value: SecretString::from(sealed.value.clone()),

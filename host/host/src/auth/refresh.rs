@@ -24,8 +24,12 @@ impl Location {
     /// accounts expire within the skew; those are refreshed (one flight per
     /// account) and the call staged again, with the new tokens. Most calls
     /// find nothing due and read the store once.
-    pub(crate) async fn stage_call(&self, binding: &Binding) -> Result<CallSession, NotStaged> {
-        let session = self.session_of(binding).await?;
+    pub(crate) async fn stage_call(
+        &self,
+        binding: &Binding,
+        owner: Option<&str>,
+    ) -> Result<CallSession, NotStaged> {
+        let session = self.session_of(binding, owner).await?;
         let due = grant::due_for_refresh(&session, SystemTime::now());
         if due.is_empty() {
             return Ok(session);
@@ -40,15 +44,24 @@ impl Location {
         .await;
         match expired.into_iter().next() {
             Some(expired) => Err(NotStaged::Auth(expired)),
-            None => self.session_of(binding).await,
+            None => self.session_of(binding, owner).await,
         }
     }
 
-    async fn session_of(&self, binding: &Binding) -> Result<CallSession, NotStaged> {
+    /// The call's session, staging the accounts of `owner` (the caller the
+    /// call is made for), or the deployment's when there is none.
+    async fn session_of(
+        &self,
+        binding: &Binding,
+        owner: Option<&str>,
+    ) -> Result<CallSession, NotStaged> {
         let max_egress_bytes = binding.capability.max_egress_bytes.unwrap_or(u64::MAX);
+        let requester = binding
+            .requester()
+            .acting_for(owner, &self.shared.shared_accounts);
         self.shared
             .egress
-            .prepared_session(&binding.policy, binding.requester(), max_egress_bytes)
+            .prepared_session(&binding.policy, requester, max_egress_bytes)
             .await
             .map_err(NotStaged::Egress)
     }

@@ -114,6 +114,10 @@ impl Lane for McpLane {
         "mcp"
     }
 
+    fn uses_call_accounts(&self) -> bool {
+        false
+    }
+
     /// The server's MCP session is not the call's network service: its
     /// messages are neither recorded nor answered by a tape.
     fn tapeable(&self) -> bool {

@@ -2,6 +2,7 @@
 
 mod accounts;
 mod approvals;
+mod caller_accounts;
 mod compat;
 mod compile_limits;
 mod connect;

@@ -219,6 +219,7 @@ impl JwtAuth {
         Ok(Caller {
             subject: subject.to_owned(),
             expires_at: Some(exp.saturating_add(LEEWAY_SECS)),
+            own_accounts: true,
         })
     }
 

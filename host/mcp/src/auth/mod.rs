@@ -139,6 +139,10 @@ pub struct Caller {
     /// `None` for a credential that does not expire (the static token).
     /// An event stream the request opened ends then.
     pub expires_at: Option<i64>,
+    /// Whether the caller is one person among several (a JWT subject),
+    /// whose calls use their own accounts; `false` for the static token,
+    /// which stands for the deployment (its accounts serve it).
+    pub own_accounts: bool,
 }
 
 /// Why a request was refused.
@@ -172,6 +176,7 @@ impl HttpAuth {
             HttpAuth::Bearer(expected) if expected.matches(token) => Ok(Caller {
                 subject: "bearer".into(),
                 expires_at: None,
+                own_accounts: false,
             }),
             HttpAuth::Bearer(_) => Err(Rejection::InvalidToken),
             HttpAuth::Jwt(jwt) => jwt.verify(token, now),

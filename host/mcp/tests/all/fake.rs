@@ -142,6 +142,7 @@ impl Backend for Fake {
         &self,
         approval_id: String,
         answer: ApprovalAnswer,
+        _caller: Option<Caller>,
         _signals: CallSignals,
     ) -> BoxFuture<'static, CallResult> {
         self.resolved
