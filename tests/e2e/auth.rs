@@ -24,10 +24,10 @@ use warden_tests::Warden;
 
 const HOSTS: [&str; 2] = ["github.com", "api.github.com"];
 
-struct Fake {
+pub(crate) struct Fake {
     ca: TestCa,
-    server: TestServer,
-    auth: FakeAuthServer,
+    pub(crate) server: TestServer,
+    pub(crate) auth: FakeAuthServer,
 }
 
 fn respond(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
@@ -53,7 +53,7 @@ fn respond(auth: &FakeAuthServer, req: &RecordedRequest) -> TestResponse {
 }
 
 impl Fake {
-    async fn start() -> Fake {
+    pub(crate) async fn start() -> Fake {
         let ca = TestCa::new();
         let auth =
             FakeAuthServer::new("github.com", 3600).with_token_path("/login/oauth/access_token");
@@ -66,7 +66,7 @@ impl Fake {
 
     /// Trust the CA, resolve both hosts to the server, and configure the
     /// operator's OAuth client for `github`.
-    fn configure(&self, warden: &Warden) {
+    pub(crate) fn configure(&self, warden: &Warden) {
         let ca = warden.data_dir().join("test-ca.pem");
         std::fs::write(&ca, self.ca.cert_pem()).unwrap();
         let addr = self.server.addr();
@@ -315,10 +315,10 @@ async fn an_api_key_is_read_from_stdin_and_stored_bound() {
 /// A client that approves when asked and, offered an authorize URL
 /// (URL-mode elicitation), opens it as a person would — or declines.
 #[derive(Clone)]
-struct OpeningUrls {
-    auth: FakeAuthServer,
-    accept: bool,
-    opened: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+pub(crate) struct OpeningUrls {
+    pub(crate) auth: FakeAuthServer,
+    pub(crate) accept: bool,
+    pub(crate) opened: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for OpeningUrls {

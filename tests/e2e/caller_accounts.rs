@@ -14,8 +14,8 @@ use warden_tests::{ALICE_TOKEN, FakeGitHub, TOKEN, Warden};
 use crate::serve_auth::serve_on;
 use crate::stateless::{approval_id, get_repo};
 
-const ISSUER: &str = "https://issuer.test";
-const AUDIENCE: &str = "https://warden.test/mcp";
+pub(crate) const ISSUER: &str = "https://issuer.test";
+pub(crate) const AUDIENCE: &str = "https://warden.test/mcp";
 
 async fn client(port: u16, issuer: &JwtIssuer, subject: &str) -> RunningService<RoleClient, ()> {
     let bearer = issuer.bearer_for(subject, AUDIENCE, "mcp", 600);
@@ -28,9 +28,20 @@ async fn client(port: u16, issuer: &JwtIssuer, subject: &str) -> RunningService<
 
 /// `warden serve` on loopback for JWT callers of `issuer`.
 fn serve(warden: &Warden, issuer: &JwtIssuer) -> (warden_tests::Serving, u16) {
+    serve_for_jwt(warden, issuer, "127.0.0.1:0", &[])
+}
+
+/// `warden serve --http <addr> <more>` for JWT callers of `issuer`
+/// (audience [`AUDIENCE`], scope `mcp`).
+pub(crate) fn serve_for_jwt(
+    warden: &Warden,
+    issuer: &JwtIssuer,
+    addr: &str,
+    more: &[&str],
+) -> (warden_tests::Serving, u16) {
     let jwks = warden.data_dir().join("jwks.json");
     std::fs::write(&jwks, issuer.jwks()).unwrap();
-    let args = [
+    let mut args = vec![
         "--oauth-issuer",
         ISSUER,
         "--oauth-audience",
@@ -40,7 +51,8 @@ fn serve(warden: &Warden, issuer: &JwtIssuer) -> (warden_tests::Serving, u16) {
         "--oauth-scope",
         "mcp",
     ];
-    serve_on(warden, "127.0.0.1:0", &args)
+    args.extend(more);
+    serve_on(warden, addr, &args)
 }
 
 /// `github_get_repo` for `client`, approved by the operator in between.

@@ -10,6 +10,7 @@ mod caller_accounts;
 mod cli;
 mod compat;
 mod compile_limits;
+mod connect_server;
 mod everything;
 mod github;
 mod hosted;

@@ -20,12 +20,12 @@ use serde_json::Value;
 use warden_core::Origin;
 use warden_core::spec::AuthRecipe;
 use warden_host::{
-    ApprovalId, Catalog, Host, HostError, InstalledPackage, Invocation, InvokeOutcome, Location,
-    Resolution,
+    ApprovalId, Catalog, ConnectOptions, Host, HostError, InstalledPackage, Invocation,
+    InvokeOutcome, Location, Resolution,
 };
 use warden_mcp::{
-    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, ToolEntry, ToolHints,
-    UrlConnect,
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, OAuthCallback, ToolEntry,
+    ToolHints, UrlConnect,
 };
 use warden_registry::{ApprovalError, GrantTerms};
 
@@ -183,15 +183,35 @@ impl Backend for HostBackend {
         details: &Value,
         caller: Option<&Caller>,
     ) -> BoxFuture<'static, Option<UrlConnect>> {
-        // A person's account would be stored for the deployment: until
-        // accounts connect through the server for their caller, a caller
-        // with accounts of their own gets the `auth_required` answer.
-        if caller.is_some_and(|c| c.own_accounts) {
+        // With a public URL every connection returns through the server
+        // (the person's browser may be anywhere), a person's as their own
+        // account. Without one, a loopback listener here takes it: never
+        // for a person, whose account it would not be.
+        let through_server = self.host.oauth_redirect_uri().is_some();
+        let owner = caller.and_then(account_owner);
+        if owner.is_some() && !through_server {
             return Box::pin(async { None });
         }
+        let options = match owner {
+            Some(owner) => ConnectOptions::for_caller(owner),
+            None => {
+                let mut options = ConnectOptions::default();
+                options.through_server = through_server;
+                options
+            }
+        };
         let (location, clients, details) =
             (self.location.clone(), self.clients.clone(), details.clone());
-        Box::pin(async move { connect_by_url(&location, &clients, &details).await })
+        Box::pin(async move { connect_by_url(&location, &clients, &details, options).await })
+    }
+
+    fn oauth_callback(&self, query: &str) -> Option<OAuthCallback> {
+        use warden_egress::auth::server_callback::Delivered;
+        Some(match self.host.deliver_oauth_callback(query)? {
+            Delivered::Completed => OAuthCallback::Completed,
+            Delivered::Refused => OAuthCallback::Refused,
+            Delivered::Unknown => OAuthCallback::Unknown,
+        })
     }
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -211,6 +231,7 @@ async fn connect_by_url(
     location: &Location,
     clients: &OAuthClients,
     details: &Value,
+    options: ConnectOptions,
 ) -> Option<UrlConnect> {
     let extension = details["extension"].as_str()?;
     let vendor = details["vendor"].as_str()?;
@@ -238,7 +259,7 @@ async fn connect_by_url(
             return None;
         }
     };
-    let connect = match location.begin_oauth(&target, client).await {
+    let connect = match location.begin_oauth_with(&target, client, options).await {
         Ok(connect) => connect,
         Err(error) => {
             tracing::warn!(%vendor, %error, "could not start connecting by URL");
@@ -263,16 +284,16 @@ async fn connect_by_url(
     })
 }
 
-/// The session an authenticated caller's calls run in. The session is part
-/// of an approval's fingerprint, so "approve, then call again" claims only the
-/// same caller's approval, and a grant its client's "approve always" makes
-/// covers that session only (see the module header).
 /// Whose accounts serve an authenticated caller's calls: a person's (a JWT
 /// subject) are their own; the static token stands for the deployment.
 fn account_owner(caller: &Caller) -> Option<String> {
     caller.own_accounts.then(|| caller.subject.clone())
 }
 
+/// The session an authenticated caller's calls run in. The session is part
+/// of an approval's fingerprint, so "approve, then call again" claims only the
+/// same caller's approval, and a grant its client's "approve always" makes
+/// covers that session only (see the module header).
 fn caller_session(caller: Caller) -> String {
     format!("caller:{}", caller.subject)
 }

@@ -91,46 +91,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Grants(GrantsCommand),
     /// Serve the tools over MCP (stdio by default).
-    Serve {
-        /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
-        #[arg(long)]
-        http: Option<std::net::SocketAddr>,
-        /// Worker threads serving calls. Default: 1 over stdio (one client:
-        /// calls waiting on the network still overlap, and no call pays a
-        /// cross-thread wake-up); one per core over HTTP, where several
-        /// clients connect.
-        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
-        workers: Option<u16>,
-        /// Threads of the long-call lane: a call still burning CPU after a
-        /// few epoch ticks finishes there, so new calls never queue behind
-        /// it. `0` keeps every call on the workers (CPU-bound calls then share
-        /// them in epoch slices). Default: one per core, at a lower priority
-        /// than the workers.
-        #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1024))]
-        long_call_threads: Option<u16>,
-        /// Memory all running calls may reserve together (each reserves its
-        /// tool's memory limit; calls that do not fit wait), e.g. `8GiB`,
-        /// `512MiB` or bytes. Default: 8 GiB.
-        #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
-        memory_budget: Option<u64>,
-        /// Count calls, authorization decisions, approvals waiting and
-        /// egress, and serve them in the Prometheus text format: at
-        /// `/metrics` on the `--http` endpoint (behind its authentication)
-        /// and, given an address, on a listener of its own for a scraper
-        /// (e.g. `--metrics 127.0.0.1:9464`).
-        #[arg(long, value_name = "ADDR", num_args = 0..=1)]
-        metrics: Option<Option<std::net::SocketAddr>>,
-        /// Trace every call (a span for it, its authorization, its lane's
-        /// run and each egress request) and export the spans over
-        /// OTLP/HTTP to this collector (e.g. `http://127.0.0.1:4318`;
-        /// `/v1/traces` is appended). A client's W3C trace context in the
-        /// request's `_meta` (`traceparent`) is the call's parent.
-        #[arg(long, value_name = "URL")]
-        otlp_endpoint: Option<String>,
-        /// How HTTP callers authenticate (required off loopback).
-        #[command(flatten)]
-        auth: ServeAuthArgs,
-    },
+    Serve(Box<ServeArgs>),
     /// Compile the component on stdin into the data directory's cache (what
     /// the host runs in a process of its own on a cache miss, so the
     /// compiler's memory leaves with it).
@@ -154,13 +115,63 @@ impl Command {
     /// Worker threads of the async runtime; `None` for one per core.
     pub(crate) fn worker_threads(&self) -> Option<usize> {
         match self {
-            Command::Serve {
-                workers: Some(n), ..
-            } => Some(usize::from(*n)),
-            Command::Serve { http: None, .. } => Some(1),
+            Command::Serve(serve) => match (serve.workers, serve.http) {
+                (Some(n), _) => Some(usize::from(n)),
+                (None, None) => Some(1),
+                (None, Some(_)) => None,
+            },
             _ => None,
         }
     }
+}
+
+/// `warden serve`'s options.
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// Serve streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:8765).
+    #[arg(long)]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// Worker threads serving calls. Default: 1 over stdio (one client:
+    /// calls waiting on the network still overlap, and no call pays a
+    /// cross-thread wake-up); one per core over HTTP, where several
+    /// clients connect.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) workers: Option<u16>,
+    /// Threads of the long-call lane: a call still burning CPU after a
+    /// few epoch ticks finishes there, so new calls never queue behind
+    /// it. `0` keeps every call on the workers (CPU-bound calls then share
+    /// them in epoch slices). Default: one per core, at a lower priority
+    /// than the workers.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub(crate) long_call_threads: Option<u16>,
+    /// Memory all running calls may reserve together (each reserves its
+    /// tool's memory limit; calls that do not fit wait), e.g. `8GiB`,
+    /// `512MiB` or bytes. Default: 8 GiB.
+    #[arg(long, value_parser = crate::commands::serve::parse_memory_budget)]
+    pub(crate) memory_budget: Option<u64>,
+    /// Count calls, authorization decisions, approvals waiting and
+    /// egress, and serve them in the Prometheus text format: at
+    /// `/metrics` on the `--http` endpoint (behind its authentication)
+    /// and, given an address, on a listener of its own for a scraper
+    /// (e.g. `--metrics 127.0.0.1:9464`).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    pub(crate) metrics: Option<Option<std::net::SocketAddr>>,
+    /// Trace every call (a span for it, its authorization, its lane's
+    /// run and each egress request) and export the spans over
+    /// OTLP/HTTP to this collector (e.g. `http://127.0.0.1:4318`;
+    /// `/v1/traces` is appended). A client's W3C trace context in the
+    /// request's `_meta` (`traceparent`) is the call's parent.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
+    /// The origin people reach this server at (e.g.
+    /// `https://warden.example.com`): an account a person connects from
+    /// their client (an OAuth authorize URL it opens) returns to
+    /// `<URL>/oauth/callback` here, and is stored as that caller's own.
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub(crate) public_url: Option<String>,
+    /// How HTTP callers authenticate (required off loopback).
+    #[command(flatten)]
+    pub(crate) auth: ServeAuthArgs,
 }
 
 /// Authentication of `serve --http`: a static bearer token, or OAuth 2.1
@@ -576,7 +587,7 @@ mod tests {
         let budget = |args: &[&str]| {
             let argv = ["warden", "serve"].iter().chain(args);
             Cli::try_parse_from(argv).map(|cli| match cli.command {
-                Command::Serve { memory_budget, .. } => memory_budget,
+                Command::Serve(serve) => serve.memory_budget,
                 _ => unreachable!(),
             })
         };

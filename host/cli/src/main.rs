@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let cli = cli::Cli::parse();
-    init_tracing(matches!(cli.command, cli::Command::Serve { .. }));
+    init_tracing(matches!(cli.command, cli::Command::Serve(_)));
     // One worker (`serve` over stdio by default) is a current-thread
     // runtime: the same single executor, without the multi-thread
     // scheduler's per-wake bookkeeping (docs/benchmarks/mcp-server.md, "Server CPU per call

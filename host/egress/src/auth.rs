@@ -22,6 +22,7 @@ pub mod identity;
 pub mod loopback;
 pub mod oauth2;
 pub mod resource;
+pub mod server_callback;
 
 use warden_core::spec::Audience;
 

@@ -24,7 +24,7 @@ mod status;
 
 pub(crate) use refresh::refused_after_call;
 
-pub use connect::OAuthConnect;
+pub use connect::{ConnectOptions, OAuthConnect};
 pub use probe::{PROBE_EXTENSION, ProbeAuth, ProbeCall, ProbeError, ProbeFound};
 pub use status::AccountStatus;
 
@@ -47,6 +47,13 @@ pub enum ConnectError {
         "no installed extension has an auth recipe for `{0}` (name an extension id or a vendor)"
     )]
     NoRecipe(String),
+    /// A connection through the server was asked of a host without a
+    /// public URL ([`crate::HostConfig::public_url`]).
+    #[error(
+        "this host has no public URL to take the authorization's callback on \
+         (warden serve --public-url)"
+    )]
+    NoPublicUrl,
     /// Several extensions have a recipe for this vendor.
     #[error("several extensions have an auth recipe for `{name}` ({}); name the extension", extensions.join(", "))]
     Ambiguous {

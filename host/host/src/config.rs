@@ -57,6 +57,12 @@ pub struct HostConfig {
     /// a call made for a caller ([`crate::Invocation::for_caller`]) uses
     /// that caller's accounts only.
     pub shared_accounts: Vec<String>,
+    /// The origin people reach this host at (`warden serve --public-url`,
+    /// e.g. `https://warden.example.com`): OAuth connections made for a
+    /// remote person return to `<public_url>/oauth/callback` on it, which
+    /// the server serves, instead of a loopback listener. `https`, or
+    /// `http` on a loopback address; no path, query or fragment.
+    pub public_url: Option<String>,
 }
 
 impl Default for HostConfig {
@@ -76,6 +82,7 @@ impl Default for HostConfig {
             hosted_servers: BTreeMap::new(),
             tools_without_channel: BTreeSet::new(),
             shared_accounts: Vec::new(),
+            public_url: None,
         }
     }
 }

@@ -164,6 +164,15 @@ pub enum HostError {
     /// No Location with this id is open.
     #[error("no location `{0}` is open")]
     UnknownLocation(String),
+    /// [`crate::HostConfig::public_url`] is not an origin the host can
+    /// take OAuth callbacks on.
+    #[error("the public URL {url:?} {why}")]
+    PublicUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
 }
 
 impl HostError {

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use warden_egress::Egress;
+use warden_egress::auth::server_callback::{CallbackRouter, Delivered};
 use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
 use warden_manifest::{Implementation, Package, ValidationOptions};
@@ -48,6 +49,9 @@ pub(crate) struct Shared {
     pub(crate) tools_without_channel: std::collections::BTreeSet<String>,
     /// [`HostConfig::shared_accounts`].
     pub(crate) shared_accounts: Vec<String>,
+    /// Where OAuth connections return through this host's own origin, when
+    /// it has a public URL: the redirect URI and the waiting connections.
+    pub(crate) server_callbacks: Option<(String, CallbackRouter)>,
     /// What an operator watches, when it is on.
     pub(crate) metrics: Option<Arc<Metrics>>,
     /// Whether calls are traced ([`HostBuilder::traces`]).
@@ -201,7 +205,12 @@ impl HostBuilder {
             hosted_servers,
             tools_without_channel,
             shared_accounts,
+            public_url,
         } = self.config;
+        let server_callbacks = match public_url {
+            Some(url) => Some((callback_uri(&url)?, CallbackRouter::default())),
+            None => None,
+        };
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
             crate::private::open_data_dir(dir).map_err(|e| HostError::io(dir, e))?;
@@ -248,6 +257,7 @@ impl HostBuilder {
             store_retention,
             tools_without_channel,
             shared_accounts,
+            server_callbacks,
             metrics: self.metrics,
             traces: self.traces,
         };
@@ -260,6 +270,37 @@ impl HostBuilder {
             locations: Arc::default(),
         })
     }
+}
+
+/// `<public_url>/oauth/callback`, once `public_url` is checked.
+fn callback_uri(public_url: &str) -> Result<String, HostError> {
+    let refuse = |why| HostError::PublicUrl {
+        url: public_url.to_owned(),
+        why,
+    };
+    let url = url::Url::parse(public_url).map_err(|_| refuse("is not a URL"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(refuse("names no host")),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err(refuse("must be https (http only on a loopback address)")),
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(refuse("must be an origin, with no path, query or fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(refuse("must not carry credentials"));
+    }
+    let origin = url.as_str().trim_end_matches('/');
+    Ok(format!(
+        "{origin}{}",
+        warden_egress::auth::server_callback::SERVER_CALLBACK_PATH
+    ))
 }
 
 /// Environment variable that holds the secret store's key (hex or base64)
@@ -430,6 +471,23 @@ impl Host {
             .prune(before)
             .await
             .map_err(|e| HostError::Approval(e.into()))
+    }
+
+    /// Where OAuth connections through this host's own origin return
+    /// (`<public_url>/oauth/callback`), when it has a public URL.
+    pub fn oauth_redirect_uri(&self) -> Option<&str> {
+        self.shared
+            .server_callbacks
+            .as_ref()
+            .map(|(uri, _)| uri.as_str())
+    }
+
+    /// Hand an OAuth callback that came to the public origin (the query
+    /// string of `GET /oauth/callback`) to the connection waiting for it;
+    /// `None` when the host has no public URL.
+    pub fn deliver_oauth_callback(&self, query: &str) -> Option<Delivered> {
+        let (_, router) = self.shared.server_callbacks.as_ref()?;
+        Some(router.deliver(query))
     }
 
     /// The metrics this host counts into, when built with

@@ -51,8 +51,8 @@ mod trust;
 pub use accounts::{AccountError, DeclaredCredential};
 pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
 pub use auth::{
-    AccountStatus, AuthTarget, ConnectError, OAuthClientConfig, OAuthConnect, PROBE_EXTENSION,
-    ProbeAuth, ProbeCall, ProbeError, ProbeFound,
+    AccountStatus, AuthTarget, ConnectError, ConnectOptions, OAuthClientConfig, OAuthConnect,
+    PROBE_EXTENSION, ProbeAuth, ProbeCall, ProbeError, ProbeFound,
 };
 pub use config::{DEFAULT_STORE_RETENTION, HostConfig};
 pub use error::HostError;

@@ -71,11 +71,31 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { None })
     }
 
+    /// An OAuth callback a person's browser brought to the server's public
+    /// origin (`GET /oauth/callback`, `query` its query string): handed to
+    /// the connection waiting for it. `None` (the default): the server
+    /// takes no callbacks, and the path is not served.
+    fn oauth_callback(&self, query: &str) -> Option<OAuthCallback> {
+        let _ = query;
+        None
+    }
+
     /// A counter that bumps whenever the tool set changes.
     ///
     /// The server re-reads [`Backend::tools`] after a bump and sends
     /// `notifications/tools/list_changed` to every connected client.
     fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// What became of an OAuth callback ([`Backend::oauth_callback`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthCallback {
+    /// It completed a waiting connection.
+    Completed,
+    /// The authorization server refused, or the callback carried no code.
+    Refused,
+    /// No connection waits for it.
+    Unknown,
 }
 
 /// What an MCP client attached to a call besides its arguments.

@@ -508,6 +508,16 @@ async fn route<B: Backend>(
     {
         return json(StatusCode::OK, jwt.metadata().to_string());
     }
+    // A person's browser returning from an authorization server: no
+    // bearer token comes with it; the `state` it carries is what binds it
+    // to the connection (and the caller) that started it.
+    if request.uri().path() == CALLBACK_PATH && request.method() == Method::GET {
+        let query = request.uri().query().unwrap_or_default();
+        return match services.backend.oauth_callback(query) {
+            None => status(StatusCode::NOT_FOUND),
+            Some(outcome) => callback_page(outcome),
+        };
+    }
     // The host's metrics, behind the same authentication as MCP.
     let for_metrics = request.uri().path() == METRICS_PATH;
     if !for_metrics && request.uri().path() != MCP_PATH {
@@ -590,6 +600,40 @@ fn one_host<T>(request: &Request<T>) -> bool {
             .eq_ignore_ascii_case(host.as_bytes()),
         (Some(_), None) => false,
     }
+}
+
+/// Where OAuth callbacks come (`serve --public-url`).
+const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// The page a browser is shown after an OAuth callback.
+fn callback_page(outcome: crate::OAuthCallback) -> Answer {
+    let (code, text) = match outcome {
+        crate::OAuthCallback::Completed => (
+            StatusCode::OK,
+            "Warden received the authorization. You can close this window and return to your client.",
+        ),
+        crate::OAuthCallback::Refused => (
+            StatusCode::BAD_REQUEST,
+            "The authorization did not complete. Your client says why.",
+        ),
+        crate::OAuthCallback::Unknown => (
+            StatusCode::BAD_REQUEST,
+            "This is not an authorization Warden is waiting for (it may have timed out).",
+        ),
+    };
+    let body = format!("<!doctype html><title>Warden</title><p>{text}</p>\n");
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = code;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// The header naming a request's MCP session.

@@ -51,6 +51,8 @@ pub(crate) struct Context {
     pub(crate) metrics: bool,
     /// `serve --otlp-endpoint`: the host traces its calls.
     pub(crate) traces: bool,
+    /// `serve --public-url`: OAuth connections return through the server.
+    pub(crate) public_url: Option<String>,
     /// The shared approval store (`--store postgres://…`), connected once;
     /// `None`: SQLite in the data directory.
     pub(crate) approval_store: Option<Arc<dyn warden_registry::ApprovalStore>>,
@@ -156,6 +158,7 @@ impl Context {
                 .hosted_servers(mcp::timeout::read_all(&self.mcp_dir())?)?,
             tools_without_channel: self.settings.tools_without_channel()?,
             shared_accounts: self.settings.shared_accounts()?,
+            public_url: self.public_url.clone(),
             store_retention: self.settings.store_retention()?,
             runtime,
             ..HostConfig::default()
@@ -299,30 +302,20 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         location: cli.location,
         json: cli.json,
         memory_budget: match &cli.command {
-            Command::Serve { memory_budget, .. } => *memory_budget,
+            Command::Serve(serve) => serve.memory_budget,
             _ => None,
         },
         long_call_threads: match &cli.command {
-            Command::Serve {
-                long_call_threads, ..
-            } => *long_call_threads,
+            Command::Serve(serve) => serve.long_call_threads,
             _ => None,
         },
-        baseline_code: matches!(cli.command, Command::Serve { .. }),
-        metrics: matches!(
-            cli.command,
-            Command::Serve {
-                metrics: Some(_),
-                ..
-            }
-        ),
-        traces: matches!(
-            cli.command,
-            Command::Serve {
-                otlp_endpoint: Some(_),
-                ..
-            }
-        ),
+        baseline_code: matches!(cli.command, Command::Serve(_)),
+        metrics: matches!(&cli.command, Command::Serve(serve) if serve.metrics.is_some()),
+        traces: matches!(&cli.command, Command::Serve(serve) if serve.otlp_endpoint.is_some()),
+        public_url: match &cli.command {
+            Command::Serve(serve) => serve.public_url.clone(),
+            _ => None,
+        },
     };
     match cli.command {
         Command::List => inspect::list(&cx),
@@ -337,18 +330,13 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Auth(command) => auth::run(&cx, command).await,
         Command::Grants(command) => grants::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
-        Command::Serve {
-            http,
-            auth,
-            metrics,
-            otlp_endpoint,
-            ..
-        } => {
+        Command::Serve(serve) => {
+            let serve = *serve;
             let observe = serve::Observe {
-                metrics_at: metrics.flatten(),
-                otlp_endpoint,
+                metrics_at: serve.metrics.flatten(),
+                otlp_endpoint: serve.otlp_endpoint,
             };
-            serve::run(&cx, http, observe, auth).await
+            serve::run(&cx, serve.http, observe, serve.auth).await
         }
         Command::CompileComponent {
             name,

@@ -9,10 +9,11 @@ use warden_egress::auth::AuthError;
 use warden_egress::auth::discovery::{self, ClientRegistration};
 use warden_egress::auth::grant::{self, StoredGrant};
 use warden_egress::auth::identity::{self, Claims};
-use warden_egress::auth::loopback::Loopback;
+use warden_egress::auth::loopback::{Callback, Loopback};
 use warden_egress::auth::oauth2::{
     ClientAuth, OAuth2Client, OAuth2Flow, PendingAuthorization, TokenSet,
 };
+use warden_egress::auth::server_callback::CallbackWait;
 use warden_egress::secrets::{Account, AccountAudience, AccountKey};
 
 use super::{AuthTarget, ConnectError, OAuthClientConfig, method_name};
@@ -28,7 +29,41 @@ pub struct OAuthConnect {
     client: OAuth2Client,
     registered: bool,
     pending: PendingAuthorization,
-    loopback: Loopback,
+    callback: Waiting,
+    /// The caller the account is for (`None`: the deployment's).
+    owner: Option<String>,
+}
+
+/// Where the browser comes back with the code.
+#[derive(Debug)]
+enum Waiting {
+    /// A loopback listener of this process (`warden auth connect`).
+    Loopback(Loopback),
+    /// The server's own origin (`serve --public-url`).
+    Server(CallbackWait),
+}
+
+/// For whom, and through what, an OAuth connection completes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConnectOptions {
+    /// The authenticated caller whose account it becomes (see
+    /// [`crate::Invocation::for_caller`]); `None`: the deployment's.
+    pub owner: Option<String>,
+    /// The browser returns to the host's public origin
+    /// ([`crate::HostConfig::public_url`]) rather than a loopback listener
+    /// of this process: for a person whose browser is elsewhere.
+    pub through_server: bool,
+}
+
+impl ConnectOptions {
+    /// A connection for `owner`, returning through the server.
+    pub fn for_caller(owner: impl Into<String>) -> Self {
+        ConnectOptions {
+            owner: Some(owner.into()),
+            through_server: true,
+        }
+    }
 }
 
 impl Location {
@@ -43,6 +78,19 @@ impl Location {
         target: &AuthTarget,
         client: Option<OAuthClientConfig>,
     ) -> Result<OAuthConnect, ConnectError> {
+        self.begin_oauth_with(target, client, ConnectOptions::default())
+            .await
+    }
+
+    /// [`Location::begin_oauth`] for `options.owner`, returning through the
+    /// server's public origin when `options.through_server` (refused when
+    /// the host has no public URL).
+    pub async fn begin_oauth_with(
+        &self,
+        target: &AuthTarget,
+        client: Option<OAuthClientConfig>,
+        options: ConnectOptions,
+    ) -> Result<OAuthConnect, ConnectError> {
         let AuthRecipe::Oauth2Code(recipe) = &target.recipe else {
             return Err(ConnectError::Method {
                 vendor: target.vendor.clone(),
@@ -56,15 +104,26 @@ impl Location {
         // with the granted scopes before anything is kept).
         let scopes = target.requested_scopes();
         for (handle, declared) in &target.credentials {
-            let key = AccountKey::new(
-                target.vendor.clone(),
-                handle.clone(),
-                scopes.iter().cloned(),
+            let key = owned(
+                AccountKey::new(
+                    target.vendor.clone(),
+                    handle.clone(),
+                    scopes.iter().cloned(),
+                ),
+                options.owner.as_deref(),
             );
             self.check_connectable(&declared.extension, &key).await?;
         }
-        let loopback = Loopback::bind().await?;
-        let redirect = loopback.redirect_uri().to_owned();
+        let (listener, redirect) = if options.through_server {
+            let Some((uri, _)) = &self.shared.server_callbacks else {
+                return Err(ConnectError::NoPublicUrl);
+            };
+            (None, uri.clone())
+        } else {
+            let loopback = Loopback::bind().await?;
+            let redirect = loopback.redirect_uri().to_owned();
+            (Some(loopback), redirect)
+        };
         let client = match client {
             Some(client) => Some(client),
             None => self.stored_client(target, &recipe).await?,
@@ -96,6 +155,11 @@ impl Location {
         let pending = flow(&recipe, &client, target.resource.as_deref())
             .with_egress_config(self.shared.egress.config())
             .start(&scopes)?;
+        let callback = match (listener, &self.shared.server_callbacks) {
+            (Some(loopback), _) => Waiting::Loopback(loopback),
+            (None, Some((_, router))) => Waiting::Server(router.expect(&pending.state)?),
+            (None, None) => return Err(ConnectError::NoPublicUrl),
+        };
         Ok(OAuthConnect {
             location: self.clone(),
             target: target.clone(),
@@ -103,7 +167,8 @@ impl Location {
             client,
             registered,
             pending,
-            loopback,
+            callback,
+            owner: options.owner,
         })
     }
 
@@ -263,6 +328,14 @@ impl Location {
     }
 }
 
+/// `key`, as the account of `owner` when there is one.
+fn owned(key: AccountKey, owner: Option<&str>) -> AccountKey {
+    match owner {
+        Some(owner) => key.owned_by(owner),
+        None => key,
+    }
+}
+
 /// The engine for `recipe` and `client`, sending the RFC 8707 `resource`
 /// when the account is for an MCP server.
 fn flow<'a>(
@@ -301,7 +374,10 @@ impl OAuthConnect {
     /// registers anew.
     pub async fn finish(self, timeout: Duration) -> Result<Vec<Account>, ConnectError> {
         let state = self.pending.state.clone();
-        let callback = self.loopback.wait(state, timeout).await?;
+        let callback: Callback = match self.callback {
+            Waiting::Loopback(loopback) => loopback.wait(state, timeout).await?,
+            Waiting::Server(waiting) => waiting.wait(timeout).await?,
+        };
         let egress = &self.location.shared.egress;
         let resource = self.target.resource.as_deref();
         let flow = flow(&self.recipe, &self.client, resource);
@@ -324,10 +400,13 @@ impl OAuthConnect {
         let claims = read_identity(&self.location, &self.target, &self.recipe, &tokens).await;
         let store = egress.store();
         let key = |handle: &String| {
-            AccountKey::new(
-                self.target.vendor.clone(),
-                handle.clone(),
-                tokens.scopes.iter().cloned(),
+            owned(
+                AccountKey::new(
+                    self.target.vendor.clone(),
+                    handle.clone(),
+                    tokens.scopes.iter().cloned(),
+                ),
+                self.owner.as_deref(),
             )
         };
         // Each account held for its check and writes (in key order, so two

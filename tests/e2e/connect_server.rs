@@ -1,0 +1,99 @@
+//! `warden serve --public-url`: a person connects their own account from
+//! their MCP client. The authorize URL the client opens returns the browser
+//! to the server's `/oauth/callback` (not a loopback listener on the
+//! serving machine), the account is stored as that caller's own, and the
+//! call runs again; another caller still has none.
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use warden_tests::Warden;
+use warden_tests::jwt_issuer::JwtIssuer;
+
+use crate::auth::{Fake, OpeningUrls};
+use crate::caller_accounts::{AUDIENCE, ISSUER, serve_for_jwt};
+
+/// `github_get_repo` by `subject`, with a client that approves and opens
+/// (or declines) authorize URLs; the result and the URLs it was offered.
+async fn get_repo_as(
+    port: u16,
+    issuer: &JwtIssuer,
+    subject: &str,
+    handler: OpeningUrls,
+) -> (CallToolResult, Vec<String>) {
+    let bearer = issuer.bearer_for(subject, AUDIENCE, "mcp", 600);
+    let token = bearer.trim_start_matches("Bearer ").to_owned();
+    let uri = format!("http://127.0.0.1:{port}/mcp");
+    let config = StreamableHttpClientTransportConfig::with_uri(uri).auth_header(token);
+    let client = handler
+        .clone()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("initialize over HTTP");
+    let Value::Object(arguments) = json!({ "owner": "octo", "repo": "hello" }) else {
+        unreachable!("object literal")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new("github_get_repo").with_arguments(arguments))
+        .await
+        .expect("tools/call");
+    let _ = client.cancel().await;
+    let opened = handler.opened.lock().unwrap().clone();
+    (result, opened)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn serve(
+    warden: &Warden,
+    issuer: &JwtIssuer,
+    public_url: &str,
+    port: u16,
+) -> warden_tests::Serving {
+    let addr = format!("127.0.0.1:{port}");
+    serve_for_jwt(warden, issuer, &addr, &["--public-url", public_url]).0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_connects_their_own_account_through_the_server() {
+    let fake = Fake::start().await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let issuer = JwtIssuer::new(ISSUER);
+    let port = free_port();
+    let public_url = format!("http://127.0.0.1:{port}");
+    let _serving = serve(&warden, &issuer, &public_url, port);
+    let opening = |accept| OpeningUrls {
+        auth: fake.auth.clone(),
+        accept,
+        opened: Default::default(),
+    };
+
+    let (result, opened) = get_repo_as(port, &issuer, "alice", opening(true)).await;
+    assert_eq!(opened.len(), 1, "one authorize URL was offered: {opened:?}");
+    let callback = format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Foauth%2Fcallback");
+    assert!(opened[0].contains(&callback), "{opened:?}");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(
+        result.structured_content.expect("output")["full_name"],
+        "octo/hello"
+    );
+    let status = warden.run(&["auth", "status"]);
+    assert!(status.stdout.contains(" of alice "), "{status:?}");
+
+    // Bob's account is his to connect: Alice's never serves him.
+    let (result, opened) = get_repo_as(port, &issuer, "bob", opening(false)).await;
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    let meta = &result.meta.as_ref().expect("meta").0;
+    assert_eq!(meta["warden/errorCode"], "auth_required", "{result:?}");
+    // A callback nobody waits for is refused.
+    let stray = crate::serve_auth::send(port, "GET", "/oauth/callback?code=x&state=y", None, "");
+    assert!(stray.starts_with("HTTP/1.1 400"), "{stray}");
+}
