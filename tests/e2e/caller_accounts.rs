@@ -116,7 +116,10 @@ async fn each_caller_uses_their_own_account_and_never_anothers() {
         client(port, &issuer, "alice").await,
         client(port, &issuer, "bob").await,
     );
-    let ran = approved_get_repo(&warden, &bob).await;
+    // Bob's approval was handed back when his call stopped for want of an
+    // account: his identical call runs on it now.
+    let ran = get_repo(&bob).await;
+    assert_eq!(approval_id(&ran), None, "{ran:?}");
     assert_ne!(ran.is_error, Some(true), "{ran:?}");
     let ran = approved_get_repo(&warden, &alice).await;
     assert_ne!(ran.is_error, Some(true), "{ran:?}");
@@ -131,4 +134,29 @@ async fn each_caller_uses_their_own_account_and_never_anothers() {
         [format!("Bearer {TOKEN}"), format!("Bearer {ALICE_TOKEN}")]
     );
     let _ = tokio::join!(alice.cancel(), bob.cancel());
+}
+
+/// Approve, then connect, then call again: the approval the call claimed
+/// before it stopped for want of an account is handed back, and the
+/// identical call runs without a second approval.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_stopped_for_an_account_keeps_its_approval() {
+    let fake = FakeGitHub::start().await;
+    let warden = crate::warden();
+    fake.configure(&warden);
+    let issuer = JwtIssuer::new(ISSUER);
+    let (_serving, port) = serve(&warden, &issuer);
+    let bob = client(port, &issuer, "bob").await;
+    let refused = approved_get_repo(&warden, &bob).await;
+    assert_eq!(
+        error_code(&refused).as_deref(),
+        Some("auth_required"),
+        "{refused:?}"
+    );
+    FakeGitHub::store_token_of(&warden, Some("bob"), TOKEN);
+    let ran = get_repo(&bob).await;
+    assert_eq!(approval_id(&ran), None, "no second approval: {ran:?}");
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(fake.count("GET", "/repos/octo/hello"), 1);
+    let _ = bob.cancel().await;
 }

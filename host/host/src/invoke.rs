@@ -102,7 +102,9 @@ impl Location {
         };
         drop(authorizing);
         let outcome = match authorized {
-            Ok(by) => Ok(self.run(binding, &invocation, input_json, by, trace).await),
+            Ok(by) => Ok(self
+                .run_authorized(binding, &invocation, &call, input_json, by, trace)
+                .await),
             Err(settled) => settled,
         };
         self.audit(&call, &outcome);
@@ -189,7 +191,8 @@ impl Location {
             Ok(dispatch) => Ok(match checked_input(binding, &invocation) {
                 Ok(input_json) => {
                     let by = AuthorizedBy::Approval(dispatch.approval_id);
-                    self.run(binding, &invocation, input_json, by, trace).await
+                    self.run_authorized(binding, &invocation, &call, input_json, by, trace)
+                        .await
                 }
                 Err(failed) => *failed,
             }),
@@ -293,6 +296,34 @@ impl Location {
         }
     }
 
+    /// [`Location::run`] of an authorized `call`, handing the approval it
+    /// claimed back when the call stopped before its lane started (an
+    /// account to connect): the identical retry claims it again, and the
+    /// person is not asked twice.
+    async fn run_authorized(
+        &self,
+        binding: &Binding,
+        invocation: &Invocation,
+        call: &Call,
+        input_json: String,
+        authorized_by: AuthorizedBy,
+        trace: Option<&CallTrace>,
+    ) -> InvokeOutcome {
+        let claimed = match &authorized_by {
+            AuthorizedBy::Approval(id) => Some(id.clone()),
+            AuthorizedBy::Rule(_) => None,
+        };
+        let dispatched = self
+            .run(binding, invocation, input_json, authorized_by, trace)
+            .await;
+        if let (Some(approval), false) = (claimed, dispatched.started)
+            && let Err(error) = self.shared.approvals.release(&approval, call).await
+        {
+            tracing::warn!(%approval, %error, "could not hand back the approval of a call that did not run");
+        }
+        dispatched.outcome
+    }
+
     /// Execute an authorized call: stage this capability's credentials, run
     /// its lane, bound the output.
     async fn dispatch(
@@ -302,7 +333,7 @@ impl Location {
         input_json: String,
         authorized_by: AuthorizedBy,
         observer: Option<Arc<dyn warden_egress::EgressObserver>>,
-    ) -> InvokeOutcome {
+    ) -> Dispatched {
         let capability = &binding.capability;
         let mut session_of_call = None;
         // A capability that declares no credential and no network target can
@@ -314,13 +345,14 @@ impl Location {
             Arc::new(Replaying::new(replay.clone(), &capability.credentials))
         } else {
             if let Some(refused) = self.unshared_for_caller(binding, invocation) {
-                return refused;
+                return Dispatched::stopped(refused);
             }
             match self.stage_call(binding, invocation.caller.as_deref()).await {
                 // Required credentials are checked before the guest starts.
                 Ok(session) => match session.missing_required().into_iter().next() {
                     Some(needed) => {
-                        return InvokeOutcome::Failed(CallFailure::AuthRequired(needed));
+                        let needed = CallFailure::AuthRequired(needed);
+                        return Dispatched::stopped(InvokeOutcome::Failed(needed));
                     }
                     None => {
                         let session = Arc::new(match observer {
@@ -340,17 +372,18 @@ impl Location {
                     }
                 },
                 Err(NotStaged::Auth(expired)) => {
-                    return InvokeOutcome::Failed(CallFailure::AuthRequired(expired));
+                    let expired = CallFailure::AuthRequired(expired);
+                    return Dispatched::stopped(InvokeOutcome::Failed(expired));
                 }
                 Err(NotStaged::Egress(error)) => {
                     tracing::error!(capability = %capability.id, %error, "could not prepare the call's network service");
-                    return InvokeOutcome::Failed(CallFailure::Runtime {
+                    return Dispatched::stopped(InvokeOutcome::Failed(CallFailure::Runtime {
                         error: Box::new(warden_runtime::RuntimeError::HostUnavailable {
                             reason: Unavailable::NetworkSetup,
                         }),
                         usage: Default::default(),
                         logs: Vec::new(),
-                    });
+                    }));
                 }
             }
         };
@@ -381,7 +414,7 @@ impl Location {
                         if !grace.is_zero() {
                             let _ = tokio::time::timeout(grace, call).await;
                         }
-                        return InvokeOutcome::Failed(CallFailure::Cancelled);
+                        return Dispatched::ran(InvokeOutcome::Failed(CallFailure::Cancelled));
                     }
                     outcome = &mut call => outcome,
                 }
@@ -393,7 +426,7 @@ impl Location {
                 sink.report(entry.clone());
             }
         }
-        match outcome.result {
+        Dispatched::ran(match outcome.result {
             Ok(output) => {
                 let rendered = if output.is_null() && !outcome.content.is_empty() {
                     warden_core::content::describe(&outcome.content)
@@ -426,7 +459,7 @@ impl Location {
                     logs: outcome.logs,
                 }),
             },
-        }
+        })
     }
 }
 
@@ -477,6 +510,30 @@ fn checked_input(binding: &Binding, invocation: &Invocation) -> Result<String, B
             usage: Default::default(),
             logs: Vec::new(),
         }))),
+    }
+}
+
+/// A dispatched call's outcome, and whether its lane started: a call
+/// stopped before (an account to connect, the network service) did nothing,
+/// so the approval it claimed is handed back for the identical retry.
+pub(crate) struct Dispatched {
+    pub(crate) outcome: InvokeOutcome,
+    pub(crate) started: bool,
+}
+
+impl Dispatched {
+    fn stopped(outcome: InvokeOutcome) -> Self {
+        Dispatched {
+            outcome,
+            started: false,
+        }
+    }
+
+    fn ran(outcome: InvokeOutcome) -> Self {
+        Dispatched {
+            outcome,
+            started: true,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 use warden_core::ErrorCode;
 use warden_registry::ApprovalError;
 
+use super::Dispatched;
 use crate::error::HostError;
 use crate::location::{Binding, Location};
 use crate::outcome::{AuthorizedBy, Invocation, InvokeOutcome};
@@ -98,7 +99,7 @@ impl Location {
         input_json: String,
         authorized_by: AuthorizedBy,
         trace: Option<&CallTrace>,
-    ) -> InvokeOutcome {
+    ) -> Dispatched {
         let span = trace.map(|t| t.child("warden.lane"));
         if let Some(span) = &span {
             span.set("warden.lane", binding.lane.kind());

@@ -398,6 +398,19 @@ impl Approvals {
         Ok(refusal_of(id, &approval.state))
     }
 
+    /// Hands back the lease `approval_id`'s call claimed when that call
+    /// never ran (it stopped before its lane: an account to connect), so
+    /// the identical retry claims it again; whether there was one to hand
+    /// back.
+    pub async fn release(
+        &self,
+        approval_id: &ApprovalId,
+        invocation: &GatedCall,
+    ) -> Result<bool, ApprovalError> {
+        let fingerprint = invocation.fingerprint();
+        Ok(self.store.release_lease(approval_id, &fingerprint).await?)
+    }
+
     /// Resumes a blocked call: refuses changed input, surfaces declines and
     /// dismissals as tool failures, and claims the lease atomically. Exactly
     /// one resume of an approval ever returns a [`Dispatch`].

@@ -129,6 +129,16 @@ pub async fn run(store: &dyn ApprovalStore) {
         store.lease(&a.id).await.unwrap().unwrap().state,
         LeaseState::Claimed
     );
+    // A claim whose call never ran is handed back, once, and claimed again.
+    assert!(!store.release_lease(&a.id, &wrong).await.unwrap());
+    assert!(store.release_lease(&a.id, &a.fingerprint).await.unwrap());
+    assert!(!store.release_lease(&a.id, &a.fingerprint).await.unwrap());
+    assert_eq!(
+        store.lease(&a.id).await.unwrap().unwrap().state,
+        LeaseState::Issued
+    );
+    assert!(store.claim_lease(&a.id, &a.fingerprint, 40).await.unwrap());
+    assert!(!store.claim_lease(&a.id, &a.fingerprint, 41).await.unwrap());
 
     // "Approve, then call again": an identical call claims the oldest
     // approved, unexpired, unclaimed request with its fingerprint, once;

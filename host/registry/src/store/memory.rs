@@ -122,6 +122,24 @@ impl ApprovalStore for MemoryApprovalStore {
         }
     }
 
+    async fn release_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.leases.get_mut(approval_id) {
+            Some(lease)
+                if lease.state == LeaseState::Claimed && &lease.fingerprint == fingerprint =>
+            {
+                lease.state = LeaseState::Issued;
+                lease.claimed_at = None;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn claim_approved(
         &self,
         fingerprint: &Fingerprint,

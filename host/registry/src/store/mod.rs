@@ -224,6 +224,16 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
         now: UnixMillis,
     ) -> Result<bool, StoreError>;
 
+    /// Hands back the claimed lease of `approval_id` (issued again, for the
+    /// identical retry to claim) when the call that claimed it never ran:
+    /// it stopped at a check before its lane (an account to connect).
+    /// `Ok(false)` when it was not claimed.
+    async fn release_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+    ) -> Result<bool, StoreError>;
+
     /// Atomically claims the issued, unexpired lease of the oldest approved
     /// request whose fingerprint is `fingerprint`, returning that request's
     /// id: "approve, then call again". Exactly one caller ever gets a given

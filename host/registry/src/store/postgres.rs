@@ -381,6 +381,23 @@ impl ApprovalStore for PgStore {
         Ok(changed == 1)
     }
 
+    async fn release_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE warden_leases SET state = 'issued', claimed_at = NULL \
+                 WHERE approval_id = $1 AND fingerprint = $2 AND state = 'claimed'",
+                &[&approval_id.0, &fingerprint.0],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(changed == 1)
+    }
+
     async fn claim_approved(
         &self,
         fingerprint: &Fingerprint,

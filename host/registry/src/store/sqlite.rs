@@ -194,6 +194,16 @@ impl ApprovalStore for SqliteStore {
             .await
     }
 
+    async fn release_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+    ) -> Result<bool, StoreError> {
+        let (approval_id, fingerprint) = (approval_id.clone(), fingerprint.clone());
+        self.blocking(move |db| db.release_lease(&approval_id, &fingerprint))
+            .await
+    }
+
     async fn claim_approved(
         &self,
         fingerprint: &Fingerprint,

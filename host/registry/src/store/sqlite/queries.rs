@@ -180,6 +180,22 @@ impl Db {
         Ok(changed == 1)
     }
 
+    pub(super) fn release_lease(
+        &self,
+        approval_id: &ApprovalId,
+        fingerprint: &Fingerprint,
+    ) -> Result<bool, StoreError> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE leases SET state = 'issued', claimed_at = NULL \
+                 WHERE approval_id = ?1 AND fingerprint = ?2 AND state = 'claimed'",
+                params![approval_id.0, fingerprint.0],
+            )
+            .map_err(backend)?;
+        Ok(changed == 1)
+    }
+
     pub(super) fn claim_approved(
         &self,
         fingerprint: &Fingerprint,
