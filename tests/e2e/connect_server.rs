@@ -61,15 +61,22 @@ fn serve(
     serve_for_jwt(warden, issuer, &addr, &["--public-url", public_url]).0
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_person_connects_their_own_account_through_the_server() {
+/// The fake GitHub and its authorization server, a data directory for it,
+/// the JWT issuer, and `serve` on a free port that is its own public URL.
+async fn setup() -> (Fake, Warden, JwtIssuer, u16, warden_tests::Serving) {
     let fake = Fake::start().await;
     let warden = crate::warden();
     fake.configure(&warden);
     let issuer = JwtIssuer::new(ISSUER);
     let port = free_port();
     let public_url = format!("http://127.0.0.1:{port}");
-    let _serving = serve(&warden, &issuer, &public_url, port);
+    let serving = serve(&warden, &issuer, &public_url, port);
+    (fake, warden, issuer, port, serving)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_connects_their_own_account_through_the_server() {
+    let (fake, warden, issuer, port, _serving) = setup().await;
     let opening = |accept| OpeningUrls {
         auth: fake.auth.clone(),
         accept,
@@ -96,4 +103,54 @@ async fn a_person_connects_their_own_account_through_the_server() {
     // A callback nobody waits for is refused.
     let stray = crate::serve_auth::send(port, "GET", "/oauth/callback?code=x&state=y", None, "");
     assert!(stray.starts_with("HTTP/1.1 400"), "{stray}");
+}
+
+/// A client that cannot open URLs gets the authorize URL in the
+/// `auth_required` answer (`connect_url`); the person opens it, the browser
+/// returns to the server, and the identical call runs, on the approval it
+/// had already been given.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_without_elicitation_gets_a_link_that_connects_through_the_server() {
+    let (fake, warden, issuer, port, _serving) = setup().await;
+    let bearer = issuer.bearer_for("carol", AUDIENCE, "mcp", 600);
+    let uri = format!("http://127.0.0.1:{port}/mcp");
+    let config = StreamableHttpClientTransportConfig::with_uri(uri)
+        .auth_header(bearer.trim_start_matches("Bearer ").to_owned());
+    let carol =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("initialize over HTTP");
+    let asked = crate::stateless::approval_id(&crate::stateless::get_repo(&carol).await)
+        .expect("an approval id");
+    let approved = warden.run(&["approvals", "approve", &asked]);
+    assert_eq!(approved.code, 0, "{approved:?}");
+    let refused = crate::stateless::get_repo(&carol).await;
+    let details = refused.structured_content.clone().expect("auth fields");
+    assert_eq!(details["code"], "auth_required", "{details}");
+    let link = details["connect_url"]
+        .as_str()
+        .expect("a connect link")
+        .to_owned();
+    let callback = format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Foauth%2Fcallback");
+    assert!(link.contains(&callback), "{link}");
+    // The person opens it; the browser comes back to the server.
+    let location = fake.auth.visit(&link).expect("authorized");
+    let status = warden_egress::testing::follow_redirect(&location)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // The connection completes in the background; the same call runs.
+    let mut ran = crate::stateless::get_repo(&carol).await;
+    for _ in 0..50 {
+        if ran.is_error != Some(true) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        ran = crate::stateless::get_repo(&carol).await;
+    }
+    assert_eq!(crate::stateless::approval_id(&ran), None, "{ran:?}");
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let status = warden.run(&["auth", "status"]);
+    assert!(status.stdout.contains(" of carol "), "{status:?}");
+    let _ = carol.cancel().await;
 }

@@ -25,6 +25,35 @@ pub(crate) fn client_opens_urls(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|elicitation| elicitation.url.is_some())
 }
 
+/// Start the connection `details` names for a client that cannot open a
+/// URL itself, and put the authorize URL in the answer (`details.connect_url`,
+/// and a line of `message`): the person opens it, and the model makes the
+/// same call again once it is connected. The connection waits in the
+/// background (five minutes); nothing when none can be made by URL.
+pub(crate) async fn link<B: Backend>(
+    backend: &B,
+    message: &mut String,
+    details: &mut Value,
+    caller: Option<&crate::Caller>,
+) {
+    let Some(connect) = backend.connect_by_url(details, caller).await else {
+        return;
+    };
+    let Some(fields) = details.as_object_mut() else {
+        return;
+    };
+    fields.insert("connect_url".into(), Value::String(connect.url.clone()));
+    message.push_str(&format!(
+        "\nTo connect it, open {} and authorize; then make the same call again.",
+        connect.url
+    ));
+    tokio::spawn(async move {
+        if let Err(error) = connect.done.await {
+            tracing::info!(%error, "a connection offered as a link did not complete");
+        }
+    });
+}
+
 /// Offer the connection `details` names; whether the account is now
 /// connected (the person accepted and the authorization completed). The
 /// authorization runs from the moment the URL exists, so a browser that

@@ -116,6 +116,11 @@ impl<B: Backend> WardenServer<B> {
             && connect::by_url(shared.backend.as_ref(), details, caller.as_ref(), &context).await
         {
             outcome = self.run(&name, &arguments, &caller, &context).await;
+        } else if let Ok(CallResult::AuthRequired { message, details }) = &mut outcome
+            && !connect::client_opens_urls(&context)
+        {
+            // A client that cannot open it gets the link in the answer.
+            connect::link(shared.backend.as_ref(), message, details, caller.as_ref()).await;
         }
         match outcome {
             Ok(outcome) => match result::answer(outcome, structured) {
