@@ -154,3 +154,63 @@ async fn a_client_without_elicitation_gets_a_link_that_connects_through_the_serv
     assert!(status.stdout.contains(" of carol "), "{status:?}");
     let _ = carol.cancel().await;
 }
+
+/// Two hosts on one PostgreSQL, each its own public URL: Alice connects her
+/// account through host A, Bob his through host B; each call sends only its
+/// caller's own token, and both hosts know whose account is whose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_callers_on_two_hosts_on_one_postgres_connect_their_own_accounts() {
+    let pg = tokio::task::spawn_blocking(warden_tests::TestPostgres::start)
+        .await
+        .unwrap();
+    let url = pg.create_database("callers");
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("secret.key");
+    let fake = Fake::start().await;
+    let issuer = JwtIssuer::new(ISSUER);
+    let (a, b) = (crate::warden(), crate::warden());
+    let mut servers = Vec::new();
+    let mut ports = Vec::new();
+    for warden in [&a, &b] {
+        fake.configure(warden);
+        warden.configure_more(&format!(
+            "\n[store]\nurl = {url:?}\nsecret_key_file = {key:?}\n"
+        ));
+        let port = free_port();
+        servers.push(serve(
+            warden,
+            &issuer,
+            &format!("http://127.0.0.1:{port}"),
+            port,
+        ));
+        ports.push(port);
+    }
+    let opening = || OpeningUrls {
+        auth: fake.auth.clone(),
+        accept: true,
+        opened: Default::default(),
+    };
+    for (port, subject) in [(ports[0], "alice"), (ports[1], "bob")] {
+        let (result, opened) = get_repo_as(port, &issuer, subject, opening()).await;
+        assert_eq!(opened.len(), 1, "{subject}: {opened:?}");
+        assert_ne!(result.is_error, Some(true), "{subject}: {result:?}");
+    }
+    // One token per connection, each used once, by its own caller.
+    let sent: Vec<String> = fake
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.target.starts_with("/repos/octo/hello"))
+        .filter_map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_ne!(sent[0], sent[1], "each caller sent their own token");
+    for warden in [&a, &b] {
+        let status = warden.run(&["--store", &url, "auth", "status"]);
+        assert!(
+            status.stdout.contains(" of alice ") && status.stdout.contains(" of bob "),
+            "{status:?}"
+        );
+    }
+    drop(servers);
+}

@@ -633,6 +633,11 @@ fn callback_page(outcome: crate::OAuthCallback) -> Answer {
         hyper::header::CACHE_CONTROL,
         hyper::header::HeaderValue::from_static("no-store"),
     );
+    // A browser's one visit: nothing more comes on its connection.
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
     response
 }
 
