@@ -155,8 +155,10 @@ async fn a_client_without_elicitation_gets_a_link_that_connects_through_the_serv
     let _ = carol.cancel().await;
 }
 
-/// Two hosts on one PostgreSQL, each its own public URL: Alice connects her
-/// account through host A, Bob his through host B; each call sends only its
+/// Two hosts on one PostgreSQL behind one public URL (B's: the callback of
+/// a connection host A started comes back to B, as behind a load balancer,
+/// and B passes it on through the store): Alice connects her account
+/// through host A, Bob his through host B; each call sends only its
 /// caller's own token, and both hosts know whose account is whose.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_callers_on_two_hosts_on_one_postgres_connect_their_own_accounts() {
@@ -169,21 +171,15 @@ async fn two_callers_on_two_hosts_on_one_postgres_connect_their_own_accounts() {
     let fake = Fake::start().await;
     let issuer = JwtIssuer::new(ISSUER);
     let (a, b) = (crate::warden(), crate::warden());
+    let ports = [free_port(), free_port()];
+    let public_url = format!("http://127.0.0.1:{}", ports[1]);
     let mut servers = Vec::new();
-    let mut ports = Vec::new();
-    for warden in [&a, &b] {
+    for (warden, port) in [(&a, ports[0]), (&b, ports[1])] {
         fake.configure(warden);
         warden.configure_more(&format!(
             "\n[store]\nurl = {url:?}\nsecret_key_file = {key:?}\n"
         ));
-        let port = free_port();
-        servers.push(serve(
-            warden,
-            &issuer,
-            &format!("http://127.0.0.1:{port}"),
-            port,
-        ));
-        ports.push(port);
+        servers.push(serve(warden, &issuer, &public_url, port));
     }
     let opening = || OpeningUrls {
         auth: fake.auth.clone(),

@@ -205,12 +205,15 @@ impl Backend for HostBackend {
         Box::pin(async move { connect_by_url(&location, &clients, &details, options).await })
     }
 
-    fn oauth_callback(&self, query: &str) -> Option<OAuthCallback> {
+    fn oauth_callback(&self, query: &str) -> BoxFuture<'static, Option<OAuthCallback>> {
         use warden_egress::auth::server_callback::Delivered;
-        Some(match self.host.deliver_oauth_callback(query)? {
-            Delivered::Completed => OAuthCallback::Completed,
-            Delivered::Refused => OAuthCallback::Refused,
-            Delivered::Unknown => OAuthCallback::Unknown,
+        let (host, query) = (self.host.clone(), query.to_owned());
+        Box::pin(async move {
+            Some(match host.deliver_oauth_callback(&query).await? {
+                Delivered::Completed => OAuthCallback::Completed,
+                Delivered::Refused => OAuthCallback::Refused,
+                Delivered::Unknown => OAuthCallback::Unknown,
+            })
         })
     }
 

@@ -207,10 +207,6 @@ impl HostBuilder {
             shared_accounts,
             public_url,
         } = self.config;
-        let server_callbacks = match public_url {
-            Some(url) => Some((callback_uri(&url)?, CallbackRouter::default())),
-            None => None,
-        };
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
             crate::private::open_data_dir(dir).map_err(|e| HostError::io(dir, e))?;
@@ -221,6 +217,14 @@ impl HostBuilder {
             (Some(store), _) => store,
             (None, Some(dir)) => default_secret_store(dir)?,
             (None, None) => Arc::new(warden_egress::secrets::MemoryStore::new()),
+        };
+        let server_callbacks = match public_url {
+            // Hosts sharing a store share their callbacks through it.
+            Some(url) => Some((
+                callback_uri(&url)?,
+                CallbackRouter::relayed(secrets.clone()),
+            )),
+            None => None,
         };
         let approval_store: Arc<dyn ApprovalStore> = match (self.approvals, &data_dir) {
             (Some(store), _) => store,
@@ -485,9 +489,10 @@ impl Host {
     /// Hand an OAuth callback that came to the public origin (the query
     /// string of `GET /oauth/callback`) to the connection waiting for it;
     /// `None` when the host has no public URL.
-    pub fn deliver_oauth_callback(&self, query: &str) -> Option<Delivered> {
+    /// Hosts sharing a store pass it on to the one whose connection waits.
+    pub async fn deliver_oauth_callback(&self, query: &str) -> Option<Delivered> {
         let (_, router) = self.shared.server_callbacks.as_ref()?;
-        Some(router.deliver(query))
+        Some(router.deliver(query).await)
     }
 
     /// The metrics this host counts into, when built with

@@ -75,9 +75,9 @@ pub trait Backend: Send + Sync + 'static {
     /// origin (`GET /oauth/callback`, `query` its query string): handed to
     /// the connection waiting for it. `None` (the default): the server
     /// takes no callbacks, and the path is not served.
-    fn oauth_callback(&self, query: &str) -> Option<OAuthCallback> {
+    fn oauth_callback(&self, query: &str) -> BoxFuture<'static, Option<OAuthCallback>> {
         let _ = query;
-        None
+        Box::pin(async { None })
     }
 
     /// A counter that bumps whenever the tool set changes.

@@ -513,7 +513,7 @@ async fn route<B: Backend>(
     // to the connection (and the caller) that started it.
     if request.uri().path() == CALLBACK_PATH && request.method() == Method::GET {
         let query = request.uri().query().unwrap_or_default();
-        return match services.backend.oauth_callback(query) {
+        return match services.backend.oauth_callback(query).await {
             None => status(StatusCode::NOT_FOUND),
             Some(outcome) => callback_page(outcome),
         };

@@ -6,15 +6,25 @@
 //! `state` (random, single use) until the callback comes, it times out, or
 //! its connection is dropped. A callback whose state nobody waits for is
 //! refused, and no waiting authorization learns of it.
+//!
+//! Hosts behind one public URL share a store ([`CallbackRouter::relayed`]):
+//! the browser may come back to any of them. The waiting host records that
+//! it waits (under the state, in the secret store: sealed, as a host
+//! record no account can be named like); a host that receives a callback
+//! it does not wait for itself passes it on through the store only when
+//! such a record exists, and the waiting host picks it up. A state nobody
+//! waits for writes nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use secrecy::{ExposeSecret as _, SecretString};
 use tokio::sync::oneshot;
 
 use super::AuthError;
 use super::loopback::Callback;
+use crate::secrets::{AccountKey, SecretStore};
 
 /// The path a server takes callbacks at.
 pub const SERVER_CALLBACK_PATH: &str = "/oauth/callback";
@@ -24,10 +34,15 @@ const MAX_WAITING: usize = 1024;
 
 type Waiting = HashMap<String, oneshot::Sender<Result<Callback, AuthError>>>;
 
+/// How often a waiting host looks for a callback another host relayed.
+const RELAY_POLL: Duration = Duration::from_millis(250);
+
 /// The authorizations waiting for a callback on a server's origin.
 #[derive(Debug, Clone, Default)]
 pub struct CallbackRouter {
     waiting: Arc<Mutex<Waiting>>,
+    /// The store hosts behind one public URL share, when they do.
+    relay: Option<Arc<dyn SecretStore>>,
 }
 
 /// One authorization waiting for its callback; dropping it stops waiting.
@@ -36,6 +51,13 @@ pub struct CallbackWait {
     state: String,
     answer: oneshot::Receiver<Result<Callback, AuthError>>,
     router: CallbackRouter,
+}
+
+/// The record saying a host waits for `state`, and the one a relayed
+/// callback is left in: host records (`#` in the handle), never accounts.
+fn relay_keys(state: &str) -> (AccountKey, AccountKey) {
+    let key = |kind: &str| AccountKey::new("warden", format!("#{kind}/{state}"), [""; 0]);
+    (key("callback-wait"), key("callback"))
 }
 
 /// What a callback request comes to, for the page the browser is shown.
@@ -53,12 +75,30 @@ pub enum Delivered {
 }
 
 impl CallbackRouter {
+    /// A router whose callbacks may come to any host sharing `store`.
+    pub fn relayed(store: Arc<dyn SecretStore>) -> Self {
+        CallbackRouter {
+            waiting: Arc::default(),
+            relay: Some(store),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait for the callback carrying `state`.
-    pub fn expect(&self, state: &str) -> Result<CallbackWait, AuthError> {
+    /// Wait for the callback carrying `state` (recorded in the shared store,
+    /// when there is one, so another host may pass it on).
+    pub async fn expect(&self, state: &str) -> Result<CallbackWait, AuthError> {
+        let waiting = self.expect_here(state)?;
+        if let Some(store) = &self.relay {
+            let (marker, _) = relay_keys(state);
+            store.put(&marker, SecretString::from("waiting")).await?;
+        }
+        Ok(waiting)
+    }
+
+    fn expect_here(&self, state: &str) -> Result<CallbackWait, AuthError> {
         let (sender, answer) = oneshot::channel();
         let mut waiting = self.lock();
         waiting.retain(|_, sender| !sender.is_closed());
@@ -76,8 +116,9 @@ impl CallbackRouter {
     }
 
     /// Hand the query string of a `GET` at [`SERVER_CALLBACK_PATH`] to the
-    /// authorization waiting for its `state`.
-    pub fn deliver(&self, query: &str) -> Delivered {
+    /// authorization waiting for its `state`: here, or through the shared
+    /// store to the host that waits for it.
+    pub async fn deliver(&self, query: &str) -> Delivered {
         let param = |name: &str| {
             url::form_urlencoded::parse(query.as_bytes())
                 .find(|(k, _)| k == name)
@@ -86,39 +127,140 @@ impl CallbackRouter {
         let Some(state) = param("state") else {
             return Delivered::Unknown;
         };
+        let (result, delivered) = outcome(param("error"), param("code"), &state);
         let Some(sender) = self.lock().remove(&state) else {
-            tracing::warn!("an OAuth callback whose state nobody waits for was refused");
-            return Delivered::Unknown;
-        };
-        let (result, delivered) = match (param("error"), param("code")) {
-            (Some(error), _) => (
-                Err(AuthError::Authorization(printable(&error))),
-                Delivered::Refused,
-            ),
-            (None, Some(code)) if !code.is_empty() => {
-                (Ok(Callback { code, state }), Delivered::Completed)
-            }
-            _ => (
-                Err(AuthError::Authorization(
-                    "the callback carried no code".into(),
-                )),
-                Delivered::Refused,
-            ),
+            return self.relay_to_other_host(&state, &result, delivered).await;
         };
         // The authorization may have stopped waiting meanwhile.
         let _ = sender.send(result);
         delivered
     }
+
+    /// Leave a callback for the host that waits for `state`, if one does.
+    async fn relay_to_other_host(
+        &self,
+        state: &str,
+        result: &Result<Callback, AuthError>,
+        delivered: Delivered,
+    ) -> Delivered {
+        let refused = || {
+            tracing::warn!("an OAuth callback whose state nobody waits for was refused");
+            Delivered::Unknown
+        };
+        let Some(store) = &self.relay else {
+            return refused();
+        };
+        let (marker, relayed) = relay_keys(state);
+        match store.get(&marker).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return refused(),
+            Err(error) => {
+                tracing::warn!(%error, "could not look for the host waiting for an OAuth callback");
+                return refused();
+            }
+        }
+        let record = match result {
+            Ok(callback) => serde_json::json!({ "code": callback.code }),
+            Err(error) => serde_json::json!({ "error": error.to_string() }),
+        };
+        match store
+            .put(&relayed, SecretString::from(record.to_string()))
+            .await
+        {
+            Ok(()) => delivered,
+            Err(error) => {
+                tracing::warn!(%error, "could not pass an OAuth callback on to its host");
+                refused()
+            }
+        }
+    }
+}
+
+/// What the callback's parameters say: the code, or why there is none.
+fn outcome(
+    error: Option<String>,
+    code: Option<String>,
+    state: &str,
+) -> (Result<Callback, AuthError>, Delivered) {
+    match (error, code) {
+        (Some(error), _) => (
+            Err(AuthError::Authorization(printable(&error))),
+            Delivered::Refused,
+        ),
+        (None, Some(code)) if !code.is_empty() => (
+            Ok(Callback {
+                code,
+                state: state.to_owned(),
+            }),
+            Delivered::Completed,
+        ),
+        _ => (
+            Err(AuthError::Authorization(
+                "the callback carried no code".into(),
+            )),
+            Delivered::Refused,
+        ),
+    }
 }
 
 impl CallbackWait {
-    /// The callback, within `timeout`.
+    /// The callback, within `timeout`: to this host, or passed on by
+    /// another through the shared store.
     pub async fn wait(mut self, timeout: Duration) -> Result<Callback, AuthError> {
-        match tokio::time::timeout(timeout, &mut self.answer).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(AuthError::Listener("the server stopped waiting".into())),
-            Err(_) => Err(AuthError::CallbackTimeout(timeout.as_secs())),
+        let relayed = relayed(self.router.relay.clone(), self.state.clone());
+        let result = tokio::select! {
+            answer = &mut self.answer => match answer {
+                Ok(result) => result,
+                Err(_) => Err(AuthError::Listener("the server stopped waiting".into())),
+            },
+            relayed = relayed => relayed,
+            () = tokio::time::sleep(timeout) => Err(AuthError::CallbackTimeout(timeout.as_secs())),
+        };
+        self.forget().await;
+        result
+    }
+
+    /// Remove this wait's records from the shared store.
+    async fn forget(&self) {
+        if let Some(store) = &self.router.relay {
+            let (marker, relayed) = relay_keys(&self.state);
+            for key in [marker, relayed] {
+                if let Err(error) = store.delete(&key).await {
+                    tracing::warn!(%error, "could not remove an OAuth callback record");
+                }
+            }
         }
+    }
+}
+
+/// The callback another host left in `store` for `state`; pending for
+/// ever without a store.
+async fn relayed(
+    store: Option<Arc<dyn SecretStore>>,
+    state: String,
+) -> Result<Callback, AuthError> {
+    let Some(store) = store else {
+        return std::future::pending().await;
+    };
+    let (_, relayed) = relay_keys(&state);
+    loop {
+        tokio::time::sleep(RELAY_POLL).await;
+        let Some(record) = store.get(&relayed).await? else {
+            continue;
+        };
+        let record: serde_json::Value = serde_json::from_str(record.expose_secret())
+            .map_err(|_| AuthError::Authorization("a relayed callback is unreadable".into()))?;
+        return match (record["code"].as_str(), record["error"].as_str()) {
+            (Some(code), _) => Ok(Callback {
+                code: code.to_owned(),
+                state,
+            }),
+            (None, error) => Err(AuthError::Authorization(
+                error
+                    .unwrap_or("the authorization did not complete")
+                    .to_owned(),
+            )),
+        };
     }
 }
 
@@ -140,37 +282,70 @@ mod tests {
     #[tokio::test]
     async fn a_callback_reaches_only_the_authorization_with_its_state() {
         let router = CallbackRouter::default();
-        let waiting = router.expect("s1").unwrap();
-        assert_eq!(router.deliver("code=c&state=other"), Delivered::Unknown);
-        assert_eq!(router.deliver("code=c"), Delivered::Unknown);
-        assert_eq!(router.deliver("code=abc&state=s1"), Delivered::Completed);
+        let waiting = router.expect("s1").await.unwrap();
+        assert_eq!(
+            router.deliver("code=c&state=other").await,
+            Delivered::Unknown
+        );
+        assert_eq!(router.deliver("code=c").await, Delivered::Unknown);
+        assert_eq!(
+            router.deliver("code=abc&state=s1").await,
+            Delivered::Completed
+        );
         let callback = waiting.wait(Duration::from_secs(1)).await.unwrap();
         assert_eq!(
             (callback.code.as_str(), callback.state.as_str()),
             ("abc", "s1")
         );
         // Single use.
-        assert_eq!(router.deliver("code=abc&state=s1"), Delivered::Unknown);
+        assert_eq!(
+            router.deliver("code=abc&state=s1").await,
+            Delivered::Unknown
+        );
     }
 
     #[tokio::test]
     async fn a_refusal_ends_the_wait_and_a_dropped_wait_is_forgotten() {
         let router = CallbackRouter::default();
-        let waiting = router.expect("s2").unwrap();
+        let waiting = router.expect("s2").await.unwrap();
         assert_eq!(
-            router.deliver("error=access_denied&state=s2"),
+            router.deliver("error=access_denied&state=s2").await,
             Delivered::Refused
         );
         assert!(matches!(
             waiting.wait(Duration::from_secs(1)).await,
             Err(AuthError::Authorization(e)) if e == "access_denied"
         ));
-        drop(router.expect("s3").unwrap());
-        assert_eq!(router.deliver("code=c&state=s3"), Delivered::Unknown);
-        let late = router.expect("s4").unwrap();
+        drop(router.expect("s3").await.unwrap());
+        assert_eq!(router.deliver("code=c&state=s3").await, Delivered::Unknown);
+        let late = router.expect("s4").await.unwrap();
         assert!(matches!(
             late.wait(Duration::from_millis(10)).await,
             Err(AuthError::CallbackTimeout(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_callback_to_another_host_reaches_the_waiting_one_through_the_store() {
+        let store: Arc<dyn SecretStore> = Arc::new(crate::secrets::MemoryStore::new());
+        let waiting_host = CallbackRouter::relayed(store.clone());
+        let other_host = CallbackRouter::relayed(store.clone());
+        let waiting = waiting_host.expect("s5").await.unwrap();
+        // A state nobody waits for writes nothing.
+        assert_eq!(
+            other_host.deliver("code=c&state=nobody").await,
+            Delivered::Unknown
+        );
+        assert_eq!(store.list().await.unwrap().len(), 1);
+        assert_eq!(
+            other_host.deliver("code=abc&state=s5").await,
+            Delivered::Completed
+        );
+        let callback = waiting.wait(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(callback.code, "abc");
+        assert!(
+            store.list().await.unwrap().is_empty(),
+            "nothing is left behind"
+        );
     }
 }

@@ -157,7 +157,7 @@ impl Location {
             .start(&scopes)?;
         let callback = match (listener, &self.shared.server_callbacks) {
             (Some(loopback), _) => Waiting::Loopback(loopback),
-            (None, Some((_, router))) => Waiting::Server(router.expect(&pending.state)?),
+            (None, Some((_, router))) => Waiting::Server(router.expect(&pending.state).await?),
             (None, None) => return Err(ConnectError::NoPublicUrl),
         };
         Ok(OAuthConnect {
