@@ -90,6 +90,11 @@ pub(crate) enum Command {
     /// List and revoke the grants made by approving with `--grant`.
     #[command(subcommand)]
     Grants(GrantsCommand),
+    /// Fill in a package's `[admin_configuration]`: the deployment's values
+    /// it declares (kept sealed in the secret store; a secret one is never
+    /// shown).
+    #[command(subcommand)]
+    Admin(AdminCommand),
     /// Serve the tools over MCP (stdio by default).
     Serve(Box<ServeArgs>),
     /// Compile the component on stdin into the data directory's cache (what
@@ -329,6 +334,29 @@ pub(crate) enum AuditCommand {
         /// How many lines.
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AdminCommand {
+    /// The fields of a package's form: which are required, set, secret.
+    Show {
+        /// The package id.
+        id: String,
+    },
+    /// Set a field (the value is prompted for, or read from stdin).
+    Set {
+        /// The package id.
+        id: String,
+        /// The field's handle, as the manifest declares it.
+        field: String,
+    },
+    /// Remove a field's value.
+    Unset {
+        /// The package id.
+        id: String,
+        /// The field's handle.
+        field: String,
     },
 }
 

@@ -36,6 +36,10 @@
 //! shared = ["search"]                            # vendors whose deployment accounts every
 //!                                                # caller may use (others: each caller's own)
 //!
+//! [trust.slack]                                 # the operator vouches for this content of a
+//! digest = "3f1c…"                               # package (64 hex, its content digest): it may
+//! trust = "first_party"                          # ask first-party trust and carry admin config
+//!
 //! [packages]
 //! bundled = ["/etc/warden/packages"]             # the deployment's own packages: each a package
 //!                                                # directory or a directory of them, loaded as
@@ -94,6 +98,8 @@ pub(crate) struct Settings {
     packages: PackageSettings,
     #[serde(default)]
     accounts: accounts::AccountSettings,
+    #[serde(default)]
+    trust: BTreeMap<String, trust::TrustSettings>,
 }
 
 /// Whether `id` has the form of a package id (the format's name segment).
@@ -607,3 +613,4 @@ fn host_port(text: &str) -> Result<(&str, u16)> {
 mod accounts;
 #[cfg(test)]
 mod tests;
+mod trust;

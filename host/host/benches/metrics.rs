@@ -156,13 +156,13 @@ fn host(metrics: &str) -> &'static Location {
     &world().hosts[usize::from(metrics == "on")]
 }
 
-#[divan::bench(args = METRICS, sample_count = 200)]
+#[divan::bench(args = METRICS, sample_count = 1000)]
 fn echo_call(bencher: divan::Bencher<'_, '_>, metrics: &str) {
     let location = host(metrics);
     bencher.bench(|| world().rt.block_on(call(location, echo())));
 }
 
-#[divan::bench(args = METRICS, sample_count = 200)]
+#[divan::bench(args = METRICS, sample_count = 1000)]
 fn weather_call(bencher: divan::Bencher<'_, '_>, metrics: &str) {
     let location = host(metrics);
     bencher.bench(|| world().rt.block_on(call(location, weather())));

@@ -63,6 +63,10 @@ pub struct HostConfig {
     /// the server serves, instead of a loopback listener. `https`, or
     /// `http` on a loopback address; no path, query or fragment.
     pub public_url: Option<String>,
+    /// The operator's trust in packages it installs, by package id, each
+    /// pinned to a content digest (warden.toml `[trust]`; see
+    /// [`crate::TrustPin`]).
+    pub trust_pins: BTreeMap<String, crate::TrustPin>,
 }
 
 impl Default for HostConfig {
@@ -83,6 +87,7 @@ impl Default for HostConfig {
             tools_without_channel: BTreeSet::new(),
             shared_accounts: Vec::new(),
             public_url: None,
+            trust_pins: BTreeMap::new(),
         }
     }
 }

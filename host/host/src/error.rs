@@ -164,6 +164,21 @@ pub enum HostError {
     /// No Location with this id is open.
     #[error("no location `{0}` is open")]
     UnknownLocation(String),
+    /// A package needs the bundled tier (first-party trust, an
+    /// `[admin_configuration]`) that only the operator's pin of its id
+    /// grants, and its content is not the pinned content.
+    #[error(
+        "package `{package}` is pinned by the trust policy to digest {pinned}, but this \
+         package's digest is {digest}: it is not the content the operator vouched for"
+    )]
+    PinMismatch {
+        /// The package id.
+        package: String,
+        /// The digest `[trust.<id>]` names.
+        pinned: String,
+        /// The package's own digest.
+        digest: String,
+    },
     /// [`crate::HostConfig::public_url`] is not an origin the host can
     /// take OAuth callbacks on.
     #[error("the public URL {url:?} {why}")]

@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     /// Where OAuth connections return through this host's own origin, when
     /// it has a public URL: the redirect URI and the waiting connections.
     pub(crate) server_callbacks: Option<(String, CallbackRouter)>,
+    /// [`HostConfig::trust_pins`].
+    pub(crate) trust_pins: BTreeMap<String, crate::TrustPin>,
     /// What an operator watches, when it is on.
     pub(crate) metrics: Option<Arc<Metrics>>,
     /// Whether calls are traced ([`HostBuilder::traces`]).
@@ -206,6 +208,7 @@ impl HostBuilder {
             tools_without_channel,
             shared_accounts,
             public_url,
+            trust_pins,
         } = self.config;
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
@@ -262,6 +265,7 @@ impl HostBuilder {
             tools_without_channel,
             shared_accounts,
             server_callbacks,
+            trust_pins,
             metrics: self.metrics,
             traces: self.traces,
         };

@@ -32,6 +32,7 @@
 //! ```
 
 mod accounts;
+mod admin;
 mod answer;
 mod audit;
 mod auth;
@@ -49,6 +50,7 @@ mod trace;
 mod trust;
 
 pub use accounts::{AccountError, DeclaredCredential};
+pub use admin::{AdminError, AdminValue};
 pub use audit::{AuditEntry, AuditError, AuditLog, DEFAULT_AUDIT_MAX_BYTES, audit_tail};
 pub use auth::{
     AccountStatus, AuthTarget, ConnectError, ConnectOptions, OAuthClientConfig, OAuthConnect,
@@ -74,7 +76,7 @@ pub use source::{
 };
 
 pub use trace::TraceParent;
-pub use trust::{EffectiveTrust, effective_trust};
+pub use trust::{EffectiveTrust, TrustPin, effective_trust};
 pub use warden_core::Origin;
 pub use warden_hosted::{HostedError, LaneLimits, RemoteTool, ServerSettings};
 pub use warden_manifest::Trust;

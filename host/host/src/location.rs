@@ -21,7 +21,7 @@ use crate::error::HostError;
 use crate::host::Shared;
 use crate::lane::Lane;
 use crate::source::{self, LoadedPackage, PackageSource, Provenance};
-use crate::trust::{EffectiveTrust, effective_trust};
+use crate::trust::EffectiveTrust;
 use hosted::HostedState;
 use warden_hosted::HostedServer;
 use warden_manifest::Implementation;
@@ -221,6 +221,12 @@ impl Location {
         &self.shared.validation
     }
 
+    /// Read, verify and validate a package as this host installs it: with
+    /// the operator's trust pins ([`crate::HostConfig::trust_pins`]).
+    pub fn load_package(&self, source: &PackageSource) -> Result<crate::LoadedPackage, HostError> {
+        source::load_pinned(source, &self.shared.validation, &self.shared.trust_pins)
+    }
+
     /// Why this host will not run `package`, the reason install refuses it
     /// with (see [`crate::Host::lane_refusal`]).
     pub fn lane_refusal(&self, package: &Package) -> Option<String> {
@@ -239,7 +245,7 @@ impl Location {
         source: &PackageSource,
         replace: Replace,
     ) -> Result<Arc<Package>, HostError> {
-        let loaded = source::load(source, &self.shared.validation)?;
+        let loaded = self.load_package(source)?;
         self.install_loaded(loaded, replace)
     }
 
@@ -340,7 +346,13 @@ impl Location {
                 return Err(taken);
             }
         }
-        let trust = effective_trust(&package, provenance, self.shared.bundled_trust);
+        let trust = crate::trust::granted_trust(
+            &package,
+            provenance,
+            &digest,
+            self.shared.bundled_trust,
+            &self.shared.trust_pins,
+        );
         let content = consent_content(provenance == Provenance::Bundled, &digest).to_owned();
         let identity = PackageIdentity {
             extension_id: package.id.clone(),

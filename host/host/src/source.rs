@@ -158,6 +158,37 @@ impl LoadedPackage {
     }
 }
 
+/// [`load`] with the operator's trust `pins`: a package refused as
+/// installed, whose id is pinned, is read again as the deployment's own
+/// (the bundled tier) and kept when its digest is the pinned one.
+pub(crate) fn load_pinned(
+    source: &PackageSource,
+    opts: &ValidationOptions,
+    pins: &BTreeMap<String, crate::TrustPin>,
+) -> Result<LoadedPackage, HostError> {
+    let first = load(source, opts);
+    let refused_as_installed = matches!(first, Err(HostError::Manifest { .. }));
+    let from_user = matches!(source, PackageSource::Dir(_) | PackageSource::Archive(_));
+    if pins.is_empty() || !refused_as_installed || !from_user {
+        return first;
+    }
+    let Ok(loaded) = load(
+        source,
+        &opts.clone().source(warden_manifest::Source::Bundled),
+    ) else {
+        return first;
+    };
+    match pins.get(&loaded.package.id) {
+        Some(pin) if pin.digest == loaded.digest => Ok(loaded),
+        Some(pin) => Err(HostError::PinMismatch {
+            package: loaded.package.id.clone(),
+            pinned: pin.digest.clone(),
+            digest: loaded.digest,
+        }),
+        None => first,
+    }
+}
+
 /// Read, verify and validate a package.
 pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPackage, HostError> {
     let name = source.describe();

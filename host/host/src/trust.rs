@@ -5,7 +5,8 @@
 //! digest) get what the host composition assigns to bundled packages
 //! ([`crate::HostBuilder::bundled_trust`]), capped by an explicit lower
 //! request; every package installed from a directory or an archive is
-//! third-party, whatever it requests.
+//! third-party, whatever it requests — unless the operator pinned its
+//! content ([`TrustPin`], `[trust.<id>]` in warden.toml).
 
 use warden_manifest::{Package, Trust};
 
@@ -53,6 +54,41 @@ impl EffectiveTrust {
 impl std::fmt::Display for EffectiveTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The operator's grant of trust to a package it did not build into the
+/// binary (`[trust.<package-id>]` in warden.toml), pinned to the content
+/// digest it vouches for. A package with that id and digest validates as
+/// the deployment's own (the format's bundled tier:
+/// `first_party_requested`/`system_requested` and `[admin_configuration]`
+/// allowed) and runs with `trust`, or less when its manifest asks for less.
+/// Other content under the id is an ordinary installed package (refused
+/// where it needs the bundled tier, naming both digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustPin {
+    /// The content digest (hex sha256, as `warden list --json` shows it).
+    pub digest: String,
+    /// The most trust the package runs with.
+    pub trust: EffectiveTrust,
+}
+
+/// [`effective_trust`] with the operator's `pins`: an installed package
+/// whose id and digest are pinned gets the pin's trust (capped by a lower
+/// request).
+pub(crate) fn granted_trust(
+    package: &Package,
+    provenance: Provenance,
+    digest: &str,
+    bundled: EffectiveTrust,
+    pins: &std::collections::BTreeMap<String, TrustPin>,
+) -> EffectiveTrust {
+    match (provenance, pins.get(&package.id)) {
+        (Provenance::Installed, Some(pin)) if pin.digest == digest => {
+            EffectiveTrust::of_request(package.requested_trust)
+                .map_or(pin.trust, |requested| requested.min(pin.trust))
+        }
+        _ => effective_trust(package, provenance, bundled),
     }
 }
 

@@ -205,13 +205,10 @@ pub(crate) fn check(
                         // `install --replace` on this process's copy of the
                         // host: nothing is written to the data directory
                         // (the compiled component is cached, as an install's).
-                        let installed =
-                            match warden_host::load_package(&from, location.validation()) {
-                                Ok(loaded) => {
-                                    location.install_loaded(loaded, Replace::Yes).map(drop)
-                                }
-                                Err(error) => Err(error),
-                            };
+                        let installed = match location.load_package(&from) {
+                            Ok(loaded) => location.install_loaded(loaded, Replace::Yes).map(drop),
+                            Err(error) => Err(error),
+                        };
                         match installed {
                             Ok(_) => {}
                             Err(HostError::Manifest { diagnostics, .. }) => {

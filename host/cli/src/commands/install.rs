@@ -20,7 +20,7 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
     // plus every installed package (tool names, the id being taken).
     let (_host, location) = cx.open()?;
     // Read once: the same kept files are compiled and copied.
-    let loaded = warden_host::load_package(&PackageSource::from_path(path), location.validation())?;
+    let loaded = location.load_package(&PackageSource::from_path(path))?;
     let id = loaded.package.id.clone();
     let summary = warden_manifest::summary(&loaded.package);
     // What the package's tools may reach without a credential, wildcards
@@ -47,13 +47,20 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
         return Err(error);
     }
     swap_in(&staging, &target)?;
+    // What the package asked for and what this host granted it (more than
+    // third-party only where the operator's `[trust]` pins its content).
+    let (requested, granted) = match location.package(&id) {
+        Some(p) => (p.package.requested_trust.as_str(), p.trust.as_str()),
+        None => ("unknown", "third_party"),
+    };
     // An `[mcp]` package's tools are listed now when they can be (the
     // person installing it asked for it), and kept for the next process.
     let discovery = location.discover_hosted(&id).await;
     if cx.json {
         let mut out = serde_json::json!({
             "installed": id, "dir": target, "summary": summary,
-            "provenance": Provenance::Installed, "trust": "third_party",
+            "provenance": Provenance::Installed, "trust": granted,
+            "requested_trust": requested,
             "network": reach,
         });
         match &discovery {
@@ -68,7 +75,7 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
         render::json(&out);
     } else {
         out!(
-            "installed {} (third_party)\n  -> {}",
+            "installed {} ({granted}; requested {requested})\n  -> {}",
             render::escape(&summary),
             target.display()
         );

@@ -1,5 +1,6 @@
 //! One module per subcommand; this one opens the host they share.
 
+mod admin;
 mod approvals;
 mod audit;
 mod auth;
@@ -159,6 +160,7 @@ impl Context {
             tools_without_channel: self.settings.tools_without_channel()?,
             shared_accounts: self.settings.shared_accounts()?,
             public_url: self.public_url.clone(),
+            trust_pins: self.settings.trust_pins()?,
             store_retention: self.settings.store_retention()?,
             runtime,
             ..HostConfig::default()
@@ -214,8 +216,7 @@ impl Context {
 /// Load one installed package directory; its manifest id must be its
 /// directory name (`install` writes it so).
 fn load_installed(location: &Location, dir: &Path) -> Result<()> {
-    let loaded =
-        warden_host::load_package(&PackageSource::Dir(dir.to_owned()), location.validation())?;
+    let loaded = location.load_package(&PackageSource::Dir(dir.to_owned()))?;
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     if loaded.package.id != name {
         anyhow::bail!("its manifest id is `{}`, not `{name}`", loaded.package.id);
@@ -329,6 +330,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Approvals(command) => approvals::run(&cx, command).await,
         Command::Auth(command) => auth::run(&cx, command).await,
         Command::Grants(command) => grants::run(&cx, command).await,
+        Command::Admin(command) => admin::run(&cx, command).await,
         Command::Audit(command) => audit::run(&cx, command),
         Command::Serve(serve) => {
             let serve = *serve;

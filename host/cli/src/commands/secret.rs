@@ -217,7 +217,7 @@ fn key(args: &SecretKeyArgs, scopes: &[String]) -> AccountKey {
 }
 
 /// Prompt without echo on a terminal; otherwise read stdin (one trailing newline dropped).
-fn read_value(key: &AccountKey) -> Result<SecretString> {
+pub(super) fn read_value(key: &impl std::fmt::Display) -> Result<SecretString> {
     let value = if std::io::stdin().is_terminal() {
         rpassword::prompt_password(render::escape(&format!("value for {key}: ")))
             .context("reading the secret")?

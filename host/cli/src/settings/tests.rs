@@ -165,3 +165,46 @@ fn a_configured_client_names_its_token_endpoint() {
         Some("https://github.com/t")
     );
 }
+
+#[test]
+fn a_trust_pin_names_a_package_a_digest_and_a_trust() {
+    let digest = "ab".repeat(32);
+    let pins = settings(&format!(
+        "[trust.chat]\ndigest = \"{}\"\ntrust = \"first_party\"\n",
+        digest.to_uppercase()
+    ))
+    .trust_pins()
+    .unwrap();
+    assert_eq!(pins["chat"].digest, digest, "kept lowercase");
+    assert_eq!(pins["chat"].trust, warden_host::EffectiveTrust::FirstParty);
+    for (bad, why) in [
+        (
+            "[trust.chat]\ndigest = \"abc\"\ntrust = \"first_party\"\n",
+            "not a content digest",
+        ),
+        (
+            &format!("[trust.chat]\ndigest = \"{digest}\"\ntrust = \"root\"\n"),
+            "not one of third_party, first_party, system",
+        ),
+        (
+            &format!("[trust.\"Bad Id\"]\ndigest = \"{digest}\"\ntrust = \"system\"\n"),
+            "not a package id",
+        ),
+    ] {
+        let error = settings(bad).trust_pins().unwrap_err().to_string();
+        assert!(error.contains(why), "{error}");
+    }
+}
+
+#[test]
+fn shared_accounts_name_credential_vendors() {
+    let shared = settings("[accounts]\nshared = [\"github\", \"search.v2\"]\n");
+    assert_eq!(shared.shared_accounts().unwrap(), ["github", "search.v2"]);
+    let error = settings("[accounts]\nshared = [\"Git Hub\"]\n")
+        .shared_accounts()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("not a credential vendor"),
+        "{error}"
+    );
+}

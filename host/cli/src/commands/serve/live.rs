@@ -154,7 +154,11 @@ fn reconcile(location: &Location, packages_dir: &Path, kind: Kind) {
             continue;
         }
         present.insert(name.clone());
-        let loaded = match warden_host::load_package(&PackageSource::Dir(dir.clone()), &options) {
+        let read = match kind {
+            Kind::Installed => location.load_package(&PackageSource::Dir(dir.clone())),
+            Kind::User => warden_host::load_package(&PackageSource::Dir(dir.clone()), &options),
+        };
+        let loaded = match read {
             Ok(loaded) => loaded,
             Err(error) => {
                 say!(
