@@ -38,6 +38,9 @@ pub(crate) struct Binding {
     pub(crate) policy: Arc<NetworkPolicy>,
     pub(crate) capability: Capability,
     pub(crate) lane: Arc<dyn Lane>,
+    /// Its series of the host's metrics, looked up at its first call (a
+    /// completed call then counts without building labels).
+    pub(crate) series: std::sync::OnceLock<crate::metrics::CapabilitySeries>,
 }
 
 impl Binding {
@@ -65,6 +68,7 @@ impl Binding {
             policy,
             capability,
             lane,
+            series: std::sync::OnceLock::new(),
         }
     }
 

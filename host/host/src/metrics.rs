@@ -98,6 +98,26 @@ pub struct Metrics {
     reading: tokio::sync::Mutex<()>,
 }
 
+/// One capability's series on the hot path: its completed calls and its
+/// run times, resolved once (each lookup in a family builds its labels).
+#[derive(Debug)]
+pub(crate) struct CapabilitySeries {
+    completed: Counter,
+    run_time: Histogram,
+}
+
+impl CapabilitySeries {
+    /// Count one completed call.
+    pub(crate) fn completed(&self) {
+        self.completed.inc();
+    }
+
+    /// Note how long a lane took.
+    pub(crate) fn ran(&self, took: Duration) {
+        self.run_time.observe(took.as_secs_f64());
+    }
+}
+
 /// What is read when the metrics are.
 #[derive(Debug, Default)]
 struct Sampled {
@@ -252,6 +272,29 @@ impl Metrics {
         }
     }
 
+    /// The series of `capability` on `lane` (see [`CapabilitySeries`]).
+    pub(crate) fn series(&self, capability: &str, lane: &'static str) -> CapabilitySeries {
+        let completed = self
+            .calls
+            .get_or_create(&CallLabels {
+                capability: capability.to_owned(),
+                lane,
+                outcome: "ok",
+            })
+            .clone();
+        let run_time = self
+            .call_seconds
+            .get_or_create(&RunLabels {
+                capability: capability.to_owned(),
+                lane,
+            })
+            .clone();
+        CapabilitySeries {
+            completed,
+            run_time,
+        }
+    }
+
     /// One call decided (and maybe run): `lane` is `None` for a tool no
     /// published tool answers (its capability label is then empty).
     pub(crate) fn call(&self, capability: &str, lane: Option<&'static str>, outcome: &'static str) {
@@ -266,16 +309,6 @@ impl Metrics {
                 outcome,
             })
             .inc();
-    }
-
-    /// How long a lane took to run a call of `capability`.
-    pub(crate) fn run_time(&self, capability: &str, lane: &'static str, took: Duration) {
-        self.call_seconds
-            .get_or_create(&RunLabels {
-                capability: capability.to_owned(),
-                lane,
-            })
-            .observe(took.as_secs_f64());
     }
 
     /// One authorization decision.

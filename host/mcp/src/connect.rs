@@ -3,6 +3,8 @@
 //! opening a URL (an OAuth recipe) offers that URL; once the authorization
 //! completes and the account is stored, the server runs the call again.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use std::time::Duration;
 
 use rmcp::{
@@ -36,10 +38,18 @@ pub(crate) async fn link<B: Backend>(
     details: &mut Value,
     caller: Option<&crate::Caller>,
 ) {
+    // Each waits up to five minutes (a listener, a pending authorization):
+    // a model calling on without connecting gets no more than this many.
+    if LINKS_WAITING.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS_WAITING {
+        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
     let Some(connect) = backend.connect_by_url(details, caller).await else {
+        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
         return;
     };
     let Some(fields) = details.as_object_mut() else {
+        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
         return;
     };
     fields.insert("connect_url".into(), Value::String(connect.url.clone()));
@@ -51,8 +61,15 @@ pub(crate) async fn link<B: Backend>(
         if let Err(error) = connect.done.await {
             tracing::info!(%error, "a connection offered as a link did not complete");
         }
+        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
     });
 }
+
+/// Connections started for links ([`link`]) still waiting for their browser.
+static LINKS_WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// At most this many link connections wait at once, per process.
+const MAX_LINKS_WAITING: usize = 16;
 
 /// Offer the connection `details` names; whether the account is now
 /// connected (the person accepted and the authorization completed). The

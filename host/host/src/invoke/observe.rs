@@ -11,6 +11,7 @@ use warden_registry::ApprovalError;
 use super::Dispatched;
 use crate::error::HostError;
 use crate::location::{Binding, Location};
+use crate::metrics::{CapabilitySeries, Metrics};
 use crate::outcome::{AuthorizedBy, Invocation, InvokeOutcome};
 use crate::trace::{CallTrace, Child};
 
@@ -51,8 +52,10 @@ impl Location {
         };
         let lane = binding.map(|b| b.lane.kind());
         if let Some(metrics) = &self.shared.metrics {
-            let capability = binding.map_or("", |b| &b.capability.id);
-            metrics.call(capability, lane, code);
+            match binding {
+                Some(binding) if code == "ok" => series(metrics, binding).completed(),
+                _ => metrics.call(binding.map_or("", |b| &b.capability.id), lane, code),
+            }
         }
         if let Some(trace) = trace {
             trace.finish(code, lane);
@@ -110,15 +113,18 @@ impl Location {
             .dispatch(binding, invocation, input_json, authorized_by, egress)
             .await;
         if let (Some(metrics), Some(started)) = (&self.shared.metrics, started) {
-            metrics.run_time(
-                &binding.capability.id,
-                binding.lane.kind(),
-                started.elapsed(),
-            );
+            series(metrics, binding).ran(started.elapsed());
         }
         if let Some(span) = span {
             span.end();
         }
         outcome
     }
+}
+
+/// `binding`'s series of `metrics`, resolved at its first call.
+fn series<'b>(metrics: &Metrics, binding: &'b Binding) -> &'b CapabilitySeries {
+    binding
+        .series
+        .get_or_init(|| metrics.series(&binding.capability.id, binding.lane.kind()))
 }
