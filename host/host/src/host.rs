@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use warden_egress::Egress;
-use warden_egress::auth::server_callback::{CallbackRouter, Delivered};
+use warden_egress::auth::server_callback::CallbackRouter;
 use warden_egress::resolve::{Resolver, SystemResolver};
 use warden_egress::secrets::SecretStore;
 use warden_manifest::{Implementation, Package, ValidationOptions};
@@ -20,7 +20,7 @@ use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::lane::FirstPartyService;
 use crate::location::Location;
-use crate::metrics::{Metrics, Sample};
+use crate::metrics::Metrics;
 use crate::trust::EffectiveTrust;
 
 /// The services every Location of a host shares.
@@ -89,8 +89,8 @@ impl Shared {
 /// Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Host {
-    shared: Arc<Shared>,
-    locations: Arc<Mutex<HashMap<String, Location>>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) locations: Arc<Mutex<HashMap<String, Location>>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -224,7 +224,7 @@ impl HostBuilder {
         let server_callbacks = match public_url {
             // Hosts sharing a store share their callbacks through it.
             Some(url) => Some((
-                callback_uri(&url)?,
+                crate::public_url::callback_uri(&url)?,
                 CallbackRouter::relayed(secrets.clone()),
             )),
             None => None,
@@ -278,37 +278,6 @@ impl HostBuilder {
             locations: Arc::default(),
         })
     }
-}
-
-/// `<public_url>/oauth/callback`, once `public_url` is checked.
-fn callback_uri(public_url: &str) -> Result<String, HostError> {
-    let refuse = |why| HostError::PublicUrl {
-        url: public_url.to_owned(),
-        why,
-    };
-    let url = url::Url::parse(public_url).map_err(|_| refuse("is not a URL"))?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(name)) => name == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(refuse("names no host")),
-    };
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err(refuse("must be https (http only on a loopback address)")),
-    }
-    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-        return Err(refuse("must be an origin, with no path, query or fragment"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(refuse("must not carry credentials"));
-    }
-    let origin = url.as_str().trim_end_matches('/');
-    Ok(format!(
-        "{origin}{}",
-        warden_egress::auth::server_callback::SERVER_CALLBACK_PATH
-    ))
 }
 
 /// Environment variable that holds the secret store's key (hex or base64)
@@ -479,64 +448,6 @@ impl Host {
             .prune(before)
             .await
             .map_err(|e| HostError::Approval(e.into()))
-    }
-
-    /// Where OAuth connections through this host's own origin return
-    /// (`<public_url>/oauth/callback`), when it has a public URL.
-    pub fn oauth_redirect_uri(&self) -> Option<&str> {
-        self.shared
-            .server_callbacks
-            .as_ref()
-            .map(|(uri, _)| uri.as_str())
-    }
-
-    /// Hand an OAuth callback that came to the public origin (the query
-    /// string of `GET /oauth/callback`) to the connection waiting for it;
-    /// `None` when the host has no public URL.
-    /// Hosts sharing a store pass it on to the one whose connection waits.
-    pub async fn deliver_oauth_callback(&self, query: &str) -> Option<Delivered> {
-        let (_, router) = self.shared.server_callbacks.as_ref()?;
-        Some(router.deliver(query).await)
-    }
-
-    /// The metrics this host counts into, when built with
-    /// [`HostBuilder::metrics`].
-    pub fn metrics(&self) -> Option<&Arc<Metrics>> {
-        self.shared.metrics.as_ref()
-    }
-
-    /// The metrics in the Prometheus text format
-    /// ([`crate::METRICS_CONTENT_TYPE`]), with what is a state sampled now:
-    /// the approvals pending in each open Location, the memory budget, the
-    /// compile cache. `None` when the host counts none.
-    pub async fn render_metrics(&self) -> Option<String> {
-        let metrics = self.shared.metrics.as_ref()?;
-        let open: Vec<LocationId> = {
-            let locations = self.locations.lock().expect("locations lock");
-            locations.values().map(|l| l.id.clone()).collect()
-        };
-        let mut sample = Sample {
-            memory: Some(self.shared.runtime.memory()),
-            runtime: Some(self.shared.runtime.stats()),
-            idle_connections: self.shared.egress.idle_connections(),
-            ..Sample::default()
-        };
-        for location in open {
-            match self
-                .shared
-                .approvals
-                .store()
-                .pending_approvals(&location)
-                .await
-            {
-                Ok(pending) => sample.approvals_pending.push((location.0, pending.len())),
-                // The gauge is left out, not reported as zero.
-                Err(error) => {
-                    tracing::warn!(location = %location.0, %error, "could not count the pending approvals");
-                }
-            }
-        }
-        Some(metrics.render(sample).await)
     }
 
     /// The runtime (install statistics, allocator in use).

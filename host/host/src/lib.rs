@@ -45,6 +45,7 @@ mod location;
 mod metrics;
 mod outcome;
 mod private;
+mod public_url;
 mod source;
 mod trace;
 mod trust;

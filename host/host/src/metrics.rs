@@ -19,6 +19,7 @@
 //! [`HostBuilder::metrics`]: crate::HostBuilder::metrics
 //! [`Host::render_metrics`]: crate::Host::render_metrics
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
+use warden_registry::LocationId;
 use warden_runtime::{MemoryUse, RuntimeStats};
 
 /// The `Content-Type` of [`Metrics::render`]'s text (format 0.0.4).
@@ -410,5 +412,47 @@ fn status_class(status: u16) -> &'static str {
         400..=499 => "4xx",
         500..=599 => "5xx",
         _ => "other",
+    }
+}
+
+impl crate::Host {
+    /// The metrics this host counts into, when built with
+    /// [`HostBuilder::metrics`].
+    pub fn metrics(&self) -> Option<&Arc<Metrics>> {
+        self.shared.metrics.as_ref()
+    }
+
+    /// The metrics in the Prometheus text format
+    /// ([`crate::METRICS_CONTENT_TYPE`]), with what is a state sampled now:
+    /// the approvals pending in each open Location, the memory budget, the
+    /// compile cache. `None` when the host counts none.
+    pub async fn render_metrics(&self) -> Option<String> {
+        let metrics = self.shared.metrics.as_ref()?;
+        let open: Vec<LocationId> = {
+            let locations = self.locations.lock().expect("locations lock");
+            locations.values().map(|l| l.id.clone()).collect()
+        };
+        let mut sample = Sample {
+            memory: Some(self.shared.runtime.memory()),
+            runtime: Some(self.shared.runtime.stats()),
+            idle_connections: self.shared.egress.idle_connections(),
+            ..Sample::default()
+        };
+        for location in open {
+            match self
+                .shared
+                .approvals
+                .store()
+                .pending_approvals(&location)
+                .await
+            {
+                Ok(pending) => sample.approvals_pending.push((location.0, pending.len())),
+                // The gauge is left out, not reported as zero.
+                Err(error) => {
+                    tracing::warn!(location = %location.0, %error, "could not count the pending approvals");
+                }
+            }
+        }
+        Some(metrics.render(sample).await)
     }
 }

@@ -41,7 +41,7 @@ pub fn error_responses(bytes: &[u8]) -> [Option<Vec<u8>>; 3] {
 
 /// Whether a POST body asks for a stateful session.
 pub fn initializes_with_elicitation(body: &[u8]) -> bool {
-    crate::http::initializes_with_elicitation(body)
+    crate::http::services::initializes_with_elicitation(body)
 }
 
 /// The caller of a request with `headers` at `now`, or the status refusing

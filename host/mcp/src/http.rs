@@ -7,19 +7,22 @@ use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
 use hyper::{Method, Request, Response, StatusCode, body::Incoming, server::conn::http1};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    session::{SessionManager, local::LocalSessionManager},
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use tokio::{net::TcpListener, sync::Semaphore, task::JoinHandle};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+mod callback;
 mod expiry;
 mod metrics;
+pub(crate) mod services;
+
+use callback::{CALLBACK_PATH, callback_page};
+use services::Services;
 
 pub use metrics::{METRICS_PATH, MetricsServer, SessionCount, serve_metrics};
 
-use crate::owners::{MAX_SESSIONS_PER_CALLER, SessionOwners};
 use crate::peers::Peers;
 use crate::{
     Backend, Error, WardenServer,
@@ -152,90 +155,6 @@ pub enum Sessions {
     Elicitation,
     /// No client: every request is stateless.
     None,
-}
-
-/// The SDK services a request is routed to.
-struct Services<B: Backend> {
-    stateful: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
-    stateless: StreamableHttpService<WardenServer<B>, LocalSessionManager>,
-    sessions: Sessions,
-    /// Who opened each session (authenticated endpoints only).
-    owners: Arc<SessionOwners>,
-    /// The stateful service's sessions.
-    manager: Arc<LocalSessionManager>,
-    /// [`HttpConfig::body_timeout`].
-    body_timeout: std::time::Duration,
-    /// Where `/metrics` comes from.
-    backend: Arc<B>,
-}
-
-impl<B: Backend> Clone for Services<B> {
-    fn clone(&self) -> Self {
-        Self {
-            stateful: self.stateful.clone(),
-            stateless: self.stateless.clone(),
-            sessions: self.sessions,
-            owners: self.owners.clone(),
-            manager: self.manager.clone(),
-            body_timeout: self.body_timeout,
-            backend: self.backend.clone(),
-        }
-    }
-}
-
-impl<B: Backend> Services<B> {
-    /// Make room for one more session of `subject`: past
-    /// [`MAX_SESSIONS_PER_CALLER`] that still exist (those that ended or
-    /// idled out are forgotten here), its oldest is ended.
-    async fn make_room_for(&self, subject: &str) {
-        let mine = self.owners.of(subject);
-        if mine.len() < MAX_SESSIONS_PER_CALLER {
-            return;
-        }
-        let mut live = Vec::new();
-        for session in mine {
-            let exists = self.manager.has_session(&session.as_str().into()).await;
-            if exists.unwrap_or(false) {
-                live.push(session);
-            } else {
-                self.owners.ended(&session);
-            }
-        }
-        let excess = (live.len() + 1).saturating_sub(MAX_SESSIONS_PER_CALLER);
-        for oldest in live.into_iter().take(excess) {
-            let _ = self.manager.close_session(&oldest.as_str().into()).await;
-            self.owners.ended(&oldest);
-        }
-    }
-
-    /// The service for a request: one with a session id stays on its
-    /// session; a POST without one gets a session only as
-    /// [`HttpConfig::sessions`] says (`body` is its JSON-RPC message).
-    fn pick(
-        &self,
-        has_session: bool,
-        body: Option<&[u8]>,
-    ) -> &StreamableHttpService<WardenServer<B>, LocalSessionManager> {
-        let stateful = match self.sessions {
-            Sessions::All => true,
-            Sessions::None => false,
-            Sessions::Elicitation => has_session || body.is_some_and(initializes_with_elicitation),
-        };
-        if stateful {
-            &self.stateful
-        } else {
-            &self.stateless
-        }
-    }
-}
-
-/// Whether `body` is an `initialize` whose client declares elicitation.
-pub(crate) fn initializes_with_elicitation(body: &[u8]) -> bool {
-    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return false;
-    };
-    message["method"] == "initialize"
-        && message["params"]["capabilities"]["elicitation"].is_object()
 }
 
 impl HttpConfig {
@@ -602,45 +521,6 @@ fn one_host<T>(request: &Request<T>) -> bool {
     }
 }
 
-/// Where OAuth callbacks come (`serve --public-url`).
-const CALLBACK_PATH: &str = "/oauth/callback";
-
-/// The page a browser is shown after an OAuth callback.
-fn callback_page(outcome: crate::OAuthCallback) -> Answer {
-    let (code, text) = match outcome {
-        crate::OAuthCallback::Completed => (
-            StatusCode::OK,
-            "Warden received the authorization. You can close this window and return to your client.",
-        ),
-        crate::OAuthCallback::Refused => (
-            StatusCode::BAD_REQUEST,
-            "The authorization did not complete. Your client says why.",
-        ),
-        crate::OAuthCallback::Unknown => (
-            StatusCode::BAD_REQUEST,
-            "This is not an authorization Warden is waiting for (it may have timed out).",
-        ),
-    };
-    let body = format!("<!doctype html><title>Warden</title><p>{text}</p>\n");
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = code;
-    let headers = response.headers_mut();
-    headers.insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    // A browser's one visit: nothing more comes on its connection.
-    headers.insert(
-        hyper::header::CONNECTION,
-        hyper::header::HeaderValue::from_static("close"),
-    );
-    response
-}
-
 /// The header naming a request's MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -757,26 +637,4 @@ fn status(code: StatusCode) -> Answer {
     let mut response = Response::new(Empty::new().boxed());
     *response.status_mut() = code;
     response
-}
-
-#[cfg(test)]
-mod sessions_tests {
-    use super::initializes_with_elicitation;
-
-    #[test]
-    fn only_an_initialize_declaring_elicitation_asks_for_a_session() {
-        let init = |capabilities: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"c","version":"0"}}}}}}"#
-            )
-        };
-        assert!(initializes_with_elicitation(
-            init(r#"{"elicitation":{}}"#).as_bytes()
-        ));
-        assert!(!initializes_with_elicitation(init("{}").as_bytes()));
-        assert!(!initializes_with_elicitation(
-            br#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"capabilities":{"elicitation":{}}}}"#
-        ));
-        assert!(!initializes_with_elicitation(b"not json"));
-    }
 }
