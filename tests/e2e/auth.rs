@@ -345,6 +345,8 @@ impl ClientHandler for OpeningUrls {
         if !self.accept {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
+        // Through a server, its page first: whose account this connects.
+        let url = crate::connect_server::past_start_page(&url).await;
         // The person signs in; the browser follows the redirect home.
         let location = self
             .auth

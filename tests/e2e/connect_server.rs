@@ -85,8 +85,13 @@ async fn a_person_connects_their_own_account_through_the_server() {
 
     let (result, opened) = get_repo_as(port, &issuer, "alice", opening(true)).await;
     assert_eq!(opened.len(), 1, "one authorize URL was offered: {opened:?}");
-    let callback = format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Foauth%2Fcallback");
-    assert!(opened[0].contains(&callback), "{opened:?}");
+    assert!(
+        opened[0].starts_with(&format!("http://127.0.0.1:{port}/oauth/start?state=")),
+        "the server's own page is offered: {opened:?}"
+    );
+    // Once connected, the link leads nowhere any more.
+    let spent = past_start_page_status(&opened[0]);
+    assert!(spent.starts_with("HTTP/1.1 400"), "{spent}");
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(
         result.structured_content.expect("output")["full_name"],
@@ -131,10 +136,14 @@ async fn a_client_without_elicitation_gets_a_link_that_connects_through_the_serv
         .as_str()
         .expect("a connect link")
         .to_owned();
-    let callback = format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Foauth%2Fcallback");
-    assert!(link.contains(&callback), "{link}");
-    // The person opens it; the browser comes back to the server.
-    let location = fake.auth.visit(&link).expect("authorized");
+    assert!(
+        link.starts_with(&format!("http://127.0.0.1:{port}/oauth/start?state=")),
+        "{link}"
+    );
+    // The person opens it: the server's page, then the sign-in; the
+    // browser comes back to the server.
+    let authorize = past_start_page(&link).await;
+    let location = fake.auth.visit(&authorize).expect("authorized");
     let status = warden_egress::testing::follow_redirect(&location)
         .await
         .unwrap();
@@ -209,4 +218,35 @@ async fn two_callers_on_two_hosts_on_one_postgres_connect_their_own_accounts() {
         );
     }
     drop(servers);
+}
+
+/// The head of the server's answer to `url` (a start page).
+fn past_start_page_status(url: &str) -> String {
+    let parsed = url::Url::parse(url).unwrap();
+    let target = format!("{}?{}", parsed.path(), parsed.query().unwrap_or_default());
+    crate::serve_auth::send(parsed.port().unwrap(), "GET", &target, None, "")
+}
+
+/// What a browser opening `url` continues to: past the server's page that
+/// says whose account a connection makes (checked to name it), the
+/// authorization server's URL; any other URL as it is.
+pub(crate) async fn past_start_page(url: &str) -> String {
+    if !url.contains("/oauth/start?") {
+        return url.to_owned();
+    }
+    let url = url.to_owned();
+    let page = tokio::task::spawn_blocking(move || past_start_page_status(&url))
+        .await
+        .unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.contains("the Warden user <b>"),
+        "the page names whose: {page}"
+    );
+    let href = page
+        .split("href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("a link on: {page}"));
+    href.replace("&amp;", "&")
 }

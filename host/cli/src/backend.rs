@@ -24,8 +24,8 @@ use warden_host::{
     InvokeOutcome, Location, Resolution,
 };
 use warden_mcp::{
-    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, OAuthCallback, ToolEntry,
-    ToolHints, UrlConnect,
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, Caller, OAuthCallback, OAuthStart,
+    ToolEntry, ToolHints, UrlConnect,
 };
 use warden_registry::{ApprovalError, GrantTerms};
 
@@ -203,6 +203,18 @@ impl Backend for HostBackend {
         let (location, clients, details) =
             (self.location.clone(), self.clients.clone(), details.clone());
         Box::pin(async move { connect_by_url(&location, &clients, &details, options).await })
+    }
+
+    fn oauth_start(&self, query: &str) -> BoxFuture<'static, Option<OAuthStart>> {
+        let (host, query) = (self.host.clone(), query.to_owned());
+        Box::pin(async move {
+            let page = host.oauth_start_page(&query).await?;
+            Some(OAuthStart {
+                authorize_url: page.authorize_url,
+                vendor: page.vendor,
+                owner: page.owner,
+            })
+        })
     }
 
     fn oauth_callback(&self, query: &str) -> BoxFuture<'static, Option<OAuthCallback>> {

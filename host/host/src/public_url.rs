@@ -2,12 +2,21 @@
 //! connections made for a remote person return, and the callbacks that
 //! come back to it (see [`warden_egress::auth::server_callback`]).
 
-use warden_egress::auth::server_callback::Delivered;
+use warden_egress::auth::server_callback::{Delivered, StartPage};
 
 use crate::error::HostError;
 use crate::host::Host;
 
 impl Host {
+    /// The page of the connection a link names (`GET /oauth/start`, `query`
+    /// its query string): whose account it connects and where to continue;
+    /// `None` when no connection waits for it here or on a host of the
+    /// store, or the host has no public URL.
+    pub async fn oauth_start_page(&self, query: &str) -> Option<StartPage> {
+        let (_, router) = self.shared.server_callbacks.as_ref()?;
+        router.start_page(query).await
+    }
+
     /// Where OAuth connections through this host's own origin return
     /// (`<public_url>/oauth/callback`), when it has a public URL.
     pub fn oauth_redirect_uri(&self) -> Option<&str> {

@@ -168,8 +168,13 @@ pub(crate) fn load_pinned(
 ) -> Result<LoadedPackage, HostError> {
     let first = load(source, opts);
     let refused_as_installed = matches!(first, Err(HostError::Manifest { .. }));
+    // A pin granting no more than third-party trust vouches for nothing
+    // the bundled tier allows.
+    let pins_above_third_party = pins
+        .values()
+        .any(|pin| pin.trust >= crate::EffectiveTrust::FirstParty);
     let from_user = matches!(source, PackageSource::Dir(_) | PackageSource::Archive(_));
-    if pins.is_empty() || !refused_as_installed || !from_user {
+    if !pins_above_third_party || !refused_as_installed || !from_user {
         return first;
     }
     let Ok(loaded) = load(
@@ -179,6 +184,7 @@ pub(crate) fn load_pinned(
         return first;
     };
     match pins.get(&loaded.package.id) {
+        Some(pin) if pin.trust < crate::EffectiveTrust::FirstParty => first,
         Some(pin) if pin.digest == loaded.digest => Ok(loaded),
         Some(pin) => Err(HostError::PinMismatch {
             package: loaded.package.id.clone(),

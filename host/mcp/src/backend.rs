@@ -80,11 +80,29 @@ pub trait Backend: Send + Sync + 'static {
         Box::pin(async { None })
     }
 
+    /// The page a connection's link opens (`GET /oauth/start`, `query` its
+    /// query string): `None` when no connection waits for it.
+    fn oauth_start(&self, query: &str) -> BoxFuture<'static, Option<OAuthStart>> {
+        let _ = query;
+        Box::pin(async { None })
+    }
+
     /// A counter that bumps whenever the tool set changes.
     ///
     /// The server re-reads [`Backend::tools`] after a bump and sends
     /// `notifications/tools/list_changed` to every connected client.
     fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// A waiting connection's page ([`Backend::oauth_start`]).
+#[derive(Debug, Clone)]
+pub struct OAuthStart {
+    /// Where to continue: the authorization server's authorize URL.
+    pub authorize_url: String,
+    /// The account's vendor.
+    pub vendor: String,
+    /// The caller the account becomes (`None`: the deployment's).
+    pub owner: Option<String>,
 }
 
 /// What became of an OAuth callback ([`Backend::oauth_callback`]).

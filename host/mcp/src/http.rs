@@ -18,7 +18,7 @@ mod expiry;
 mod metrics;
 pub(crate) mod services;
 
-use callback::{CALLBACK_PATH, callback_page};
+use callback::{CALLBACK_PATH, START_PATH, callback_page, start_page};
 use services::Services;
 
 pub use metrics::{METRICS_PATH, MetricsServer, SessionCount, serve_metrics};
@@ -436,6 +436,11 @@ async fn route<B: Backend>(
             None => status(StatusCode::NOT_FOUND),
             Some(outcome) => callback_page(outcome),
         };
+    }
+    // A connection's link: the page saying whose account it connects.
+    if request.uri().path() == START_PATH && request.method() == Method::GET {
+        let query = request.uri().query().unwrap_or_default();
+        return start_page(services.backend.oauth_start(query).await);
     }
     // The host's metrics, behind the same authentication as MCP.
     let for_metrics = request.uri().path() == METRICS_PATH;

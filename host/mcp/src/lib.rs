@@ -69,8 +69,8 @@ pub use auth::{
     KEY_REFETCH_INTERVAL, LEEWAY_SECS, METADATA_PATH, MIN_TOKEN_LEN, STREAM_RECHECK_INTERVAL,
 };
 pub use backend::{
-    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, OAuthCallback, ToolEntry,
-    ToolHints, UrlConnect,
+    ApprovalAnswer, Backend, BoxFuture, CallResult, CallSignals, OAuthCallback, OAuthStart,
+    ToolEntry, ToolHints, UrlConnect,
 };
 pub use http::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig,

@@ -406,6 +406,8 @@ pub async fn refresh_due<'r>(
         for key in keys
             .iter()
             .filter(|k| !is_grant_key(k) && k.covers(&spec.vendor, &spec.handle, &spec.scopes))
+            // Only the accounts this call's caller may use at all.
+            .filter(|k| requester.may_use(k))
         {
             // Only accounts this call may use: another extension's call
             // never triggers a refresh of an account it cannot send.

@@ -32,7 +32,35 @@ pub const SERVER_CALLBACK_PATH: &str = "/oauth/callback";
 /// At most this many authorizations wait at once; more are refused.
 const MAX_WAITING: usize = 1024;
 
-type Waiting = HashMap<String, oneshot::Sender<Result<Callback, AuthError>>>;
+type Waiting = HashMap<String, (oneshot::Sender<Result<Callback, AuthError>>, StartPage)>;
+
+/// Where [`START_PATH`] sends a person's browser: what the connection is,
+/// for whom, and the authorization server's URL to continue to. Shown
+/// first so that a person handed someone else's link sees whose account
+/// Warden would make theirs before anything is authorized.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StartPage {
+    /// The authorization server's authorize URL.
+    pub authorize_url: String,
+    /// The account's vendor.
+    pub vendor: String,
+    /// The caller the account becomes (`None`: the deployment's).
+    pub owner: Option<String>,
+    /// Unix seconds after which the connection no longer waits.
+    pub expires: u64,
+}
+
+/// The path of the page a connection's link opens (`?state=`).
+pub const START_PATH: &str = "/oauth/start";
+
+/// How long a waiting connection's records are honoured.
+const WAIT_LIFETIME: Duration = Duration::from_secs(600);
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
 
 /// How often a waiting host looks for a callback another host relayed.
 const RELAY_POLL: Duration = Duration::from_millis(250);
@@ -87,27 +115,55 @@ impl CallbackRouter {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Wait for the callback carrying `state` (recorded in the shared store,
-    /// when there is one, so another host may pass it on).
-    pub async fn expect(&self, state: &str) -> Result<CallbackWait, AuthError> {
-        let waiting = self.expect_here(state)?;
+    /// Wait for the callback carrying `state`, whose link shows `start`
+    /// (recorded in the shared store, when there is one, so another host
+    /// may show the page and pass the callback on).
+    pub async fn expect(
+        &self,
+        state: &str,
+        mut start: StartPage,
+    ) -> Result<CallbackWait, AuthError> {
+        start.expires = unix_now() + WAIT_LIFETIME.as_secs();
+        let waiting = self.expect_here(state, start.clone())?;
         if let Some(store) = &self.relay {
             let (marker, _) = relay_keys(state);
-            store.put(&marker, SecretString::from("waiting")).await?;
+            let record = serde_json::to_string(&start).unwrap_or_default();
+            store.put(&marker, SecretString::from(record)).await?;
         }
         Ok(waiting)
     }
 
-    fn expect_here(&self, state: &str) -> Result<CallbackWait, AuthError> {
+    /// The page of the connection waiting for `state`, here or on another
+    /// host of the store; `None` when none waits (or it expired).
+    pub async fn start_page(&self, query: &str) -> Option<StartPage> {
+        let state = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())?;
+        if let Some((_, page)) = self.lock().get(&state) {
+            return Some(page.clone());
+        }
+        self.waiting_elsewhere(&state).await
+    }
+
+    /// The record of another host waiting for `state`, unexpired.
+    async fn waiting_elsewhere(&self, state: &str) -> Option<StartPage> {
+        let store = self.relay.as_ref()?;
+        let (marker, _) = relay_keys(state);
+        let record = store.get(&marker).await.ok()??;
+        let page: StartPage = serde_json::from_str(record.expose_secret()).ok()?;
+        (page.expires > unix_now()).then_some(page)
+    }
+
+    fn expect_here(&self, state: &str, start: StartPage) -> Result<CallbackWait, AuthError> {
         let (sender, answer) = oneshot::channel();
         let mut waiting = self.lock();
-        waiting.retain(|_, sender| !sender.is_closed());
+        waiting.retain(|_, (sender, _)| !sender.is_closed());
         if waiting.len() >= MAX_WAITING {
             return Err(AuthError::Listener(format!(
                 "{MAX_WAITING} authorizations are already waiting for their callback"
             )));
         }
-        waiting.insert(state.to_owned(), sender);
+        waiting.insert(state.to_owned(), (sender, start));
         Ok(CallbackWait {
             state: state.to_owned(),
             answer,
@@ -128,7 +184,7 @@ impl CallbackRouter {
             return Delivered::Unknown;
         };
         let (result, delivered) = outcome(param("error"), param("code"), &state);
-        let Some(sender) = self.lock().remove(&state) else {
+        let Some((sender, _)) = self.lock().remove(&state) else {
             return self.relay_to_other_host(&state, &result, delivered).await;
         };
         // The authorization may have stopped waiting meanwhile.
@@ -150,14 +206,9 @@ impl CallbackRouter {
         let Some(store) = &self.relay else {
             return refused();
         };
-        let (marker, relayed) = relay_keys(state);
-        match store.get(&marker).await {
-            Ok(Some(_)) => {}
-            Ok(None) => return refused(),
-            Err(error) => {
-                tracing::warn!(%error, "could not look for the host waiting for an OAuth callback");
-                return refused();
-            }
+        let (_, relayed) = relay_keys(state);
+        if self.waiting_elsewhere(state).await.is_none() {
+            return refused();
         }
         let record = match result {
             Ok(callback) => serde_json::json!({ "code": callback.code }),
@@ -267,6 +318,18 @@ async fn relayed(
 impl Drop for CallbackWait {
     fn drop(&mut self) {
         self.router.lock().remove(&self.state);
+        // Abandoned (declined, the process going): its records go too.
+        if let (Some(store), Ok(runtime)) = (
+            self.router.relay.clone(),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            let (marker, relayed) = relay_keys(&self.state);
+            runtime.spawn(async move {
+                for key in [marker, relayed] {
+                    let _ = store.delete(&key).await;
+                }
+            });
+        }
     }
 }
 
@@ -279,10 +342,19 @@ fn printable(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn page() -> StartPage {
+        StartPage {
+            authorize_url: "https://auth.example/authorize?state=s".into(),
+            vendor: "example".into(),
+            owner: Some("alice".into()),
+            expires: 0,
+        }
+    }
+
     #[tokio::test]
     async fn a_callback_reaches_only_the_authorization_with_its_state() {
         let router = CallbackRouter::default();
-        let waiting = router.expect("s1").await.unwrap();
+        let waiting = router.expect("s1", page()).await.unwrap();
         assert_eq!(
             router.deliver("code=c&state=other").await,
             Delivered::Unknown
@@ -307,7 +379,7 @@ mod tests {
     #[tokio::test]
     async fn a_refusal_ends_the_wait_and_a_dropped_wait_is_forgotten() {
         let router = CallbackRouter::default();
-        let waiting = router.expect("s2").await.unwrap();
+        let waiting = router.expect("s2", page()).await.unwrap();
         assert_eq!(
             router.deliver("error=access_denied&state=s2").await,
             Delivered::Refused
@@ -316,9 +388,9 @@ mod tests {
             waiting.wait(Duration::from_secs(1)).await,
             Err(AuthError::Authorization(e)) if e == "access_denied"
         ));
-        drop(router.expect("s3").await.unwrap());
+        drop(router.expect("s3", page()).await.unwrap());
         assert_eq!(router.deliver("code=c&state=s3").await, Delivered::Unknown);
-        let late = router.expect("s4").await.unwrap();
+        let late = router.expect("s4", page()).await.unwrap();
         assert!(matches!(
             late.wait(Duration::from_millis(10)).await,
             Err(AuthError::CallbackTimeout(_))
@@ -330,7 +402,11 @@ mod tests {
         let store: Arc<dyn SecretStore> = Arc::new(crate::secrets::MemoryStore::new());
         let waiting_host = CallbackRouter::relayed(store.clone());
         let other_host = CallbackRouter::relayed(store.clone());
-        let waiting = waiting_host.expect("s5").await.unwrap();
+        let waiting = waiting_host.expect("s5", page()).await.unwrap();
+        // Either host shows the connection's page.
+        let shown = other_host.start_page("state=s5").await.expect("a page");
+        assert_eq!(shown.owner.as_deref(), Some("alice"));
+        assert!(other_host.start_page("state=nobody").await.is_none());
         // A state nobody waits for writes nothing.
         assert_eq!(
             other_host.deliver("code=c&state=nobody").await,

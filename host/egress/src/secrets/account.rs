@@ -438,6 +438,16 @@ pub(crate) async fn resolve<S: SecretStore + ?Sized>(
     // them; the caller's own first.
     let requester = request.requester;
     candidates.retain(|c| requester.may_use(&c.key));
+    // A caller with an account of their own that covers the request uses
+    // it or none: a refusal of theirs is not a reason to act as the
+    // deployment's shared account.
+    let owns_one = requester.owner.is_some()
+        && candidates.iter().any(|c| {
+            c.key.owner.is_some() && c.key.covers(request.vendor, request.handle, request.scopes)
+        });
+    if owns_one {
+        candidates.retain(|c| c.key.owner.is_some());
+    }
     let exact = AccountKey {
         owner: requester.owner.map(str::to_owned),
         ..exact

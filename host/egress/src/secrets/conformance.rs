@@ -225,6 +225,15 @@ pub async fn accounts_per_caller(store: &dyn SecretStore) {
     let (value, account, _) = lookup(Some("bob"), &shared).await;
     assert_eq!(value.as_deref(), Ok("ghp_deploy"));
     assert_eq!(account, Some(deployment.clone()));
+    // Alice's own account, refused to this extension, is refused: her call
+    // does not act as the deployment's shared account instead.
+    let elsewhere = AccountBinding::new("other", [api.clone()]);
+    store.set_binding(&alice, &elsewhere).await.unwrap();
+    assert_eq!(
+        lookup(Some("alice"), &shared).await.0,
+        Err(AuthReason::Consent)
+    );
+    store.set_binding(&alice, &binding).await.unwrap();
     // Without the deployment's account, nobody's call finds none.
     assert!(store.delete(&deployment).await.unwrap());
     assert_eq!(lookup(None, &shared).await.0, Err(AuthReason::Missing));

@@ -93,6 +93,11 @@ impl SecretStore for EnvStore {
 
     async fn resolve(&self, request: &CredentialRequest<'_>) -> Result<AccountLookup, SecretError> {
         let key = AccountKey::new(request.vendor, request.handle, Vec::<String>::new());
+        // The environment's accounts are the deployment's: a caller's call
+        // uses them only for a vendor the operator shares.
+        if !request.requester.may_use(&key) {
+            return Ok(AccountLookup::refused(AuthReason::Missing));
+        }
         let Some(value) = self.get(&key).await? else {
             return Ok(AccountLookup::refused(AuthReason::Missing));
         };

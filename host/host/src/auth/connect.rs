@@ -13,7 +13,9 @@ use warden_egress::auth::loopback::{Callback, Loopback};
 use warden_egress::auth::oauth2::{
     ClientAuth, OAuth2Client, OAuth2Flow, PendingAuthorization, TokenSet,
 };
-use warden_egress::auth::server_callback::CallbackWait;
+use warden_egress::auth::server_callback::{
+    CallbackWait, SERVER_CALLBACK_PATH, START_PATH, StartPage,
+};
 use warden_egress::secrets::{Account, AccountAudience, AccountKey};
 
 use super::{AuthTarget, ConnectError, OAuthClientConfig, method_name};
@@ -32,6 +34,9 @@ pub struct OAuthConnect {
     callback: Waiting,
     /// The caller the account is for (`None`: the deployment's).
     owner: Option<String>,
+    /// The page on the server's origin a person opens first (through the
+    /// server only): it says whose account this connects.
+    start_page: Option<String>,
 }
 
 /// Where the browser comes back with the code.
@@ -155,9 +160,22 @@ impl Location {
         let pending = flow(&recipe, &client, target.resource.as_deref())
             .with_egress_config(self.shared.egress.config())
             .start(&scopes)?;
-        let callback = match (listener, &self.shared.server_callbacks) {
-            (Some(loopback), _) => Waiting::Loopback(loopback),
-            (None, Some((_, router))) => Waiting::Server(router.expect(&pending.state).await?),
+        let (callback, start_page) = match (listener, &self.shared.server_callbacks) {
+            (Some(loopback), _) => (Waiting::Loopback(loopback), None),
+            (None, Some((redirect_uri, router))) => {
+                let page = StartPage {
+                    authorize_url: pending.url.clone(),
+                    vendor: target.vendor.clone(),
+                    owner: options.owner.clone(),
+                    expires: 0,
+                };
+                let waiting = router.expect(&pending.state, page).await?;
+                let origin = redirect_uri.trim_end_matches(SERVER_CALLBACK_PATH);
+                let state: String =
+                    url::form_urlencoded::byte_serialize(pending.state.as_bytes()).collect();
+                let link = format!("{origin}{START_PATH}?state={state}");
+                (Waiting::Server(waiting), Some(link))
+            }
             (None, None) => return Err(ConnectError::NoPublicUrl),
         };
         Ok(OAuthConnect {
@@ -169,6 +187,7 @@ impl Location {
             pending,
             callback,
             owner: options.owner,
+            start_page,
         })
     }
 
@@ -351,9 +370,11 @@ fn flow<'a>(
 }
 
 impl OAuthConnect {
-    /// The URL the user opens to authorize.
+    /// The URL the user opens: the authorization server's authorize URL,
+    /// or, through the server, the server's page that says whose account
+    /// this connects and leads on to it.
     pub fn url(&self) -> &str {
-        &self.pending.url
+        self.start_page.as_deref().unwrap_or(&self.pending.url)
     }
 
     /// The loopback redirect URI the provider sends the browser back to.

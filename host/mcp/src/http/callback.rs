@@ -10,6 +10,70 @@ use super::Answer;
 /// Where OAuth callbacks come (`serve --public-url`).
 pub(super) const CALLBACK_PATH: &str = "/oauth/callback";
 
+/// The page a connection's link opens.
+pub(super) const START_PATH: &str = "/oauth/start";
+
+/// The page a connection's link opens: whose account it connects, and a
+/// link on to the authorization server. A person sent someone else's link
+/// sees whose it would be before anything is authorized.
+pub(super) fn start_page(start: Option<crate::OAuthStart>) -> Answer {
+    let Some(start) = start else {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "This connection is not waiting any more (it may have timed out). Make the call \
+             again from your client for a new link."
+                .to_owned(),
+        );
+    };
+    let whose = match &start.owner {
+        Some(owner) => format!("the Warden user <b>{}</b>", html(owner)),
+        None => "this Warden deployment (every caller it serves)".to_owned(),
+    };
+    let text = format!(
+        "This connects a <b>{}</b> account to {whose}: calls made by that user will act as the \
+         account you sign in with. Continue only if you are that user.</p>\n<p><a href=\"{}\">\
+         Continue to sign in</a>",
+        html(&start.vendor),
+        html(&start.authorize_url),
+    );
+    page(StatusCode::OK, text)
+}
+
+/// `text` safe in HTML text and attribute values.
+fn html(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// An HTML page of `body`, not cached, its connection closed after.
+fn page(code: StatusCode, body: String) -> Answer {
+    let body = format!("<!doctype html><title>Warden</title><p>{body}</p>\n");
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = code;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
 /// The page a browser is shown after an OAuth callback.
 pub(super) fn callback_page(outcome: crate::OAuthCallback) -> Answer {
     let (code, text) = match outcome {
@@ -26,22 +90,5 @@ pub(super) fn callback_page(outcome: crate::OAuthCallback) -> Answer {
             "This is not an authorization Warden is waiting for (it may have timed out).",
         ),
     };
-    let body = format!("<!doctype html><title>Warden</title><p>{text}</p>\n");
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = code;
-    let headers = response.headers_mut();
-    headers.insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    // A browser's one visit: nothing more comes on its connection.
-    headers.insert(
-        hyper::header::CONNECTION,
-        hyper::header::HeaderValue::from_static("close"),
-    );
-    response
+    page(code, text.to_owned())
 }
