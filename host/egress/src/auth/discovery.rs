@@ -88,6 +88,11 @@ pub struct ClientRegistration {
     /// secret). One kept without (from an earlier version) is not reused.
     #[serde(default)]
     pub token_endpoint: Option<String>,
+    /// The redirect URI it was registered with. A loopback one serves any
+    /// loopback port (RFC 8252); a server's own callback only itself. One
+    /// kept without (from an earlier version) was made for a loopback.
+    #[serde(default)]
+    pub redirect_uri: Option<String>,
 }
 
 impl std::fmt::Debug for ClientRegistration {
@@ -100,6 +105,23 @@ impl std::fmt::Debug for ClientRegistration {
 }
 
 impl ClientRegistration {
+    /// Whether the authorization server knows `redirect_uri` for this
+    /// client: a connection through the server after one on a loopback
+    /// listener (or the other way round) registers anew.
+    pub fn serves(&self, redirect_uri: &str) -> bool {
+        let loopback = |uri: &str| {
+            ["http://127.0.0.1:", "http://[::1]:", "http://localhost:"]
+                .iter()
+                .any(|prefix| uri.starts_with(prefix))
+        };
+        match &self.redirect_uri {
+            None => loopback(redirect_uri),
+            Some(registered) => {
+                registered == redirect_uri || (loopback(registered) && loopback(redirect_uri))
+            }
+        }
+    }
+
     /// Whether it was registered with `issuer` for `token_endpoint`.
     pub fn is_for(&self, issuer: &str, token_endpoint: &str) -> bool {
         self.issuer.trim_end_matches('/') == issuer.trim_end_matches('/')
@@ -318,6 +340,7 @@ pub async fn register(
         client_secret: answer.client_secret,
         token_endpoint_auth_method: answer.token_endpoint_auth_method,
         token_endpoint: None,
+        redirect_uri: Some(redirect_uri.to_owned()),
     })
 }
 
@@ -460,6 +483,7 @@ mod tests {
             client_secret: secret.map(str::to_owned),
             token_endpoint_auth_method: method.map(str::to_owned),
             token_endpoint: None,
+            redirect_uri: None,
         };
         let auth = |r: ClientRegistration| r.client("http://127.0.0.1:1/callback").auth;
         assert_eq!(
@@ -493,6 +517,7 @@ mod tests {
             client_secret: Some("s".into()),
             token_endpoint_auth_method: None,
             token_endpoint: Some("https://as.example.com/token".into()),
+            redirect_uri: None,
         };
         assert!(kept.is_for("https://as.example.com", "https://as.example.com/token"));
         assert!(!kept.is_for("https://as.example.com", "https://evil.example/token"));
@@ -501,5 +526,25 @@ mod tests {
         let old: ClientRegistration =
             serde_json::from_str(r#"{"issuer":"https://as.example.com","client_id":"c"}"#).unwrap();
         assert!(!old.is_for("https://as.example.com", "https://as.example.com/token"));
+    }
+
+    #[test]
+    fn a_registration_serves_its_own_redirect_and_loopback_any_loopback() {
+        let kept = |redirect: Option<&str>| ClientRegistration {
+            issuer: "https://as.example.com".into(),
+            client_id: "c".into(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+            token_endpoint: None,
+            redirect_uri: redirect.map(str::to_owned),
+        };
+        let server = "https://warden.example.com/oauth/callback";
+        assert!(kept(None).serves("http://127.0.0.1:4711/callback"));
+        assert!(!kept(None).serves(server));
+        let loopback = kept(Some("http://127.0.0.1:1234/callback"));
+        assert!(loopback.serves("http://127.0.0.1:4711/callback"));
+        assert!(!loopback.serves(server));
+        assert!(kept(Some(server)).serves(server));
+        assert!(!kept(Some(server)).serves("http://127.0.0.1:4711/callback"));
     }
 }

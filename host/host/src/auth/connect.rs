@@ -276,6 +276,7 @@ impl Location {
                         &recipe.token_endpoint,
                     )
                     .await?
+                    && kept.serves(redirect)
                 {
                     return Ok((kept.client(redirect), true));
                 }
@@ -312,7 +313,7 @@ impl Location {
         let issuer = &metadata.issuer;
         let kept =
             discovery::load_registration(store, &target.vendor, issuer, &recipe.token_endpoint);
-        if let Some(kept) = kept.await? {
+        if let Some(kept) = kept.await?.filter(|kept| kept.serves(redirect)) {
             return Ok((kept.client(redirect), true));
         }
         let mut registration: ClientRegistration =
