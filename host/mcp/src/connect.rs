@@ -3,7 +3,8 @@
 //! opening a URL (an OAuth recipe) offers that URL; once the authorization
 //! completes and the account is stored, the server runs the call again.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use std::time::Duration;
 
@@ -39,17 +40,14 @@ pub(crate) async fn link<B: Backend>(
     caller: Option<&crate::Caller>,
 ) {
     // Each waits up to five minutes (a listener, a pending authorization):
-    // a model calling on without connecting gets no more than this many.
-    if LINKS_WAITING.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS_WAITING {
-        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
+    // a model calling on without connecting gets no more than its share.
+    let Some(slot) = LinkSlot::take(caller.map_or("", |c| c.subject.as_str())) else {
         return;
-    }
+    };
     let Some(connect) = backend.connect_by_url(details, caller).await else {
-        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
         return;
     };
     let Some(fields) = details.as_object_mut() else {
-        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
         return;
     };
     fields.insert("connect_url".into(), Value::String(connect.url.clone()));
@@ -61,15 +59,52 @@ pub(crate) async fn link<B: Backend>(
         if let Err(error) = connect.done.await {
             tracing::info!(%error, "a connection offered as a link did not complete");
         }
-        LINKS_WAITING.fetch_sub(1, Ordering::SeqCst);
+        drop(slot);
     });
 }
 
-/// Connections started for links ([`link`]) still waiting for their browser.
-static LINKS_WAITING: AtomicUsize = AtomicUsize::new(0);
+/// One link connection's place among those waiting, its caller's and the
+/// process's; given back when dropped.
+struct LinkSlot {
+    caller: String,
+}
 
-/// At most this many link connections wait at once, per process.
+/// Link connections waiting for their browser, by caller subject (`""`:
+/// no authenticated caller).
+static LINKS_WAITING: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+/// At most this many link connections wait at once, per process ...
 const MAX_LINKS_WAITING: usize = 16;
+
+/// ... and per caller, so one caller cannot take every place.
+const MAX_LINKS_PER_CALLER: usize = 4;
+
+impl LinkSlot {
+    fn take(caller: &str) -> Option<LinkSlot> {
+        let mut waiting = LINKS_WAITING.lock().unwrap_or_else(|e| e.into_inner());
+        let total: usize = waiting.values().sum();
+        let mine = waiting.get(caller).copied().unwrap_or(0);
+        if total >= MAX_LINKS_WAITING || mine >= MAX_LINKS_PER_CALLER {
+            return None;
+        }
+        *waiting.entry(caller.to_owned()).or_default() += 1;
+        Some(LinkSlot {
+            caller: caller.to_owned(),
+        })
+    }
+}
+
+impl Drop for LinkSlot {
+    fn drop(&mut self) {
+        let mut waiting = LINKS_WAITING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = waiting.get_mut(&self.caller) {
+            *count -= 1;
+            if *count == 0 {
+                waiting.remove(&self.caller);
+            }
+        }
+    }
+}
 
 /// Offer the connection `details` names; whether the account is now
 /// connected (the person accepted and the authorization completed). The
@@ -125,4 +160,21 @@ fn elicitation_id() -> String {
         "connect-{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LinkSlot;
+
+    #[test]
+    fn one_caller_holds_no_more_than_its_share_of_waiting_links() {
+        let mine: Vec<LinkSlot> = (0..4)
+            .map(|_| LinkSlot::take("links-test-mallory").expect("a place"))
+            .collect();
+        assert!(LinkSlot::take("links-test-mallory").is_none());
+        let other = LinkSlot::take("links-test-alice").expect("another caller's place");
+        drop(mine);
+        assert!(LinkSlot::take("links-test-mallory").is_some());
+        drop(other);
+    }
 }
