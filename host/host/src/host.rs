@@ -441,13 +441,18 @@ impl Host {
     /// all run it. The rows deleted.
     pub async fn prune_store(&self) -> Result<u64, HostError> {
         let retention = i64::try_from(self.shared.store_retention.as_millis()).unwrap_or(i64::MAX);
-        let before = warden_registry::now_millis().saturating_sub(retention);
-        self.shared
-            .approvals
-            .store()
-            .prune(before)
+        let store = self.shared.approvals.store();
+        let store_error = |e: warden_registry::StoreError| HostError::Approval(e.into());
+        // By the store's clock where it keeps one, as expiry is read.
+        let now = store
+            .now()
             .await
-            .map_err(|e| HostError::Approval(e.into()))
+            .map_err(store_error)?
+            .unwrap_or_else(warden_registry::now_millis);
+        store
+            .prune(now.saturating_sub(retention))
+            .await
+            .map_err(store_error)
     }
 
     /// The runtime (install statistics, allocator in use).
