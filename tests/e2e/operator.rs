@@ -125,3 +125,29 @@ fn an_operators_package_loads_as_published_and_a_users_copy_is_refused() {
         "{listed:?}"
     );
 }
+
+/// An operator's package with the id of one built into the binary takes
+/// its place (the deployment chose it); two of the operator's with one id
+/// are one too many, and the second is skipped, saying why.
+#[test]
+fn an_operators_package_takes_the_place_of_a_built_in_one() {
+    let warden = crate::warden();
+    let packages = tempfile::tempdir().unwrap();
+    let theirs = "Echo, the deployment's own.";
+    let edit = [(
+        "description = \"Echo a text back, optionally transformed (upper, lower, reverse).\"",
+        "description = \"Echo, the deployment's own.\"",
+    )];
+    warden_tests::package::echo_variant(&packages.path().join("echo"), &edit);
+    warden_tests::package::echo_variant(&packages.path().join("echo-again"), &edit);
+    warden.configure(&format!("[packages]\nbundled = [{:?}]\n", packages.path()));
+    let described = warden.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(described.code, 0, "{described:?}");
+    assert_eq!(described.json()["description"], theirs, "{described:?}");
+    assert!(
+        described
+            .stderr
+            .contains("another of the operator's packages has the id `echo`"),
+        "{described:?}"
+    );
+}

@@ -82,11 +82,21 @@ impl Context {
             .install_embedded()
             .context("installing the built-in packages")?;
         // The deployment's own packages (`[packages] bundled`): loaded as
-        // bundled, beside the built-in ones; an installed package with the
-        // same id replaces one, as it does a built-in package.
+        // bundled, in place of a built-in package of the same id (the
+        // operator's choice); an installed package with the same id
+        // replaces one, as it does a built-in package.
+        let mut operators = std::collections::BTreeSet::new();
         for dir in self.settings.operator_packages()? {
             let source = PackageSource::BundledDir(dir.clone());
-            if let Err(error) = location.install(&source) {
+            let loaded = location.load_package(&source).map_err(anyhow::Error::from);
+            let installed = loaded.and_then(|loaded| {
+                let id = loaded.package.id.clone();
+                if !operators.insert(id.clone()) {
+                    anyhow::bail!("another of the operator's packages has the id `{id}`");
+                }
+                Ok(location.install_loaded(loaded, Replace::Yes)?)
+            });
+            if let Err(error) = installed {
                 say!(
                     "warning: skipping the operator's package {}: {error:#}",
                     dir.display()
