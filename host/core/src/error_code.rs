@@ -44,8 +44,9 @@ vocabulary! {
         /// The tool's lane cannot run under `--record`/`--replay`.
         TapeUnsupported = "tape_unsupported",
         /// A call made for an authenticated caller needs an account only
-        /// the deployment holds (a hosted MCP server's), and the operator
-        /// does not share that vendor's accounts with callers.
+        /// the deployment holds (a lane that cannot send a call's own
+        /// accounts), and the operator does not share that vendor's
+        /// accounts with callers.
         AccountNotShared = "account_not_shared",
         // Installing and compiling (the WASM lane).
         /// The host's runtime configuration is invalid.

@@ -399,6 +399,7 @@ impl Location {
             logs: invocation.logs.clone(),
             relay: invocation.relay.clone(),
             cancel: invocation.cancel.clone(),
+            caller: invocation.caller.clone(),
         };
         let call = binding.lane.call(context, input_json);
         let outcome = match &invocation.cancel {

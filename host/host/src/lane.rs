@@ -50,10 +50,11 @@ pub trait Lane: Send + Sync + std::fmt::Debug {
     /// to approve the call; nothing of the tool runs.
     fn check_input(&self, capability_id: &str, input: &str) -> Result<(), Box<dyn LaneError>>;
 
-    /// Whether the lane sends with the accounts staged for each call (so a
-    /// caller's own accounts serve its calls). A hosted MCP server's lane
-    /// does not: its session holds the deployment's account, so a call made
-    /// for a caller runs there only where the operator shares the vendor.
+    /// Whether the lane sends with the accounts of the caller each call is
+    /// made for (the accounts staged for the call, or, for a hosted MCP
+    /// server, a session per caller). A lane that says no runs a call made
+    /// for a caller only where the operator shares every vendor it needs
+    /// (`account_not_shared` otherwise).
     fn uses_call_accounts(&self) -> bool {
         true
     }
@@ -149,6 +150,10 @@ pub struct CallContext {
     /// The caller's cancellation, for a lane whose calls wind down by
     /// themselves ([`Lane::cancel_grace`]).
     pub cancel: Option<tokio_util::sync::CancellationToken>,
+    /// The authenticated caller the call is made for
+    /// ([`crate::Invocation::caller`]): a lane that keeps its own
+    /// connections (a hosted server) sends that caller's accounts.
+    pub caller: Option<String>,
 }
 
 impl std::fmt::Debug for CallContext {

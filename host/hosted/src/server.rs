@@ -197,7 +197,15 @@ pub struct HostedServer {
     listing: tokio::sync::Mutex<()>,
     /// The current catalog's output checks, compiled once per tool.
     outputs: Mutex<OutputChecks>,
+    /// This server as each caller reaches it with their own accounts
+    /// ([`HostedServer::for_caller`]), by subject; at most
+    /// [`MAX_CALLER_SESSIONS`].
+    callers: Mutex<std::collections::HashMap<String, Arc<HostedServer>>>,
 }
+
+/// At most this many callers' own sessions are kept per server; past it,
+/// one is dropped (its next call opens a session again).
+const MAX_CALLER_SESSIONS: usize = 256;
 
 impl HostedServer {
     /// A server from its spec; nothing is sent until the first use.
@@ -233,7 +241,66 @@ impl HostedServer {
             catalog: Mutex::new(None),
             listing: tokio::sync::Mutex::new(()),
             outputs: Mutex::default(),
+            callers: Mutex::default(),
         })
+    }
+
+    /// This server as caller `owner` reaches it: the same endpoint and
+    /// limits, sending `owner`'s accounts (and the deployment's of the
+    /// `shared` vendors) over an MCP session of its own. It lists nothing:
+    /// a call takes the catalog it checks against from this (deployment)
+    /// server ([`HostedServer::call_for`]).
+    pub fn for_caller(&self, owner: &str, shared: &[String]) -> HostedServer {
+        HostedServer {
+            http: self.http.for_caller(owner, shared),
+            call_timeout: self.call_timeout,
+            bounds: self.bounds,
+            limits: self.limits,
+            listener: Listener {
+                stale: Arc::new(AtomicBool::new(false)),
+                changes: Arc::new(watch::channel(0).0),
+                calls: Calls::default(),
+                relay: self.listener.relay,
+            },
+            running: tokio::sync::Mutex::new(None),
+            catalog: Mutex::new(None),
+            listing: tokio::sync::Mutex::new(()),
+            outputs: Mutex::default(),
+            callers: Mutex::default(),
+        }
+    }
+
+    /// [`HostedServer::call_reporting`] for caller `owner`, on their own
+    /// session with their own accounts (the deployment's only of the
+    /// `shared` vendors), checked against this server's catalog.
+    pub async fn call_as(
+        &self,
+        owner: &str,
+        shared: &[String],
+        name: &str,
+        arguments: Value,
+        reporting: Reporting,
+    ) -> Result<CallOutput, HostedError> {
+        let caller = {
+            let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+            if !callers.contains_key(owner)
+                && callers.len() >= MAX_CALLER_SESSIONS
+                && let Some(any) = callers.keys().next().cloned()
+            {
+                callers.remove(&any);
+            }
+            callers
+                .entry(owner.to_owned())
+                .or_insert_with(|| Arc::new(self.for_caller(owner, shared)))
+                .clone()
+        };
+        let catalog = self
+            .catalog
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        *caller.catalog.lock().unwrap_or_else(|e| e.into_inner()) = catalog;
+        caller.call_reporting(name, arguments, reporting).await
     }
 
     /// The locked endpoint.

@@ -91,6 +91,10 @@ struct Inner {
     streams: Arc<Mutex<Streams>>,
     /// Tools the server runs only as tasks, read from its listings.
     tasks: Arc<TaskOnly>,
+    /// The caller whose accounts this connection sends (`None`: the
+    /// deployment's), and the vendors whose deployment accounts it may use.
+    owner: Option<String>,
+    shared: Vec<String>,
 }
 
 /// rmcp's HTTP backend over Warden's egress, locked to one endpoint.
@@ -123,11 +127,37 @@ impl EgressHttp {
                 last_refusal: Mutex::new(None),
                 streams: Arc::default(),
                 tasks: Arc::default(),
+                owner: requester.owner.map(str::to_owned),
+                shared: requester.shared.to_vec(),
             }),
         }
     }
 
     /// Whether the server runs tool `name` only as a task (see [`TaskOnly`]).
+    /// The same backend sending `owner`'s accounts (and the deployment's of
+    /// the `shared` vendors), on connections and streams of its own; what
+    /// the listings said (tools run only as tasks) is shared.
+    pub(crate) fn for_caller(&self, owner: &str, shared: &[String]) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                egress: inner.egress.clone(),
+                endpoint: inner.endpoint.clone(),
+                extension_id: inner.extension_id.clone(),
+                content: inner.content.clone(),
+                label: inner.label.clone(),
+                credentials: inner.credentials.clone(),
+                max_response_bytes: inner.max_response_bytes,
+                timeout: inner.timeout,
+                last_refusal: Mutex::new(None),
+                streams: Arc::default(),
+                tasks: inner.tasks.clone(),
+                owner: Some(owner.to_owned()),
+                shared: shared.to_vec(),
+            }),
+        }
+    }
+
     pub(crate) fn requires_task(&self, name: &str) -> bool {
         self.inner.tasks.requires(name)
     }
@@ -166,7 +196,8 @@ impl EgressHttp {
             .egress
             .session(
                 &inner.label,
-                Requester::of(&inner.extension_id, inner.content.as_deref()),
+                Requester::of(&inner.extension_id, inner.content.as_deref())
+                    .acting_for(inner.owner.as_deref(), &inner.shared),
                 &inner.credentials,
                 &[inner.endpoint.target()],
                 inner.max_response_bytes,

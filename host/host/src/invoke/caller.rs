@@ -1,7 +1,7 @@
 //! Calls made for an authenticated caller ([`Invocation::caller`]) use that
 //! caller's accounts. A lane that cannot send with a call's own accounts
-//! (a hosted MCP server, whose session holds the deployment's account)
-//! runs such a call only where the operator shares every vendor it needs.
+//! (an embedder's, whose connection holds the deployment's account) runs
+//! such a call only where the operator shares every vendor it needs.
 
 use warden_core::ErrorCode;
 
@@ -42,9 +42,9 @@ impl Location {
 /// See [`ErrorCode::AccountNotShared`].
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "`{capability_id}` runs on a hosted MCP server whose session holds the deployment's \
-     `{vendor}` account, which the operator does not share with callers (warden.toml \
-     `[accounts] shared`); nothing was sent"
+    "`{capability_id}` runs on a lane that sends only the deployment's `{vendor}` account, \
+     which the operator does not share with callers (warden.toml `[accounts] shared`); \
+     nothing was sent"
 )]
 struct AccountNotShared {
     capability_id: String,

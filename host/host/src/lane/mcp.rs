@@ -31,6 +31,9 @@ pub(crate) struct McpLane {
     pub(crate) extension: String,
     /// `[[mcp.credentials]]`: what a 401 or 403 asks the user to connect.
     pub(crate) credentials: Vec<CredentialSpec>,
+    /// The vendors whose deployment accounts a caller's call may use
+    /// ([`crate::HostConfig::shared_accounts`]).
+    pub(crate) shared: Vec<String>,
 }
 
 /// What a server's refusal of authorization asks the user to connect: the
@@ -114,10 +117,6 @@ impl Lane for McpLane {
         "mcp"
     }
 
-    fn uses_call_accounts(&self) -> bool {
-        false
-    }
-
     /// The server's MCP session is not the call's network service: its
     /// messages are neither recorded nor answered by a tape.
     fn tapeable(&self) -> bool {
@@ -143,15 +142,28 @@ impl Lane for McpLane {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now());
             let arguments = serde_json::from_str(&input).unwrap_or_default();
-            let call = self.server.call_reporting(
-                &self.remote_name,
-                arguments,
-                Reporting {
-                    progress: context.progress,
-                    logs: context.logs,
-                    relay: context.relay,
-                },
-            );
+            let reporting = Reporting {
+                progress: context.progress,
+                logs: context.logs,
+                relay: context.relay,
+            };
+            // A caller's call goes over their own session, with their own
+            // accounts; anyone else's over the deployment's.
+            let call = async {
+                match &context.caller {
+                    Some(owner) => {
+                        let (name, shared) = (&self.remote_name, &self.shared);
+                        self.server
+                            .call_as(owner, shared, name, arguments, reporting)
+                            .await
+                    }
+                    None => {
+                        self.server
+                            .call_reporting(&self.remote_name, arguments, reporting)
+                            .await
+                    }
+                }
+            };
             let result = match tokio::time::timeout(remaining, call).await {
                 Err(_) => Err(HostedError::Timeout(
                     u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),

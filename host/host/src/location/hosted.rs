@@ -87,7 +87,7 @@ impl Location {
                 source,
             })?;
         let server = Arc::new(server);
-        let bindings = bindings(&self.shared.egress, &package, mcp, &server, &content, None)?;
+        let bindings = bindings(&self.shared, &package, mcp, &server, &content, None)?;
         let id = package.id.clone();
         let package = self.publish(package, published, replace, bindings, Some(server.clone()))?;
         // The catalog an earlier process listed is published at once (so
@@ -485,14 +485,7 @@ impl Location {
             return Ok(false);
         };
         let content = consent_content(hosted.identity.bundled, &hosted.identity.digest);
-        let bindings = bindings(
-            &self.shared.egress,
-            &package,
-            mcp,
-            server,
-            content,
-            Some(&catalog),
-        )?;
+        let bindings = bindings(&self.shared, &package, mcp, server, content, Some(&catalog))?;
         let capabilities: Vec<Capability> = bindings.iter().map(|b| b.capability.clone()).collect();
         self.review(&package.id, &capabilities, &hosted.identity)?;
         let bindings: Vec<_> = bindings
@@ -598,7 +591,7 @@ fn server_key(id: &str, server: &Arc<HostedServer>) -> (String, usize) {
 /// After: every tool of the catalog (which replaces the pinned set, as the
 /// format says), a pinned entry of the same name overriding the remote one.
 fn bindings(
-    egress: &warden_egress::Egress,
+    shared: &crate::host::Shared,
     package: &Package,
     mcp: &McpServer,
     server: &Arc<HostedServer>,
@@ -662,9 +655,10 @@ fn bindings(
                 input,
                 extension: package.id.clone(),
                 credentials: capability.credentials.clone(),
+                shared: shared.shared_accounts.clone(),
             };
             Ok(Binding::new(
-                egress,
+                &shared.egress,
                 &package.id,
                 content,
                 capability,
