@@ -5,7 +5,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-use warden_core::ErrorCode;
 
 use warden_core::net::{CallNetwork, DenyAll};
 use warden_egress::tape::{Recording, Replaying};
@@ -232,13 +231,12 @@ impl Location {
             fingerprint: call.fingerprint().0,
             rule: None,
             approval_id: None,
-            outcome: String::new(),
+            outcome: outcome.code().to_owned(),
             fuel: None,
             wall_ms: None,
         };
         let usage = match outcome {
             InvokeOutcome::Completed(done) => {
-                entry.outcome = "ok".into();
                 match &done.authorized_by {
                     AuthorizedBy::Rule(rule) => entry.rule = Some(rule.to_string()),
                     AuthorizedBy::Approval(id) => entry.approval_id = Some(id.0.clone()),
@@ -246,18 +244,14 @@ impl Location {
                 Some(done.usage)
             }
             InvokeOutcome::NeedsApproval(request) => {
-                entry.outcome = ErrorCode::ApprovalRequired.to_string();
                 entry.rule = Some(request.rule.to_string());
                 entry.approval_id = Some(request.id.0.clone());
                 None
             }
-            InvokeOutcome::Failed(failure) => {
-                entry.outcome = failure.code().to_string();
-                match failure {
-                    CallFailure::Runtime { usage, .. } => Some(*usage),
-                    _ => None,
-                }
-            }
+            InvokeOutcome::Failed(failure) => match failure {
+                CallFailure::Runtime { usage, .. } => Some(*usage),
+                _ => None,
+            },
         };
         if let Some(usage) = usage {
             entry.fuel = Some(usage.fuel_consumed);

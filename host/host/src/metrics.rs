@@ -456,3 +456,28 @@ impl crate::Host {
         Some(metrics.render(sample).await)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A label value is escaped as the format says: a name holding a quote
+    // and a line break cannot close its label set and forge a series.
+    #[tokio::test]
+    async fn a_crafted_name_cannot_forge_a_series() {
+        let metrics = Metrics::new();
+        let forged = "x\"} 1\nwarden_calls_total{capability=\"forged\",lane=\"wasm\",outcome=\"ok";
+        metrics.call(forged, Some("wasm"), "ok");
+        let text = metrics.render(Sample::default()).await;
+        let calls: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("warden_calls_total"))
+            .collect();
+        assert_eq!(calls.len(), 1, "{text}");
+        assert!(calls[0].ends_with(" 1"), "{text}");
+        assert!(
+            !text.contains("\nwarden_calls_total{capability=\"forged\""),
+            "{text}"
+        );
+    }
+}

@@ -147,6 +147,18 @@ pub enum InvokeOutcome {
     Failed(CallFailure),
 }
 
+impl InvokeOutcome {
+    /// `ok`, `approval_required`, or the failure's stable code: one
+    /// spelling for the audit log, the metrics and the traces.
+    pub fn code(&self) -> &'static str {
+        match self {
+            InvokeOutcome::Completed(_) => "ok",
+            InvokeOutcome::NeedsApproval(_) => ErrorCode::ApprovalRequired.as_str(),
+            InvokeOutcome::Failed(failure) => failure.code().as_str(),
+        }
+    }
+}
+
 /// A successful call.
 #[derive(Debug)]
 pub struct Completed {

@@ -220,6 +220,20 @@ pub async fn accounts_per_caller(store: &dyn SecretStore) {
         assert_eq!(account.as_ref(), Some(&alice));
         assert_eq!(grant.as_deref(), Some(r#"{"refresh_token":"alice"}"#));
     }
+    // Another extension naming the vendor, acting for Alice, gets nothing
+    // of hers: her account is bound to the extension she connected it for.
+    let thief = CredentialRequest {
+        vendor: "github",
+        handle: "github_token",
+        scopes: &scopes,
+        requester: Requester::from("thief").acting_for(Some("alice"), &shared),
+        audience: api.clone(),
+    };
+    let stolen = store.resolve(&thief).await.unwrap();
+    assert!(matches!(
+        stolen.lookup,
+        Lookup::Refused(AuthReason::Consent)
+    ));
     // Bob has none: never Alice's; the deployment's only where shared.
     assert_eq!(lookup(Some("bob"), &[]).await.0, Err(AuthReason::Missing));
     let (value, account, _) = lookup(Some("bob"), &shared).await;

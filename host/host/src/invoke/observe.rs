@@ -45,9 +45,7 @@ impl Location {
             return;
         }
         let code = match outcome {
-            Ok(InvokeOutcome::Completed(_)) => "ok",
-            Ok(InvokeOutcome::NeedsApproval(_)) => ErrorCode::ApprovalRequired.as_str(),
-            Ok(InvokeOutcome::Failed(failure)) => failure.code().as_str(),
+            Ok(outcome) => outcome.code(),
             Err(_) => ErrorCode::InternalError.as_str(),
         };
         let lane = binding.map(|b| b.lane.kind());

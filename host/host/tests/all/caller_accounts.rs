@@ -34,7 +34,12 @@ fn accounts(deployment: &str, alices: Option<&str>) -> MemoryStore {
 /// The echo of package `fake-mcp` for caller `alice`, on a host sharing
 /// `shared`; and the requests the server got.
 async fn echo_for_alice(secrets: MemoryStore, shared: &[&str]) -> (InvokeOutcome, usize) {
-    let fake = FakeMcp::start(Script::default()).await;
+    // The server checks the token: a call that rode another account fails.
+    let fake = FakeMcp::start(Script {
+        require_token: true,
+        ..Script::default()
+    })
+    .await;
     let config = HostConfig {
         egress: testing::config(fake.ca(), &[(MCP_HOST, 443)]),
         shared_accounts: shared.iter().map(|v| (*v).to_owned()).collect(),

@@ -25,6 +25,14 @@ pub(super) fn start_page(start: Option<crate::OAuthStart>) -> Answer {
                 .to_owned(),
         );
     };
+    // The authorization server's page, never another scheme a recipe named.
+    let url = start.authorize_url.to_ascii_lowercase();
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "This connection's sign-in is not a web address.".to_owned(),
+        );
+    }
     let whose = match &start.owner {
         Some(owner) => format!("the Warden user <b>{}</b>", html(owner)),
         None => "this Warden deployment (every caller it serves)".to_owned(),
@@ -91,4 +99,45 @@ pub(super) fn callback_page(outcome: crate::OAuthCallback) -> Answer {
         ),
     };
     page(code, text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(answer: Answer) -> String {
+        let bytes = answer.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    // A JWT subject, a manifest's vendor and a recipe's URL are remote text:
+    // none of it becomes markup, and only a web address becomes a link.
+    #[tokio::test]
+    async fn the_start_page_shows_remote_text_as_text() {
+        let start = crate::OAuthStart {
+            authorize_url: "https://auth.example/authorize?a=1&b=\"><script>x()</script>".into(),
+            vendor: "git<b>hub".into(),
+            owner: Some("<img src=x onerror=alert(1)>".into()),
+        };
+        let page = body(start_page(Some(start.clone()))).await;
+        assert!(
+            !page.contains("<script") && !page.contains("<img"),
+            "{page}"
+        );
+        assert!(
+            page.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{page}"
+        );
+        assert!(
+            page.contains("href=\"https://auth.example/authorize?a=1&amp;b=&quot;&gt;"),
+            "{page}"
+        );
+        let script = crate::OAuthStart {
+            authorize_url: "javascript:alert(1)".into(),
+            ..start
+        };
+        let answer = start_page(Some(script));
+        assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+        assert!(!body(answer).await.contains("javascript"));
+    }
 }
