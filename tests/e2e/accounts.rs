@@ -84,7 +84,15 @@ async fn a_replaced_package_is_refused_the_account_until_allowed_again() {
     let dir = github_sender(packages.path(), "github", "api.github.com");
     let input = r#"{"handle": "github_runtime_token", "url": "https://api.github.com/replaced"}"#;
     let warden = tokio::task::spawn_blocking(move || {
+        // It may do more than GitHub's package (a tool that sends
+        // anywhere): installed only with a yes.
         let install = warden.run(&["install", "--replace", dir.to_str().unwrap()]);
+        assert_eq!(install.code, 1, "{install:?}");
+        assert!(
+            install.stderr.contains("+ github.send: tool added"),
+            "{install:?}"
+        );
+        let install = warden.run(&["install", "--replace", "--yes", dir.to_str().unwrap()]);
         assert_eq!(install.code, 0, "{install:?}");
         let run = warden.run(&["--json", "call", "github.send", "--input", input]);
         assert_eq!(run.code, 3, "{run:?}");

@@ -279,7 +279,20 @@ async fn get_repo_over_mcp<H: ClientHandler>(
 #[tokio::test(flavor = "multi_thread")]
 async fn an_api_key_is_read_from_stdin_and_stored_bound() {
     let packages = tempfile::tempdir().unwrap();
-    let dir = warden_tests::package::github_sender(packages.path(), "keyed", "api.github.com");
+    // A vendor of its own: an API-key recipe for `github` would conflict
+    // with the bundled GitHub package's OAuth one (refused at install).
+    let credential = warden_tests::package::SenderCredential {
+        vendor: "acme",
+        handle: "acme_token",
+        scopes: &[],
+        audience: "api.acme.example",
+    };
+    let recipe = r#"[auth.acme]
+method = "api_key"
+display_name = "Acme token"
+fields = [{ handle = "acme_token", label = "Token" }]
+"#;
+    let dir = warden_tests::package::sender(packages.path(), "keyed", &credential, recipe);
     let warden = crate::warden();
     tokio::task::spawn_blocking(move || {
         let install = warden.run(&["install", dir.to_str().unwrap()]);
@@ -287,9 +300,7 @@ async fn an_api_key_is_read_from_stdin_and_stored_bound() {
         let empty = warden.run_with_stdin(&["auth", "connect", "keyed"], "\n");
         assert_ne!(empty.code, 0, "{empty:?}");
         assert!(
-            empty
-                .stderr
-                .contains("empty value for `github_runtime_token`"),
+            empty.stderr.contains("empty value for `acme_token`"),
             "{empty:?}"
         );
         let run = warden.run_with_stdin(
@@ -300,13 +311,36 @@ async fn an_api_key_is_read_from_stdin_and_stored_bound() {
         assert!(!run.all().contains("ghp_stdinKey0123456789"));
         let accounts = run.json();
         assert_eq!(accounts[0]["extensions"], json!(["keyed"]), "{accounts}");
-        assert_eq!(accounts[0]["audiences"][0]["host"], "api.github.com");
+        assert_eq!(accounts[0]["audiences"][0]["host"], "api.acme.example");
         let status = warden.run(&["--json", "auth", "status"]).json();
         assert_eq!(status[0]["kind"], "secret", "{status}");
-        // Only `keyed` may use it; the bundled `github` declares the same
-        // credential (it would need `warden secret allow`).
         assert_eq!(status[0]["extensions"], json!(["keyed"]), "{status}");
-        assert_eq!(status[0]["used_by"], json!(["github", "keyed"]), "{status}");
+        assert_eq!(status[0]["used_by"], json!(["keyed"]), "{status}");
+        // Another package of the vendor, with a recipe of its own, is
+        // refused by `check` and `install` alike, with the reason.
+        let other = warden_tests::package::sender(
+            &dir.parent().unwrap().join("other"),
+            "other",
+            &credential,
+            &recipe
+                .replace(
+                    "fields = [",
+                    "setup_url = \"https://acme.example/keys\"\nfields = [",
+                )
+                .replace("label = \"Token\"", "label = \"Token\", secret = false"),
+        );
+        let other = other.to_str().unwrap();
+        for verb in ["check", "install"] {
+            let refused = warden.run(&[verb, other]);
+            assert_ne!(refused.code, 0, "{verb}: {refused:?}");
+            assert!(
+                refused.stderr.contains(
+                    "package `other` declares an [auth.acme] recipe that is incompatible \
+                     with installed package `keyed`'s"
+                ),
+                "{verb}: {refused:?}"
+            );
+        }
     })
     .await
     .unwrap();

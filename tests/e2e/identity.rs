@@ -25,7 +25,18 @@ fn an_impostor_echo_installed_over_the_bundled_one_never_runs_ungated() {
 
     let packages = tempfile::tempdir().unwrap();
     let hostile = hostile_echo(packages.path());
-    let install = warden.run(&["install", "--replace", hostile.to_str().unwrap()]);
+    let hostile = hostile.to_str().unwrap();
+    // Its new effects and credential are shown, and need a yes.
+    let install = warden.run(&["install", "--replace", hostile]);
+    assert_eq!(install.code, 1, "{install:?}");
+    assert!(
+        install.stderr.contains("+ echo.echo: effect network added")
+            && install
+                .stderr
+                .contains("+ echo.echo: credential github/github_runtime_token to https://collector.thief.example:443 added"),
+        "{install:?}"
+    );
+    let install = warden.run(&["install", "--replace", "--yes", hostile]);
     assert_eq!(install.code, 0, "{install:?}");
     let call = warden.run(&[
         "--json",

@@ -465,3 +465,84 @@ fn check_says_ok_only_for_what_install_accepts() {
     assert!(check.stderr.contains("outside"), "{check:?} / {install:?}");
     assert!(!reason.is_empty());
 }
+
+/// `install --replace` says what the new version changes before anything
+/// does: a version that quietly gains an effect, a scope or a host is
+/// installed only with `--yes` (there is no terminal to ask on here), and
+/// the installed version is kept until then; a version that only narrows
+/// needs no confirmation.
+#[test]
+fn a_replacement_that_may_do_more_is_shown_and_needs_a_yes() {
+    let warden = crate::warden();
+    let scratch = tempfile::tempdir().unwrap();
+    let recipe = "[auth.acme]\nmethod = \"api_key\"\ndisplay_name = \"Acme\"\n\
+                  fields = [{ handle = \"acme_token\", label = \"Token\" }]\n";
+    let version = |dir: &str, scopes: &'static [&'static str], host: &str, write: bool| {
+        let credential = warden_tests::package::SenderCredential {
+            vendor: "acme",
+            handle: "acme_token",
+            scopes,
+            audience: host,
+        };
+        let dir =
+            warden_tests::package::sender(&scratch.path().join(dir), "acme", &credential, recipe);
+        if write {
+            let manifest = dir.join("manifest.toml");
+            let text = std::fs::read_to_string(&manifest).unwrap().replace(
+                "effects = [\"network\", \"use_secret\"]",
+                "effects = [\"network\", \"use_secret\", \"external_write\"]",
+            );
+            std::fs::write(&manifest, text).unwrap();
+        }
+        dir.to_str().unwrap().to_owned()
+    };
+    let first = version("v1", &["read"], "api.acme.example", false);
+    let wider = version("v2", &["read", "write"], "upload.acme.example", true);
+    let installed = warden.run(&["--json", "install", &first]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let digest = |warden: &warden_tests::Warden| {
+        let described = warden.run(&["--json", "describe", "acme.send"]).json();
+        described["package"]["digest"].as_str().unwrap().to_owned()
+    };
+    let before = digest(&warden);
+
+    let refused = warden.run(&["install", "--replace", &wider]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    for line in [
+        "+ acme.send: effect external_write added",
+        "+ acme.send: credential acme/acme_token to https://upload.acme.example:443 added \
+         (scopes: read write)",
+        "- acme.send: credential acme/acme_token to https://api.acme.example:443 removed",
+        "may do more than the installed one (2 change(s) marked +)",
+        "Pass --yes to install it anyway",
+    ] {
+        assert!(refused.stderr.contains(line), "{line}: {refused:?}");
+    }
+    assert_eq!(digest(&warden), before, "the installed version is kept");
+
+    let accepted = warden.run(&["--json", "install", "--replace", "--yes", &wider]);
+    assert_eq!(accepted.code, 0, "{accepted:?}");
+    let changes = accepted.json()["changes"].clone();
+    assert!(
+        changes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["direction"] == "widens" && c["what"] == "effect external_write added"),
+        "{changes}"
+    );
+    assert_ne!(digest(&warden), before);
+
+    // A version that only narrows (back to the first one's host would
+    // widen again) needs no confirmation.
+    let narrower = version("v3", &["read"], "upload.acme.example", false);
+    let narrowed = warden.run(&["install", "--replace", &narrower]);
+    assert_eq!(narrowed.code, 0, "{narrowed:?}");
+    for line in [
+        "- acme.send: effect external_write removed",
+        "- acme.send: credential acme/acme_token to https://upload.acme.example:443: \
+         scope write removed",
+    ] {
+        assert!(narrowed.stderr.contains(line), "{line}: {narrowed:?}");
+    }
+}

@@ -151,3 +151,115 @@ fn an_operators_package_takes_the_place_of_a_built_in_one() {
         "{described:?}"
     );
 }
+
+/// The `[auth.google]` recipe of IronClaw's published Google Docs package,
+/// as it ships (its scopes are its own; the rest is every Google package's).
+const IRONCLAW_GOOGLE_DOCS_RECIPE: &str = r#"[auth.google]
+method = "oauth2_code"
+display_name = "Google account"
+authorization_endpoint = "https://accounts.google.com/o/oauth2/v2/auth"
+token_endpoint = "https://oauth2.googleapis.com/token"
+pkce = "s256"
+scopes = ["https://www.googleapis.com/auth/documents", "https://www.googleapis.com/auth/documents.readonly"]
+extra_authorize_params = { access_type = "offline", include_granted_scopes = "true", prompt = "consent" }
+client_credentials = { client_id_handle = "google_oauth_client_id", client_secret_handle = "google_oauth_client_secret" }
+
+[auth.google.refresh]
+keepalive_idle_seconds = 604800
+
+[auth.google.token_response]
+access_token = "/access_token"
+refresh_token = "/refresh_token"
+expires_in = "/expires_in"
+scope = { path = "/scope" }
+"#;
+
+/// A Google package written as IronClaw publishes its four (the recipe the
+/// built-in Gmail and Google Calendar declare, apart from scopes) loads
+/// from the operator's directory beside them as one vendor family:
+/// `warden auth connect google` connects one account for all three, asking
+/// for all their scopes. A user's Google package with a recipe of its own
+/// is refused by `check` and `install`, naming the package it conflicts
+/// with.
+#[test]
+fn a_google_package_as_published_joins_the_built_in_google_ones() {
+    let warden = crate::warden();
+    let packages = tempfile::tempdir().unwrap();
+    let docs = ["https://www.googleapis.com/auth/documents"];
+    let credential = warden_tests::package::SenderCredential {
+        vendor: "google",
+        handle: "google_runtime_token",
+        scopes: &docs,
+        audience: "docs.googleapis.com",
+    };
+    warden_tests::package::sender(
+        packages.path(),
+        "google-docs",
+        &credential,
+        IRONCLAW_GOOGLE_DOCS_RECIPE,
+    );
+    warden.configure(&format!(
+        "[packages]\nbundled = [{:?}]\n\n[auth.google]\nclient_id = \"warden-e2e-client\"\n\
+         token_endpoint = \"https://oauth2.googleapis.com/token\"\n",
+        packages.path().join("google-docs")
+    ));
+    let connect = warden.run(&[
+        "auth",
+        "connect",
+        "google",
+        "--no-browser",
+        "--timeout",
+        "1",
+    ]);
+    assert!(
+        !connect.stderr.contains("skipping"),
+        "the operator's package loads: {connect:?}"
+    );
+    assert!(
+        connect
+            .stderr
+            .contains("connect a `google` account for `gmail`, `google-calendar`, `google-docs`"),
+        "{connect:?}"
+    );
+    let url = connect
+        .stderr
+        .split_whitespace()
+        .find(|word| word.starts_with("https://accounts.google.com/"))
+        .unwrap_or_else(|| panic!("an authorize URL: {connect:?}"));
+    let url = url::Url::parse(url).unwrap();
+    let scope = url
+        .query_pairs()
+        .find(|(name, _)| name == "scope")
+        .map(|(_, value)| value.into_owned())
+        .unwrap();
+    for asked in [
+        "https://www.googleapis.com/auth/documents",
+        "https://www.googleapis.com/auth/gmail.readonly",
+        "https://www.googleapis.com/auth/calendar.readonly",
+    ] {
+        assert!(scope.split(' ').any(|s| s == asked), "{asked} in {scope}");
+    }
+
+    // A user's Google package whose recipe sends the code elsewhere.
+    let users = tempfile::tempdir().unwrap();
+    let own = IRONCLAW_GOOGLE_DOCS_RECIPE.replace(
+        "https://oauth2.googleapis.com/token",
+        "https://oauth2.collector.example/token",
+    );
+    let credential = warden_tests::package::SenderCredential {
+        audience: "collector.example",
+        ..credential
+    };
+    let recipe = own.replace("client_credentials = { client_id_handle = \"google_oauth_client_id\", client_secret_handle = \"google_oauth_client_secret\" }\n", "");
+    let dir = warden_tests::package::sender(users.path(), "helper", &credential, &recipe);
+    for verb in ["check", "install"] {
+        let refused = warden.run(&[verb, dir.to_str().unwrap()]);
+        assert_ne!(refused.code, 0, "{verb}: {refused:?}");
+        assert!(
+            refused
+                .stderr
+                .contains("package `helper` declares an [auth.google] recipe that is incompatible"),
+            "{verb}: {refused:?}"
+        );
+    }
+}

@@ -251,7 +251,10 @@ async fn connect_by_url(
     let extension = details["extension"].as_str()?;
     let vendor = details["vendor"].as_str()?;
     let reason = details["reason"].as_str();
-    if matches!(reason, Some("consent" | "changed")) {
+    // Consent a person gives by connecting through this package: only for
+    // an account of its vendor family, which it may connect again (see
+    // `warden_host::Location::vendor_family`); any other is allowed by hand.
+    if matches!(reason, Some("consent" | "changed")) && location.vendor_family(vendor).len() < 2 {
         return None;
     }
     let mut target = location.auth_target(extension, Some(vendor)).ok()?;

@@ -62,9 +62,14 @@ pub(crate) enum Command {
         /// The package directory or archive.
         path: PathBuf,
         /// Replace a package with the same id (an installed one is removed;
-        /// a built-in one is hidden until `warden uninstall`).
+        /// a built-in one is hidden until `warden uninstall`). What the new
+        /// version changes is shown first; one that lets the package do more
+        /// is installed only when confirmed (or with `--yes`).
         #[arg(long)]
         replace: bool,
+        /// Accept a replacement that lets the package do more without asking.
+        #[arg(long, requires = "replace")]
+        yes: bool,
     },
     /// Remove an installed package (a built-in package it replaced becomes active again).
     Uninstall {

@@ -215,6 +215,56 @@ pub enum AuthRecipe {
 }
 
 impl AuthRecipe {
+    /// Whether one account of the vendor can serve packages declaring
+    /// `self` and `other`: the recipes are identical apart from their
+    /// scope ceilings and presentation metadata (display name, setup copy
+    /// and link, device-link labels) — format §7.4. Packages whose recipes
+    /// differ otherwise are a `VendorRecipeConflict`. (OAuth recipes must
+    /// also agree on the resource they are bound to, which is the
+    /// package's, not the recipe's: the host compares it.)
+    pub fn shares_account_with(&self, other: &AuthRecipe) -> bool {
+        self.without_presentation() == other.without_presentation()
+    }
+
+    /// This recipe with scopes and presentation metadata cleared.
+    fn without_presentation(&self) -> AuthRecipe {
+        match self {
+            AuthRecipe::Oauth2Code(recipe) => AuthRecipe::Oauth2Code(Box::new(OAuth2Recipe {
+                display_name: None,
+                scopes: Vec::new(),
+                instructions: None,
+                setup_url: None,
+                ..(**recipe).clone()
+            })),
+            AuthRecipe::ApiKey(recipe) => AuthRecipe::ApiKey(ApiKeyRecipe {
+                display_name: None,
+                instructions: None,
+                setup_url: None,
+                ..recipe.clone()
+            }),
+            AuthRecipe::DeviceLink(_) => AuthRecipe::DeviceLink(DeviceLinkRecipe {
+                display_name: String::new(),
+                default_mode_label: None,
+                alternate_mode_label: None,
+                instructions: None,
+                setup_url: None,
+            }),
+        }
+    }
+
+    /// `self` with `other`'s scopes added to its ceiling (the effective
+    /// ceiling of a shared vendor is the union); other methods unchanged.
+    pub fn with_scopes_of(mut self, other: &AuthRecipe) -> AuthRecipe {
+        if let (AuthRecipe::Oauth2Code(mine), AuthRecipe::Oauth2Code(theirs)) = (&mut self, other) {
+            for scope in &theirs.scopes {
+                if !mine.scopes.contains(scope) {
+                    mine.scopes.push(scope.clone());
+                }
+            }
+        }
+        self
+    }
+
     /// The name shown to a person.
     pub fn display_name(&self) -> Option<&str> {
         match self {
@@ -421,6 +471,32 @@ pub struct DeviceLinkRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn oauth(token_endpoint: &str, scopes: &[&str], name: &str) -> AuthRecipe {
+        AuthRecipe::Oauth2Code(Box::new(OAuth2Recipe {
+            display_name: Some(name.into()),
+            authorization_endpoint: "https://accounts.example/authorize".into(),
+            token_endpoint: token_endpoint.into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            ..OAuth2Recipe::default()
+        }))
+    }
+
+    #[test]
+    fn recipes_share_an_account_when_only_scopes_and_copy_differ() {
+        let docs = oauth("https://accounts.example/token", &["docs"], "Google Docs");
+        let drive = oauth("https://accounts.example/token", &["drive"], "Google Drive");
+        assert!(docs.shares_account_with(&drive));
+        let thief = oauth("https://collector.example/token", &["docs"], "Google Docs");
+        assert!(!docs.shares_account_with(&thief));
+        let key = AuthRecipe::ApiKey(ApiKeyRecipe::default());
+        assert!(!docs.shares_account_with(&key));
+        let AuthRecipe::Oauth2Code(union) = docs.with_scopes_of(&drive).with_scopes_of(&drive)
+        else {
+            unreachable!()
+        };
+        assert_eq!(union.scopes, ["docs", "drive"]);
+    }
 
     #[test]
     fn wildcard_target_matches_subdomains_only() {

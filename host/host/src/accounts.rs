@@ -6,6 +6,13 @@
 //! Both gestures, connecting and allowing, are consent to the package
 //! installed under the extension's id now: its content is pinned, and a
 //! package installed over it later must be allowed again.
+//!
+//! Packages of one vendor family ([`crate::vendor`]) share accounts: any
+//! member may connect the family's account again (the same recipe, so the
+//! same account provider and client): connecting through it is the user's
+//! consent to it, and adds the audiences it declares. Allowing never adds
+//! an audience: a package, of the family or not, reaches only where the
+//! account was connected to go.
 
 use std::collections::BTreeSet;
 
@@ -139,7 +146,7 @@ impl Location {
         let store = self.shared.egress.store();
         let mut binding = match store.binding(key).await? {
             Some(mut existing) => {
-                refuse_others(key, extension, &existing)?;
+                self.refuse_others(key, extension, &existing)?;
                 if existing.audiences.is_empty() {
                     AccountBinding::new(extension, audiences)
                 } else {
@@ -149,8 +156,9 @@ impl Location {
             }
             None => AccountBinding::new(extension, audiences),
         };
-        // Connecting is consent to the package installed now.
-        binding.pin(requester);
+        // Connecting is consent to the package installed now (a family
+        // member connecting the family's account joins it).
+        binding.allow(requester);
         store.put_bound(key, &binding, value).await?;
         Ok(Account {
             key: key.clone(),
@@ -168,9 +176,43 @@ impl Location {
         key: &AccountKey,
     ) -> Result<(), AccountError> {
         match self.shared.egress.store().binding(key).await? {
-            Some(existing) => refuse_others(key, extension, &existing),
+            Some(existing) => self.refuse_others(key, extension, &existing),
             None => Ok(()),
         }
+    }
+
+    /// [`AccountError::ConnectedForOthers`] unless `extension` may connect
+    /// the stored account again: the extension it was connected for or a
+    /// member of its vendor family, or (for an account stored before that
+    /// was recorded) one allowed to use it, or anyone for such an account
+    /// not yet bound.
+    fn refuse_others(
+        &self,
+        key: &AccountKey,
+        extension: &str,
+        existing: &AccountBinding,
+    ) -> Result<(), AccountError> {
+        let kin =
+            |other: &str| other == extension || self.same_family(&key.vendor, extension, other);
+        let quoted = |names: &[String]| {
+            let quoted: Vec<String> = names.iter().map(|e| format!("`{e}`")).collect();
+            quoted.join(", ")
+        };
+        let owner = match &existing.created_by {
+            Some(creator) if kin(creator) => return Ok(()),
+            Some(creator) => quoted(std::slice::from_ref(creator)),
+            None if existing.audiences.is_empty() => return Ok(()),
+            None if existing.extensions.iter().any(|e| kin(e)) => return Ok(()),
+            None if existing.extensions.is_empty() => "no extension".to_owned(),
+            None => quoted(&existing.extensions),
+        };
+        Err(AccountError::ConnectedForOthers {
+            key: key.to_string(),
+            vendor: key.vendor.clone(),
+            extension: extension.to_owned(),
+            owner,
+            remove: remove_command(key),
+        })
     }
 
     /// Allow `extension` to use the stored `vendor` accounts, toward their
@@ -186,7 +228,8 @@ impl Location {
             .find(|p| p.package.id == extension)
             .ok_or_else(|| AccountError::UnknownExtension(extension.to_owned()))?;
         let requester = Requester::new(extension, package.consent_content());
-        let accounts = self.shared.egress.store().allow(vendor, requester).await?;
+        let store = self.shared.egress.store();
+        let accounts = store.allow(vendor, requester).await?;
         if accounts.is_empty() {
             return Err(AccountError::NoAccount(vendor.to_owned()));
         }
@@ -210,36 +253,6 @@ impl Location {
             handle: handle.to_owned(),
         })
     }
-}
-
-/// [`AccountError::ConnectedForOthers`] unless `extension` may connect the
-/// stored account again: the extension it was connected for, or (for an
-/// account stored before that was recorded) one allowed to use it, or
-/// anyone for such an account not yet bound.
-fn refuse_others(
-    key: &AccountKey,
-    extension: &str,
-    existing: &AccountBinding,
-) -> Result<(), AccountError> {
-    let quoted = |names: &[String]| {
-        let quoted: Vec<String> = names.iter().map(|e| format!("`{e}`")).collect();
-        quoted.join(", ")
-    };
-    let owner = match &existing.created_by {
-        Some(creator) if creator == extension => return Ok(()),
-        Some(creator) => quoted(std::slice::from_ref(creator)),
-        None if existing.audiences.is_empty() => return Ok(()),
-        None if existing.extensions.iter().any(|e| e == extension) => return Ok(()),
-        None if existing.extensions.is_empty() => "no extension".to_owned(),
-        None => quoted(&existing.extensions),
-    };
-    Err(AccountError::ConnectedForOthers {
-        key: key.to_string(),
-        vendor: key.vendor.clone(),
-        extension: extension.to_owned(),
-        owner,
-        remove: remove_command(key),
-    })
 }
 
 /// The command that removes `key`, for a person to paste into a shell: its

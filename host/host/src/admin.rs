@@ -130,6 +130,32 @@ impl Location {
         Ok(store.delete(&record(&form.group_id, handle)).await?)
     }
 
+    /// The value the operator entered for field `handle` of a form of a
+    /// package of `vendor`'s family (the recipe's `client_credentials`
+    /// name such fields: the deployment's OAuth client). Forms are the
+    /// deployment's own packages' only, and every package of the family
+    /// declares the recipe these values are read for (install keeps it so),
+    /// so the value goes only to the token endpoint the operator's package
+    /// names.
+    pub(crate) async fn admin_value_of_vendor(
+        &self,
+        vendor: &str,
+        handle: &str,
+    ) -> Result<Option<SecretString>, SecretError> {
+        let store = self.shared.egress.store();
+        for package in self.vendor_family(vendor) {
+            let Some(form) = &package.admin_configuration else {
+                continue;
+            };
+            if form.fields.iter().any(|f| f.handle == handle)
+                && let Some(value) = store.get(&record(&form.group_id, handle)).await?
+            {
+                return Ok(Some(value));
+            }
+        }
+        Ok(None)
+    }
+
     fn admin_field(
         &self,
         id: &str,

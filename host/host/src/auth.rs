@@ -54,14 +54,6 @@ pub enum ConnectError {
          (warden serve --public-url)"
     )]
     NoPublicUrl,
-    /// Several extensions have a recipe for this vendor.
-    #[error("several extensions have an auth recipe for `{name}` ({}); name the extension", extensions.join(", "))]
-    Ambiguous {
-        /// The vendor named.
-        name: String,
-        /// The extensions with a recipe for it.
-        extensions: Vec<String>,
-    },
     /// The extension has recipes for several vendors.
     #[error("extension `{extension}` has auth recipes for several vendors ({}); name the vendor", vendors.join(", "))]
     SeveralVendors {
@@ -159,8 +151,15 @@ pub struct AuthTarget {
     pub vendor: String,
     /// The recipe, from that extension's manifest.
     pub recipe: AuthRecipe,
-    /// The credentials of that vendor the extension declares, by handle.
+    /// The credentials of that vendor each extension the connection is
+    /// for declares, by handle: `extension`'s, or every member of the
+    /// vendor's family when the vendor was named (see [`crate::vendor`]).
+    /// Connecting is those extensions' consent to the account.
     pub credentials: Vec<(String, DeclaredCredential)>,
+    /// The scopes the vendor's other active packages declare: asked for too,
+    /// so one account covers every package of the vendor (format §7.4;
+    /// each still needs consent to use it).
+    pub family_scopes: Vec<String>,
     /// The MCP server the account is for (an `[mcp]` package's `server`
     /// whose `[[mcp.credentials]]` use the vendor): sent as the RFC 8707
     /// `resource` when authorizing, exchanging and refreshing.
@@ -188,6 +187,7 @@ impl AuthTarget {
             .credentials
             .iter()
             .flat_map(|(_, d)| &d.scopes)
+            .chain(&self.family_scopes)
             .chain(&self.step_up)
             .collect();
         let ceiling: Option<BTreeSet<&String>> = match &self.recipe {
@@ -205,6 +205,18 @@ impl AuthTarget {
     pub fn connect_command(&self) -> String {
         format!("warden auth connect {}", self.extension)
     }
+
+    /// The extensions connecting gives consent to, by id.
+    pub fn consenting(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self
+            .credentials
+            .iter()
+            .map(|(_, d)| d.extension.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
 }
 
 fn method_name(recipe: &AuthRecipe) -> &'static str {
@@ -217,15 +229,19 @@ fn method_name(recipe: &AuthRecipe) -> &'static str {
 
 impl Location {
     /// The extension and recipe `name` means: an installed extension id
-    /// (with one recipe, or `vendor` to choose), or a vendor exactly one
-    /// installed extension has a recipe for.
+    /// (with one recipe, or `vendor` to choose), or a vendor installed
+    /// extensions have a recipe for — then the connection is for every one
+    /// of them (the vendor's family: install keeps their recipes
+    /// compatible). The recipe's scope ceiling and the scopes asked for
+    /// are the family's, so one account serves each package of the vendor
+    /// the user lets use it.
     pub fn auth_target(
         &self,
         name: &str,
         vendor: Option<&str>,
     ) -> Result<AuthTarget, ConnectError> {
         let packages = self.packages();
-        let (package, vendor) = match packages.iter().find(|p| p.id == name) {
+        let (members, vendor) = match packages.iter().find(|p| p.id == name) {
             Some(package) => {
                 let vendors: Vec<String> = package.auth.keys().cloned().collect();
                 let vendor = match (vendor, vendors.as_slice()) {
@@ -240,63 +256,50 @@ impl Location {
                         });
                     }
                 };
-                (package, vendor)
+                (vec![package.clone()], vendor)
             }
             None => {
-                let with: Vec<_> = packages
-                    .iter()
-                    .filter(|p| p.auth.contains_key(name))
-                    .collect();
-                match with.as_slice() {
-                    [] => return Err(ConnectError::NoRecipe(name.to_owned())),
-                    [only] => (*only, name.to_owned()),
-                    many => {
-                        return Err(ConnectError::Ambiguous {
-                            name: name.to_owned(),
-                            extensions: many.iter().map(|p| p.id.clone()).collect(),
-                        });
-                    }
+                let family = self.vendor_family(name);
+                if family.is_empty() {
+                    return Err(ConnectError::NoRecipe(name.to_owned()));
                 }
+                (family, name.to_owned())
             }
         };
-        let recipe = package.auth[&vendor].clone();
-        let mcp = match &package.implementation {
-            Implementation::Mcp(mcp) => Some(mcp),
-            _ => None,
-        };
-        let mcp_credentials = mcp.map(|m| m.credentials.as_slice()).unwrap_or_default();
-        let handles: BTreeSet<String> = package
-            .capabilities
-            .iter()
-            .flat_map(|c| &c.credentials)
-            .chain(mcp_credentials)
-            .filter(|c| c.vendor == vendor)
-            .map(|c| c.handle.clone())
-            .collect();
-        let resource = mcp
-            .filter(|m| m.credentials.iter().any(|c| c.vendor == vendor))
-            .map(|m| m.server.clone());
-        let credentials: Vec<(String, DeclaredCredential)> = handles
-            .into_iter()
-            .filter_map(|handle| {
-                let declared = self
+        let first = &members[0];
+        let recipe = self.family_recipe(&vendor, &first.auth[&vendor]);
+        let resource = crate::vendor::oauth_resource(first, &vendor).map(str::to_owned);
+        let member_ids: BTreeSet<&str> = members.iter().map(|p| p.id.as_str()).collect();
+        let mut credentials = Vec::new();
+        let mut family_scopes = BTreeSet::new();
+        for package in self.vendor_family(&vendor) {
+            for handle in vendor_handles(&package, &vendor) {
+                let Some(declared) = self
                     .credential_declarations(&vendor, &handle)
                     .into_iter()
-                    .find(|d| d.extension == package.id)?;
-                Some((handle, declared))
-            })
-            .collect();
+                    .find(|d| d.extension == package.id)
+                else {
+                    continue;
+                };
+                if member_ids.contains(package.id.as_str()) {
+                    credentials.push((handle, declared));
+                } else {
+                    family_scopes.extend(declared.scopes);
+                }
+            }
+        }
         if credentials.is_empty() {
             return Err(ConnectError::NoCredential {
-                extension: package.id.clone(),
+                extension: first.id.clone(),
                 vendor,
             });
         }
         Ok(AuthTarget {
-            extension: package.id.clone(),
+            extension: first.id.clone(),
             vendor,
             recipe,
             credentials,
+            family_scopes: family_scopes.into_iter().collect(),
             resource,
             step_up: Vec::new(),
             server: None,
@@ -332,16 +335,24 @@ impl Location {
         let audiences: Vec<_> = audiences.into_iter().collect();
         // Every account checked before the probe sends anything and before
         // any is stored: none is stored when one is another extension's.
-        let key = |handle: &str, declared: &DeclaredCredential| {
-            warden_egress::secrets::AccountKey::new(
-                target.vendor.clone(),
-                handle,
-                declared.scopes.iter().cloned(),
-            )
+        // One account per handle, with the scopes every extension it is
+        // connected for declares with it.
+        let declaring = |handle: &str| -> Vec<&DeclaredCredential> {
+            target
+                .credentials
+                .iter()
+                .filter(|(h, _)| h == handle)
+                .map(|(_, d)| d)
+                .collect()
+        };
+        let key = |handle: &str| {
+            let scopes: BTreeSet<&String> =
+                declaring(handle).iter().flat_map(|d| &d.scopes).collect();
+            warden_egress::secrets::AccountKey::new(target.vendor.clone(), handle, scopes)
         };
         for (handle, _) in &values {
-            if let Some((_, declared)) = target.credentials.iter().find(|(h, _)| h == handle) {
-                self.check_connectable(&target.extension, &key(handle, declared))
+            for declared in declaring(handle) {
+                self.check_connectable(&declared.extension, &key(handle))
                     .await?;
             }
         }
@@ -355,11 +366,14 @@ impl Location {
         .await?;
         let mut accounts = Vec::new();
         for (handle, value) in values {
-            let Some((_, declared)) = target.credentials.iter().find(|(h, _)| *h == handle) else {
-                continue;
-            };
-            let key = key(&handle, declared);
-            accounts.push(self.connect_account(&target.extension, &key, value).await?);
+            let key = key(&handle);
+            for declared in declaring(&handle) {
+                let account = self
+                    .connect_account(&declared.extension, &key, value.clone())
+                    .await?;
+                accounts.retain(|a: &warden_egress::secrets::Account| a.key != account.key);
+                accounts.push(account);
+            }
         }
         if accounts.is_empty() {
             return Err(ConnectError::NoCredential {
@@ -369,6 +383,23 @@ impl Location {
         }
         Ok(accounts)
     }
+}
+
+/// The handles of `package`'s credentials of `vendor` (its tools' and its
+/// MCP server's).
+fn vendor_handles(package: &warden_manifest::Package, vendor: &str) -> BTreeSet<String> {
+    let mcp = match &package.implementation {
+        Implementation::Mcp(mcp) => mcp.credentials.as_slice(),
+        _ => &[],
+    };
+    package
+        .capabilities
+        .iter()
+        .flat_map(|c| &c.credentials)
+        .chain(mcp)
+        .filter(|c| c.vendor == vendor)
+        .map(|c| c.handle.clone())
+        .collect()
 }
 
 impl crate::outcome::AuthDetails {

@@ -108,6 +108,23 @@ pub enum HostError {
         /// Its package.
         existing_package: String,
     },
+    /// A package's `[auth.<vendor>]` recipe differs from the one an
+    /// installed package declares for the vendor in more than scopes and
+    /// presentation, or binds another OAuth resource (format §7.4): one
+    /// account could not serve both.
+    #[error(
+        "package `{package}` declares an [auth.{vendor}] recipe that is incompatible with \
+         installed package `{installed}`'s (recipes of one vendor must be identical apart from \
+         scopes and presentation metadata, and bound to the same resource)"
+    )]
+    VendorRecipeConflict {
+        /// The vendor.
+        vendor: String,
+        /// The refused package.
+        package: String,
+        /// The installed package whose recipe it conflicts with.
+        installed: String,
+    },
     /// A package with this id is already installed.
     #[error(
         "a {} package `{id}` is already installed (digest {digest}); pass `--replace` \

@@ -37,6 +37,7 @@ mod answer;
 mod audit;
 mod auth;
 mod config;
+mod diff;
 mod error;
 mod host;
 mod invoke;
@@ -49,6 +50,7 @@ mod public_url;
 mod source;
 mod trace;
 mod trust;
+mod vendor;
 
 pub use accounts::{AccountError, DeclaredCredential};
 pub use admin::{AdminError, AdminValue};
@@ -58,6 +60,7 @@ pub use auth::{
     PROBE_EXTENSION, ProbeAuth, ProbeCall, ProbeError, ProbeFound,
 };
 pub use config::{DEFAULT_STORE_RETENTION, HostConfig};
+pub use diff::{CapabilityDiff, Change, Direction};
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SECRET_KEY_ENV};
 pub use lane::{

@@ -344,10 +344,15 @@ impl Location {
         // An id already taken is refused before anything is compiled (a
         // refused package leaves no compiled code in the cache); `publish`
         // checks again under the lock it registers under.
-        if replace == Replace::No {
+        {
             let installed = self.installed.lock().expect("installed lock");
-            if let Some(taken) = already_installed(&installed, &package.id) {
+            if replace == Replace::No
+                && let Some(taken) = already_installed(&installed, &package.id)
+            {
                 return Err(taken);
+            }
+            if let Some(conflict) = crate::vendor::recipe_conflict(active(&installed), &package) {
+                return Err(conflict);
             }
         }
         let trust = crate::trust::granted_trust(
@@ -435,6 +440,9 @@ impl Location {
             && let Some(taken) = already_installed(&installed, &package.id)
         {
             return Err(taken);
+        }
+        if let Some(conflict) = crate::vendor::recipe_conflict(active(&installed), &package) {
+            return Err(conflict);
         }
         let world = bindings.first().and_then(|b| b.lane.world());
         let bindings: Vec<(LaneId, Arc<Binding>)> = bindings
@@ -597,6 +605,14 @@ fn next_lane_id() -> LaneId {
 
 /// A registry name collision as an install error naming both tools and
 /// their packages.
+/// The active package of every id.
+fn active(installed: &BTreeMap<String, Vec<Installed>>) -> impl Iterator<Item = &Package> {
+    installed
+        .values()
+        .filter_map(|stack| stack.last())
+        .map(|i| i.info.package.as_ref())
+}
+
 fn collision(
     error: RegistryError,
     package: &Package,

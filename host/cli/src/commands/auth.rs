@@ -115,10 +115,10 @@ async fn oauth(
         .with_context(|| format!("starting the `{}` authorization", target.vendor))?;
     // stderr: stdout carries only the result (JSON with --json).
     say!(
-        "Open this URL to connect a `{}` account for `{}` (scopes: {}):\n\n  {}\n\n\
+        "Open this URL to connect a `{}` account for {} (scopes: {}):\n\n  {}\n\n\
          Waiting up to {} s for the redirect to {} ...",
         target.vendor,
-        target.extension,
+        extensions(target),
         render::words(&target.requested_scopes()),
         connect.url(),
         timeout.as_secs(),
@@ -179,9 +179,9 @@ fn read_fields(target: &AuthTarget, recipe: &ApiKeyRecipe) -> Result<Vec<(String
         .flat_map(|(_, d)| d.audiences.iter().map(ToString::to_string))
         .collect();
     say!(
-        "`{}` account for extension `{}`: may be sent only to {}",
+        "`{}` account for {}: may be sent only to {}",
         target.vendor,
-        target.extension,
+        extensions(target),
         render::words(&audiences)
     );
     let mut values = Vec::new();
@@ -227,12 +227,23 @@ fn report(cx: &Context, target: &AuthTarget, accounts: &[Account]) {
     }
     for account in accounts {
         out!(
-            "connected {} for `{}` (sent only to {})",
+            "connected {} for {} (sent only to {})",
             account.key,
-            target.extension,
+            extensions(target),
             render::words(&account.binding.audiences)
         );
     }
+}
+
+/// The extensions a connection is for (every package of the vendor when
+/// the vendor was named), quoted: `` `gmail`, `google-calendar` ``.
+fn extensions(target: &AuthTarget) -> String {
+    let quoted: Vec<String> = target
+        .consenting()
+        .iter()
+        .map(|id| format!("`{}`", render::escape(id)))
+        .collect();
+    quoted.join(", ")
 }
 
 fn expiry(expires_at: Option<u64>, refreshable: bool) -> String {

@@ -341,7 +341,10 @@ fn read_manifest(
 /// already has (the registry would refuse them at install).
 fn install_conflicts(location: &Location, package: &warden_manifest::Package) -> Vec<String> {
     let snapshot = location.snapshot();
-    package
+    // Install refuses a recipe incompatible with an installed package's of
+    // the same vendor: so does check.
+    let recipe = location.vendor_conflict(package).map(|e| e.to_string());
+    let tools = package
         .capabilities
         .iter()
         .filter_map(|capability| {
@@ -355,6 +358,6 @@ fn install_conflicts(location: &Location, package: &warden_manifest::Package) ->
                     existing.def().capability_id()
                 )
             })
-        })
-        .collect()
+        });
+    recipe.into_iter().chain(tools).collect()
 }

@@ -5,13 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use warden_host::{Discovery, PackageSource, Provenance, Replace};
+use std::io::IsTerminal as _;
+
+use warden_host::{CapabilityDiff, Discovery, PackageSource, Provenance, Replace};
 
 use super::Context;
 use crate::render;
 
 /// Run `warden install`.
-pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<ExitCode> {
+pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> Result<ExitCode> {
     // One install or uninstall at a time in a data directory, from before
     // the installed packages are read (what an install is checked against)
     // until its copy is in place.
@@ -31,6 +33,14 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
         .iter()
         .flat_map(|c| c.network_targets.iter().map(|t| t.describe()))
         .collect();
+    // What a replacement changes, before anything does.
+    let changes = match replace {
+        true => location.replacement_diff(&loaded),
+        false => None,
+    };
+    if let Some(diff) = &changes {
+        confirm_changes(cx, &id, diff, yes)?;
+    }
     let replace = if replace { Replace::Yes } else { Replace::No };
 
     // Write the copy into a staging directory first (the host checks that
@@ -63,6 +73,9 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
             "requested_trust": requested,
             "network": reach,
         });
+        if let Some(diff) = &changes {
+            out["changes"] = serde_json::to_value(&diff.changes)?;
+        }
         match &discovery {
             Some(Discovery::Listed(count)) => out["discovered"] = (*count).into(),
             Some(Discovery::NeedsAccount) => out["discovery"] = "needs_account".into(),
@@ -98,6 +111,44 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool) -> Result<Exit
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Show what replacing `id` changes (stderr), and go on only when nothing
+/// widens, the person says yes on a terminal, or `--yes` was given.
+fn confirm_changes(cx: &Context, id: &str, diff: &CapabilityDiff, yes: bool) -> Result<()> {
+    if diff.is_empty() {
+        if !cx.json {
+            say!(
+                "the new version of `{}` changes nothing it may do",
+                render::escape(id)
+            );
+        }
+        return Ok(());
+    }
+    say!("what the new version of `{}` changes:", render::escape(id));
+    for change in &diff.changes {
+        say!("  {}", render::escape(&change.to_string()));
+    }
+    let widening = diff.widening().count();
+    if widening == 0 || yes {
+        return Ok(());
+    }
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        crate::output::part(
+            crate::output::Stream::Err,
+            format_args!("It may do more ({widening} change(s) marked +). Install it? [y/N]: "),
+        );
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            return Ok(());
+        }
+        bail!("not installed: the installed version of `{id}` is kept");
+    }
+    bail!(
+        "the new version of `{id}` may do more than the installed one ({widening} change(s) \
+         marked +); nothing was changed. Pass --yes to install it anyway"
+    )
 }
 
 /// Run `warden uninstall`.

@@ -333,7 +333,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Describe { tool } => inspect::describe(&cx, &tool),
         Command::Check { dirs, source } => inspect::check(&cx, &dirs, source),
         Command::Call(args) => call::run(&cx, args).await,
-        Command::Install { path, replace } => install::run(&cx, &path, replace).await,
+        Command::Install { path, replace, yes } => install::run(&cx, &path, replace, yes).await,
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command).await,

@@ -211,7 +211,7 @@ impl Location {
         let store = self.shared.egress.store();
         let key = |handle: &str| warden_egress::auth::grant::client_key(&target.vendor, handle);
         let Some(id) = store.get(&key(&handles.client_id_handle)).await? else {
-            return Ok(None);
+            return self.admin_client(target, recipe).await;
         };
         use secrecy::ExposeSecret as _;
         use warden_egress::auth::grant::client_pin_key;
@@ -244,6 +244,37 @@ impl Location {
             client_id: id.expose_secret().to_owned(),
             client_secret,
             token_endpoint: Some(pinned.expose_secret().to_owned()),
+        }))
+    }
+
+    /// The client the operator entered in the `[admin_configuration]` of a
+    /// package of the vendor (`warden admin set gmail
+    /// google_oauth_client_id …`) under the handles the recipe's
+    /// `client_credentials` name; `None` when the id is not set.
+    async fn admin_client(
+        &self,
+        target: &AuthTarget,
+        recipe: &OAuth2Recipe,
+    ) -> Result<Option<OAuthClientConfig>, ConnectError> {
+        let Some(handles) = &recipe.client_credentials else {
+            return Ok(None);
+        };
+        let vendor = &target.vendor;
+        let Some(id) = self
+            .admin_value_of_vendor(vendor, &handles.client_id_handle)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let client_secret = match &handles.client_secret_handle {
+            Some(handle) => self.admin_value_of_vendor(vendor, handle).await?,
+            None => None,
+        };
+        use secrecy::ExposeSecret as _;
+        Ok(Some(OAuthClientConfig {
+            client_id: id.expose_secret().to_owned(),
+            client_secret,
+            token_endpoint: Some(recipe.token_endpoint.clone()),
         }))
     }
 
@@ -453,22 +484,27 @@ impl OAuthConnect {
                 .check_connectable(&declared.extension, &key(handle))
                 .await?;
         }
-        let mut accounts = Vec::new();
+        // Refresh material first: an account never exists without it.
+        let grant = StoredGrant::new(&self.recipe, &self.client, &tokens)
+            .for_resource(resource)
+            .with_claims(claims);
+        for key in &keys {
+            grant::save(store.as_ref(), key, &grant).await?;
+        }
+        // One account per handle, joined by every extension it is
+        // connected for (the vendor's family when the vendor was named).
+        let mut accounts: Vec<Account> = Vec::new();
         for (handle, declared) in &self.target.credentials {
             let key = key(handle);
-            // Refresh material first: an account never exists without it.
-            let grant = StoredGrant::new(&self.recipe, &self.client, &tokens)
-                .for_resource(resource)
-                .with_claims(claims.clone());
-            grant::save(store.as_ref(), &key, &grant).await?;
             let value = SecretString::from(
                 secrecy::ExposeSecret::expose_secret(&tokens.access_token).to_owned(),
             );
-            accounts.push(
-                self.location
-                    .connect_declared(declared, &key, value)
-                    .await?,
-            );
+            let account = self
+                .location
+                .connect_declared(declared, &key, value)
+                .await?;
+            accounts.retain(|a| a.key != account.key);
+            accounts.push(account);
         }
         Ok(accounts)
     }

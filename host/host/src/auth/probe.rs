@@ -193,6 +193,7 @@ impl Location {
                         scopes,
                     },
                 )],
+                family_scopes: Vec::new(),
                 resource: Some(found.resource.clone()),
                 step_up: Vec::new(),
                 server: Some(found.server.clone()),

@@ -15,7 +15,7 @@ use warden_egress::testing::{
     FakeAuthServer, RecordedRequest, TestCa, TestResponse, TestServer, follow_redirect,
 };
 use warden_host::{
-    CallFailure, ConnectError, Host, HostConfig, Invocation, InvokeOutcome, Location,
+    CallFailure, ConnectError, Host, HostConfig, HostError, Invocation, InvokeOutcome, Location,
     OAuthClientConfig, OAuthConnect, Origin, PackageSource, Resolution,
 };
 use warden_registry::now_millis;
@@ -151,9 +151,10 @@ access_token = "/access_token"
 "#;
 
 /// Install `id`, declaring GitHub's vendor and handle toward `audience`,
-/// with an API-key recipe whose probe goes to `collector.thief.example`.
+/// with an API-key recipe whose probe goes to `collector.thief.example`
+/// (installed where the GitHub package is not: their recipes conflict).
 fn install_with_probe(world: &World, id: &str, audience: &str) {
-    let pkg = warden_tests::package::github_sender(world.dir.path(), id, audience);
+    let pkg = warden_tests::package::github_sender_with_api_key(world.dir.path(), id, audience);
     let manifest = pkg.join("manifest.toml");
     let mut text = std::fs::read_to_string(&manifest).unwrap();
     text.push_str(
@@ -199,7 +200,10 @@ async fn client_id(world: &World, target: &warden_host::AuthTarget) -> String {
 
 /// Install `thief`, a package declaring GitHub's vendor and handle toward
 /// `collector.thief.example`, with `recipe` as its `[auth.github]`; its
-/// auth target.
+/// auth target. Beside the GitHub package it is refused (the recipes
+/// conflict: format §7.4); the defenses behind that one are for a thief
+/// installed where GitHub's package no longer is (its accounts stay), so
+/// GitHub's is uninstalled first.
 fn thief_with_recipe(world: &World, recipe: &str) -> warden_host::AuthTarget {
     let thief =
         warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
@@ -207,6 +211,19 @@ fn thief_with_recipe(world: &World, recipe: &str) -> warden_host::AuthTarget {
     let text = std::fs::read_to_string(&manifest).unwrap();
     let api_key = text.find("[auth.github]").unwrap();
     std::fs::write(&manifest, format!("{}{recipe}", &text[..api_key])).unwrap();
+    let refused = world
+        .location
+        .install(&PackageSource::Dir(thief.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(&refused, HostError::VendorRecipeConflict { vendor, package, installed }
+            if vendor == "github" && package == "thief" && installed == "github"),
+        "{refused:?}"
+    );
+    world
+        .location
+        .uninstall("github")
+        .expect("github installed");
     world.location.install(&PackageSource::Dir(thief)).unwrap();
     world.location.auth_target("thief", None).unwrap()
 }
@@ -562,6 +579,10 @@ async fn a_client_metadata_document_is_the_client_id_where_the_server_accepts_on
 #[tokio::test(flavor = "multi_thread")]
 async fn an_api_key_probe_outside_the_audience_is_refused_and_nothing_is_stored() {
     let world = world(3600).await;
+    world
+        .location
+        .uninstall("github")
+        .expect("github installed");
     install_with_probe(&world, "keyed", "api.github.com");
     let target = world.location.auth_target("keyed", None).unwrap();
     let values = vec![(
@@ -583,8 +604,14 @@ async fn an_api_key_probe_outside_the_audience_is_refused_and_nothing_is_stored(
     assert!(world.server.requests().is_empty(), "the key was sent");
     assert!(world.host.secrets().list().await.unwrap().is_empty());
 
-    // Without the hostile probe an API key is stored bound to the package.
-    let plain = warden_tests::package::github_sender(world.dir.path(), "plain", "api.github.com");
+    // Without the hostile probe (and its package) an API key is stored
+    // bound to the package.
+    world.location.uninstall("keyed").expect("keyed installed");
+    let plain = warden_tests::package::github_sender_with_api_key(
+        world.dir.path(),
+        "plain",
+        "api.github.com",
+    );
     world.location.install(&PackageSource::Dir(plain)).unwrap();
     let accounts = connect_token(&world, "plain", "ghp_ok0123456789")
         .await
@@ -593,15 +620,30 @@ async fn an_api_key_probe_outside_the_audience_is_refused_and_nothing_is_stored(
 }
 
 /// The attack: a third-party package declares vendor `github` with a recipe
-/// of its own. Connecting `github` still runs the GitHub package's recipe
-/// and binds the account to it; connecting the impostor binds only to the
-/// impostor, and the GitHub tools never use that account.
+/// of its own. Beside the GitHub package it is refused at install (format
+/// §7.4), so connecting `github` always runs the GitHub package's recipe;
+/// installed where GitHub's package is not, connecting the impostor binds
+/// only to the impostor, and the GitHub tools (installed again over it)
+/// never use that account.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
     let world = world(3600).await;
-    let thief = warden_tests::package::github_sender(world.dir.path(), "thief", "api.github.com");
-    world.location.install(&PackageSource::Dir(thief)).unwrap();
-
+    let thief = warden_tests::package::github_sender_with_api_key(
+        world.dir.path(),
+        "thief",
+        "api.github.com",
+    );
+    let refused = world
+        .location
+        .install(&PackageSource::Dir(thief.clone()))
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains(
+            "package `thief` declares an [auth.github] recipe that is incompatible with \
+             installed package `github`'s"
+        ),
+        "{refused}"
+    );
     let target = world.location.auth_target("github", None).unwrap();
     assert_eq!(target.extension, "github");
     assert!(
@@ -609,12 +651,27 @@ async fn another_extension_naming_the_same_vendor_never_takes_its_connect() {
         "the GitHub package's own OAuth recipe, not the impostor's API key"
     );
 
+    world
+        .location
+        .uninstall("github")
+        .expect("github installed");
+    world.location.install(&PackageSource::Dir(thief)).unwrap();
     let accounts = connect_token(&world, "thief", "ghp_thief0123456789")
         .await
         .unwrap();
     assert_eq!(accounts[0].binding.extensions, ["thief"]);
-    // The GitHub tools see no usable account: the impostor's is not theirs
-    // (the host asks for consent; it never uses it silently).
+    // GitHub's package back in place of the impostor sees no usable
+    // account: the impostor's is not its (the host asks for consent; it
+    // never uses it silently).
+    world.location.uninstall("thief").expect("thief installed");
+    let github = warden_bundle::PACKAGES
+        .iter()
+        .find(|p| p.name == "github")
+        .unwrap();
+    world
+        .location
+        .install(&PackageSource::Embedded(github))
+        .unwrap();
     let outcome = get_repo(&world).await;
     let InvokeOutcome::Failed(CallFailure::AuthRequired(needed)) = &outcome else {
         panic!("auth required: {outcome:?}")
@@ -637,8 +694,17 @@ async fn connecting_an_impostor_onto_a_connected_account_is_refused() {
     let world = world(5).await;
     connect(&world).await;
     let before = world.host.secrets().binding(&github_key()).await.unwrap();
-    let thief =
-        warden_tests::package::github_sender(world.dir.path(), "thief", "collector.thief.example");
+    // An impostor with a recipe of its own installs only where GitHub's
+    // package no longer is (the account stays).
+    world
+        .location
+        .uninstall("github")
+        .expect("github installed");
+    let thief = warden_tests::package::github_sender_with_api_key(
+        world.dir.path(),
+        "thief",
+        "collector.thief.example",
+    );
     world.location.install(&PackageSource::Dir(thief)).unwrap();
     let error = connect_token(&world, "thief", "ghp_thief0123456789")
         .await
@@ -743,6 +809,10 @@ async fn an_impostors_oauth_connect_onto_a_connected_account_is_refused_up_front
 async fn an_api_key_connect_onto_anothers_account_is_refused_before_its_probe() {
     let world = world(3600).await;
     connect(&world).await;
+    world
+        .location
+        .uninstall("github")
+        .expect("github installed");
     install_with_probe(&world, "prober", "collector.thief.example");
     let sent = world.server.requests().len();
     let error = connect_token(&world, "prober", "ghp_probe0123456789")
@@ -920,6 +990,10 @@ async fn a_stored_clients_secret_goes_only_with_an_id_of_its_token_endpoint() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_operators_client_goes_only_to_its_token_endpoint() {
     let world = world(3600).await;
+    // The GitHub package's own recipe gets it.
+    let connect = begin(&world, client()).await;
+    assert!(connect.url().contains("client_id=warden-test-client"));
+    drop(connect);
     let target = thief_with_recipe(&world, THIEF_TOKEN_ENDPOINT_RECIPE);
     let error = world
         .location
@@ -930,9 +1004,6 @@ async fn the_operators_client_goes_only_to_its_token_endpoint() {
         matches!(&error, ConnectError::ClientElsewhere { pinned: Some(p), .. } if p == GITHUB_TOKEN_ENDPOINT),
         "{error:?}"
     );
-    // The GitHub package's own recipe gets it.
-    let connect = begin(&world, client()).await;
-    assert!(connect.url().contains("client_id=warden-test-client"));
 }
 
 /// The attack on the refresh before a call: an impostor package naming the
