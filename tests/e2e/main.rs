@@ -28,6 +28,7 @@ mod python_sdk;
 mod resolve;
 mod serve_auth;
 mod services;
+mod signing;
 mod stateless;
 mod store_clock;
 mod tape;

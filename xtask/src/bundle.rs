@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::component::{self, Contract};
-use crate::digest::{self, SUMS_FILE};
+use crate::digest::{self, SIGNATURE_FILE, SUMS_FILE};
 use crate::guests::{self, Guest};
 use crate::workspace;
 
@@ -111,7 +111,7 @@ fn package_guestless(guests: &[Guest]) -> Result<()> {
             println!("bundle: {} is up to date", rel(&dir));
             continue;
         }
-        std::fs::write(dir.join(SUMS_FILE), &sums)?;
+        write_sums(&dir, &sums)?;
         let archive = write_archive(&dir, &sums)?;
         println!("bundle: packaged {} -> {}", rel(&dir), rel(&archive));
     }
@@ -200,7 +200,7 @@ fn build_guest(contracts: &[Contract], guest: &Guest) -> Result<()> {
 fn write_package(guest: &Guest) -> Result<()> {
     let dir = &guest.package_dir;
     let sums = digest::package_sums(dir)?;
-    std::fs::write(dir.join(SUMS_FILE), &sums)?;
+    write_sums(dir, &sums)?;
     let archive = write_archive(dir, &sums)?;
     println!(
         "bundle: packaged {} ({} files) -> {}",
@@ -211,7 +211,24 @@ fn write_package(guest: &Guest) -> Result<()> {
     Ok(())
 }
 
-/// A deterministic `.tar.gz` of the files listed in `sums`, plus the list.
+/// Write a package's `SHA256SUMS`. A signature (`warden sign`) signs the
+/// list: once the list changes it signs nothing here, and it is removed
+/// rather than shipped.
+fn write_sums(dir: &Path, sums: &str) -> Result<()> {
+    let before = std::fs::read_to_string(dir.join(SUMS_FILE)).unwrap_or_default();
+    if before != sums && dir.join(SIGNATURE_FILE).exists() {
+        std::fs::remove_file(dir.join(SIGNATURE_FILE))?;
+        println!(
+            "bundle: {} changed; its old signature was removed",
+            rel(dir)
+        );
+    }
+    std::fs::write(dir.join(SUMS_FILE), sums)?;
+    Ok(())
+}
+
+/// A deterministic `.tar.gz` of the files listed in `sums`, plus the list
+/// and its signature when the package has one.
 fn write_archive(package_dir: &Path, sums: &str) -> Result<PathBuf> {
     let name = package_dir
         .file_name()
@@ -231,6 +248,9 @@ fn write_archive(package_dir: &Path, sums: &str) -> Result<PathBuf> {
         .filter_map(|line| line.split_once("  ").map(|(_, p)| p))
         .collect();
     entries.push(SUMS_FILE);
+    if package_dir.join(SIGNATURE_FILE).exists() {
+        entries.push(SIGNATURE_FILE);
+    }
     for entry in entries {
         let bytes = std::fs::read(package_dir.join(entry))?;
         let mut header = tar::Header::new_gnu();

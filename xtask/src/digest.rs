@@ -11,6 +11,9 @@ use crate::workspace;
 /// The digest list of a package, relative to its directory.
 pub(crate) const SUMS_FILE: &str = "SHA256SUMS";
 
+/// Its signature, when the package was signed (`warden sign`).
+pub(crate) const SIGNATURE_FILE: &str = "SHA256SUMS.minisig";
+
 /// `sha256sum`-format lines for the manifest, every schema, prompt and wasm file.
 pub(crate) fn package_sums(package_dir: &Path) -> Result<String> {
     let mut files = vec![package_dir.join("manifest.toml")];

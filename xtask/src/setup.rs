@@ -1,6 +1,6 @@
 //! What `cargo xtask test` installs on a fresh machine besides Rust
 //! targets: PostgreSQL for the store tests, Prometheus for the metrics
-//! test, and the official Python MCP SDK
+//! test, minisign for the signing test, and the official Python MCP SDK
 //! (in a virtual environment under `target/`) for the Python client test.
 
 use std::path::PathBuf;
@@ -48,6 +48,27 @@ pub(crate) fn ensure_prometheus() -> Result<()> {
     )?;
     if !on_path() {
         bail!("apt-get installed prometheus, but no `prometheus` is on PATH");
+    }
+    Ok(())
+}
+
+/// Installs the distribution's `minisign` when none is on `PATH`: the
+/// signing test checks Warden's signatures with it, and Warden checks its.
+pub(crate) fn ensure_minisign() -> Result<()> {
+    let on_path = || {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join("minisign").is_file())
+        })
+    };
+    if on_path() {
+        return Ok(());
+    }
+    apt_install(
+        "minisign",
+        "minisign is needed by the package signing test; install the `minisign` package",
+    )?;
+    if !on_path() {
+        bail!("apt-get installed minisign, but no `minisign` is on PATH");
     }
     Ok(())
 }

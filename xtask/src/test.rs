@@ -22,6 +22,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     setup::ensure_postgres()?;
     // The metrics test is scraped by a real Prometheus.
     setup::ensure_prometheus()?;
+    setup::ensure_minisign()?;
     let python = setup::ensure_python_mcp()?;
     // And one with `@modelcontextprotocol/server-everything` behind Warden.
     let everything = setup::ensure_everything()?;

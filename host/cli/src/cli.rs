@@ -71,6 +71,24 @@ pub(crate) enum Command {
         #[arg(long, requires = "replace")]
         yes: bool,
     },
+    /// Sign a package directory bundled with `cargo xtask bundle` with a
+    /// minisign secret key: writes `SHA256SUMS.minisig` beside its
+    /// `SHA256SUMS`, checkable with `minisign -Vm SHA256SUMS -p KEY.pub`
+    /// (a key's password from $WARDEN_SIGNING_KEY_PASSWORD).
+    Sign {
+        /// The package directory.
+        dir: PathBuf,
+        /// The minisign secret key file.
+        #[arg(long)]
+        key: PathBuf,
+    },
+    /// Say who signed a package (directory or archive), checked against the
+    /// signers warden.toml trusts (`[trust.signers.<name>]`); exits 1 unless
+    /// a trusted signer signed exactly its content.
+    Verify {
+        /// The package directory or archive.
+        path: PathBuf,
+    },
     /// Remove an installed package (a built-in package it replaced becomes active again).
     Uninstall {
         /// The package id.

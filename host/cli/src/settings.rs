@@ -40,6 +40,11 @@
 //! digest = "3f1c…"                               # package (64 hex, its content digest): it may
 //! trust = "first_party"                          # ask first-party trust and carry admin config
 //!
+//! [trust.signers.acme]                           # a key the operator trusts to sign packages
+//! key = "RWQ…"                                   # minisign public key (its .pub file's line)
+//! trust = "first_party"                          # the most trust what it signed runs with
+//! # [trust] require_signature = true             # refuse installed packages no trusted key signed
+//!
 //! [packages]
 //! bundled = ["/etc/warden/packages"]             # the deployment's own packages: each a package
 //!                                                # directory or a directory of them, loaded as
@@ -99,7 +104,7 @@ pub(crate) struct Settings {
     #[serde(default)]
     accounts: accounts::AccountSettings,
     #[serde(default)]
-    trust: BTreeMap<String, trust::TrustSettings>,
+    trust: trust::TrustTable,
 }
 
 /// Whether `id` has the form of a package id (the format's name segment).

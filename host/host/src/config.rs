@@ -67,6 +67,14 @@ pub struct HostConfig {
     /// pinned to a content digest (warden.toml `[trust]`; see
     /// [`crate::TrustPin`]).
     pub trust_pins: BTreeMap<String, crate::TrustPin>,
+    /// The keys the operator trusts to sign packages (warden.toml
+    /// `[trust.signers.<name>]`): a package one of them signed runs with
+    /// that signer's trust (see [`crate::signature`]).
+    pub signers: Vec<crate::TrustedSigner>,
+    /// Refuse an installed package no trusted signer signed (warden.toml
+    /// `[trust] require_signature`); built-in and the operator's own
+    /// packages are the deployment's and need none.
+    pub require_signature: bool,
 }
 
 impl Default for HostConfig {
@@ -88,6 +96,8 @@ impl Default for HostConfig {
             shared_accounts: Vec::new(),
             public_url: None,
             trust_pins: BTreeMap::new(),
+            signers: Vec::new(),
+            require_signature: false,
         }
     }
 }

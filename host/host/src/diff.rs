@@ -375,6 +375,7 @@ impl crate::location::Location {
             &loaded.digest,
             self.shared.bundled_trust,
             &self.shared.trust_pins,
+            crate::signature::check(&loaded.files, &self.shared.signers).trust(),
         );
         Some(CapabilityDiff::between(
             &installed.package,

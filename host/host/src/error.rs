@@ -125,6 +125,19 @@ pub enum HostError {
         /// The installed package whose recipe it conflicts with.
         installed: String,
     },
+    /// The operator requires packages to be signed by a trusted signer
+    /// (`[trust] require_signature`), and this one is not.
+    #[error(
+        "package `{package}` is not signed by a trusted signer ({found}); this host installs \
+         only signed packages ([trust] require_signature)"
+    )]
+    SignatureRequired {
+        /// The package.
+        package: String,
+        /// What its signature is (`unsigned`, an unknown key, one that
+        /// does not verify).
+        found: String,
+    },
     /// A package with this id is already installed.
     #[error(
         "a {} package `{id}` is already installed (digest {digest}); pass `--replace` \

@@ -54,6 +54,10 @@ pub(crate) struct Shared {
     pub(crate) server_callbacks: Option<(String, CallbackRouter)>,
     /// [`HostConfig::trust_pins`].
     pub(crate) trust_pins: BTreeMap<String, crate::TrustPin>,
+    /// [`HostConfig::signers`].
+    pub(crate) signers: Vec<crate::TrustedSigner>,
+    /// [`HostConfig::require_signature`].
+    pub(crate) require_signature: bool,
     /// What an operator watches, when it is on.
     pub(crate) metrics: Option<Arc<Metrics>>,
     /// Whether calls are traced ([`HostBuilder::traces`]).
@@ -209,6 +213,8 @@ impl HostBuilder {
             shared_accounts,
             public_url,
             trust_pins,
+            signers,
+            require_signature,
         } = self.config;
         if let Some(dir) = &data_dir {
             // 0700, and what a looser umask left there before is tightened.
@@ -266,6 +272,8 @@ impl HostBuilder {
             shared_accounts,
             server_callbacks,
             trust_pins,
+            signers,
+            require_signature,
             metrics: self.metrics,
             traces: self.traces,
         };

@@ -47,6 +47,7 @@ mod metrics;
 mod outcome;
 mod private;
 mod public_url;
+pub mod signature;
 mod source;
 mod trace;
 mod trust;
@@ -79,6 +80,7 @@ pub use source::{
     load as load_package,
 };
 
+pub use signature::{SignatureError, SignatureStatus, TrustedSigner};
 pub use trace::TraceParent;
 pub use trust::{EffectiveTrust, TrustPin, effective_trust};
 pub use warden_core::Origin;

@@ -123,6 +123,9 @@ pub struct InstalledPackage {
     /// (Warden's own or the `near:agent@0.4.1` compatibility world); `None`
     /// for a package no component implements.
     pub world: Option<ComponentWorld>,
+    /// Who signed it, checked against the operator's trusted signers when
+    /// it was installed.
+    pub signature: crate::SignatureStatus,
 }
 
 impl InstalledPackage {
@@ -171,6 +174,7 @@ struct Published {
     provenance: Provenance,
     trust: EffectiveTrust,
     identity: PackageIdentity,
+    signature: crate::SignatureStatus,
 }
 
 /// When an installed package's component is compiled.
@@ -228,7 +232,12 @@ impl Location {
     /// Read, verify and validate a package as this host installs it: with
     /// the operator's trust pins ([`crate::HostConfig::trust_pins`]).
     pub fn load_package(&self, source: &PackageSource) -> Result<crate::LoadedPackage, HostError> {
-        source::load_pinned(source, &self.shared.validation, &self.shared.trust_pins)
+        source::load_pinned(
+            source,
+            &self.shared.validation,
+            &self.shared.trust_pins,
+            &self.shared.signers,
+        )
     }
 
     /// Why this host will not run `package`, the reason install refuses it
@@ -326,6 +335,7 @@ impl Location {
         replace: Replace,
         compile: Compile,
     ) -> Result<Arc<Package>, HostError> {
+        let signature = crate::signature::check(&loaded.files, &self.shared.signers);
         let LoadedPackage {
             package,
             module,
@@ -333,6 +343,17 @@ impl Location {
             provenance,
             ..
         } = loaded;
+        // Where the operator requires it, a package installed by a user
+        // runs only when a trusted signer signed it.
+        if self.shared.require_signature
+            && provenance == Provenance::Installed
+            && signature.trust().is_none()
+        {
+            return Err(HostError::SignatureRequired {
+                package: package.id.clone(),
+                found: signature.describe(),
+            });
+        }
         // Lanes the format has and this host does not run are refused here,
         // with the reason (`warden check` reports the same one).
         if let Some(reason) = self.shared.lane_refusal(&package) {
@@ -361,6 +382,7 @@ impl Location {
             &digest,
             self.shared.bundled_trust,
             &self.shared.trust_pins,
+            signature.trust(),
         );
         let content = consent_content(provenance == Provenance::Bundled, &digest).to_owned();
         let identity = PackageIdentity {
@@ -374,6 +396,7 @@ impl Location {
             provenance,
             trust,
             identity,
+            signature,
         };
         if let Implementation::Mcp(server) = &package.implementation {
             let server = server.clone();
@@ -434,6 +457,7 @@ impl Location {
             provenance,
             trust,
             identity,
+            signature,
         } = published;
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
@@ -487,6 +511,7 @@ impl Location {
                 provenance,
                 trust,
                 world,
+                signature,
             },
             _registration: registration,
             lanes: lane_ids,

@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 use warden_manifest::{Implementation, Package, ValidationOptions};
 
 use crate::error::HostError;
+use reader::Reader;
+pub(crate) use reader::SUMS_FILE;
 pub use reader::{MAX_FILE_BYTES, MAX_PACKAGE_BYTES};
-use reader::{Reader, SUMS_FILE};
 
 /// A package to install.
 #[derive(Debug, Clone)]
@@ -165,16 +166,18 @@ pub(crate) fn load_pinned(
     source: &PackageSource,
     opts: &ValidationOptions,
     pins: &BTreeMap<String, crate::TrustPin>,
+    signers: &[crate::TrustedSigner],
 ) -> Result<LoadedPackage, HostError> {
     let first = load(source, opts);
     let refused_as_installed = matches!(first, Err(HostError::Manifest { .. }));
-    // A pin granting no more than third-party trust vouches for nothing
-    // the bundled tier allows.
-    let pins_above_third_party = pins
-        .values()
-        .any(|pin| pin.trust >= crate::EffectiveTrust::FirstParty);
+    // A pin or signer granting no more than third-party trust vouches for
+    // nothing the bundled tier allows.
+    let above_third_party =
+        |trust: crate::EffectiveTrust| trust >= crate::EffectiveTrust::FirstParty;
+    let vouched = pins.values().any(|pin| above_third_party(pin.trust))
+        || signers.iter().any(|signer| above_third_party(signer.trust));
     let from_user = matches!(source, PackageSource::Dir(_) | PackageSource::Archive(_));
-    if !pins_above_third_party || !refused_as_installed || !from_user {
+    if !vouched || !refused_as_installed || !from_user {
         return first;
     }
     let Ok(loaded) = load(
@@ -183,6 +186,16 @@ pub(crate) fn load_pinned(
     ) else {
         return first;
     };
+    let pinned = pins
+        .get(&loaded.package.id)
+        .is_some_and(|pin| above_third_party(pin.trust) && pin.digest == loaded.digest);
+    // Signed by a signer the operator trusts as much: the deployment's own.
+    let signed = crate::signature::check(&loaded.files, signers)
+        .trust()
+        .is_some_and(above_third_party);
+    if pinned || signed {
+        return Ok(loaded);
+    }
     match pins.get(&loaded.package.id) {
         Some(pin) if pin.trust < crate::EffectiveTrust::FirstParty => first,
         Some(pin) if pin.digest == loaded.digest => Ok(loaded),
@@ -250,6 +263,9 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
         )?),
         _ => None,
     };
+    // Beside the content: what signs it, checked against the operator's
+    // signers by whoever installs it.
+    reader.read_signature()?;
     let files = reader.finish()?;
     let digest = content_digest(&files);
     Ok(LoadedPackage {
@@ -262,15 +278,10 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
 }
 
 /// The sha256 (hex) of the package's digest list: one `<sha256>  <path>`
-/// line per file in path order, `SHA256SUMS` itself left out. Two packages
+/// line per file in path order, `SHA256SUMS` itself and its signature left
+/// out. Two packages
 /// with the same files have the same digest, wherever they came from.
 pub fn content_digest(files: &BTreeMap<String, Vec<u8>>) -> String {
-    let mut list = Sha256::new();
-    for (path, bytes) in files.iter().filter(|(path, _)| path.as_str() != SUMS_FILE) {
-        list.update(hex::encode(Sha256::digest(bytes)));
-        list.update(b"  ");
-        list.update(path.as_bytes());
-        list.update(b"\n");
-    }
-    hex::encode(list.finalize())
+    let list = crate::signature::digest_list(files);
+    hex::encode(Sha256::digest(list.as_bytes()))
 }

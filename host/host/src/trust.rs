@@ -73,21 +73,26 @@ pub struct TrustPin {
     pub trust: EffectiveTrust,
 }
 
-/// [`effective_trust`] with the operator's `pins`: an installed package
-/// whose id and digest are pinned gets the pin's trust (capped by a lower
-/// request).
+/// [`effective_trust`] with the operator's `pins` and the trust of the
+/// signer who `signed` it: an installed package whose id and digest are
+/// pinned gets the pin's trust, one a trusted signer signed the signer's
+/// (each capped by a lower request).
 pub(crate) fn granted_trust(
     package: &Package,
     provenance: Provenance,
     digest: &str,
     bundled: EffectiveTrust,
     pins: &std::collections::BTreeMap<String, TrustPin>,
+    signed: Option<EffectiveTrust>,
 ) -> EffectiveTrust {
-    match (provenance, pins.get(&package.id)) {
-        (Provenance::Installed, Some(pin)) if pin.digest == digest => {
-            EffectiveTrust::of_request(package.requested_trust)
-                .map_or(pin.trust, |requested| requested.min(pin.trust))
-        }
+    let capped = |most: EffectiveTrust| {
+        EffectiveTrust::of_request(package.requested_trust)
+            .map_or(most, |requested| requested.min(most))
+    };
+    match (provenance, pins.get(&package.id), signed) {
+        (Provenance::Installed, Some(pin), _) if pin.digest == digest => capped(pin.trust),
+        // Signed by a key the operator trusts: that signer's trust.
+        (Provenance::Installed, _, Some(trust)) => capped(trust),
         _ => effective_trust(package, provenance, bundled),
     }
 }

@@ -75,6 +75,7 @@ fn package_identity(package: &InstalledPackage) -> serde_json::Value {
         "provenance": package.provenance,
         "trust": package.trust,
         "requested_trust": package.package.requested_trust,
+        "signature": package.signature,
     })
 }
 

@@ -59,9 +59,17 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
     swap_in(&staging, &target)?;
     // What the package asked for and what this host granted it (more than
     // third-party only where the operator's `[trust]` pins its content).
-    let (requested, granted) = match location.package(&id) {
-        Some(p) => (p.package.requested_trust.as_str(), p.trust.as_str()),
-        None => ("unknown", "third_party"),
+    let (requested, granted, signature) = match location.package(&id) {
+        Some(p) => (
+            p.package.requested_trust.as_str(),
+            p.trust.as_str(),
+            p.signature,
+        ),
+        None => (
+            "unknown",
+            "third_party",
+            warden_host::SignatureStatus::Unsigned,
+        ),
     };
     // An `[mcp]` package's tools are listed now when they can be (the
     // person installing it asked for it), and kept for the next process.
@@ -72,6 +80,7 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
             "provenance": Provenance::Installed, "trust": granted,
             "requested_trust": requested,
             "network": reach,
+            "signature": signature,
         });
         if let Some(diff) = &changes {
             out["changes"] = serde_json::to_value(&diff.changes)?;
@@ -92,6 +101,9 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
             render::escape(&summary),
             target.display()
         );
+        if signature != warden_host::SignatureStatus::Unsigned {
+            out!("  {}", render::escape(&signature.describe()));
+        }
         if !reach.is_empty() {
             let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
             out!("  network: {}", render::escape(&reach.join(", ")));

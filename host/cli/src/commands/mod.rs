@@ -12,6 +12,7 @@ mod install;
 mod mcp;
 mod secret;
 pub(crate) mod serve;
+mod signing;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -171,6 +172,8 @@ impl Context {
             shared_accounts: self.settings.shared_accounts()?,
             public_url: self.public_url.clone(),
             trust_pins: self.settings.trust_pins()?,
+            signers: self.settings.signers()?,
+            require_signature: self.settings.require_signature(),
             store_retention: self.settings.store_retention()?,
             runtime,
             ..HostConfig::default()
@@ -334,6 +337,8 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check { dirs, source } => inspect::check(&cx, &dirs, source),
         Command::Call(args) => call::run(&cx, args).await,
         Command::Install { path, replace, yes } => install::run(&cx, &path, replace, yes).await,
+        Command::Sign { dir, key } => signing::sign(&cx, &dir, &key),
+        Command::Verify { path } => signing::verify(&cx, &path),
         Command::Uninstall { id } => install::uninstall(&cx, &id),
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command).await,

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::HostError;
+use crate::signature::{MAX_SIGNATURE_BYTES, SIGNATURE_FILE};
 
 /// Largest package (every kept file together, or a whole unpacked archive).
 pub const MAX_PACKAGE_BYTES: u64 = 64 * 1024 * 1024;
@@ -129,6 +130,25 @@ impl Reader {
         Ok(Some(bytes))
     }
 
+    /// Read and keep the package's signature ([`SIGNATURE_FILE`]), which
+    /// `SHA256SUMS` does not list (it signs it); `None` when there is none.
+    pub(crate) fn read_signature(&self) -> Result<Option<Vec<u8>>, HostError> {
+        let Some(bytes) = self.fetch(SIGNATURE_FILE, MAX_SIGNATURE_BYTES)? else {
+            return Ok(None);
+        };
+        if bytes.len() as u64 > MAX_SIGNATURE_BYTES {
+            return Err(HostError::TooLarge {
+                package: self.package.clone(),
+                path: SIGNATURE_FILE.to_owned(),
+                limit: MAX_SIGNATURE_BYTES,
+            });
+        }
+        self.kept
+            .borrow_mut()
+            .insert(SIGNATURE_FILE.to_owned(), bytes.clone());
+        Ok(Some(bytes))
+    }
+
     /// Whether a regular file exists at `path` (nothing is read or kept).
     pub(crate) fn exists(&self, path: &str) -> bool {
         let Ok(rel) = normalise(path) else {
@@ -161,10 +181,7 @@ impl Reader {
             });
         }
         if self.sums.is_some() {
-            let list: String = kept
-                .iter()
-                .map(|(path, bytes)| format!("{}  {path}\n", hex::encode(Sha256::digest(bytes))))
-                .collect();
+            let list = crate::signature::digest_list(&kept);
             kept.insert(SUMS_FILE.to_owned(), list.into_bytes());
         }
         Ok(kept)

@@ -16,6 +16,7 @@ mod lanes;
 mod metrics;
 mod network;
 mod package_reader;
+mod signing;
 mod vendor_family;
 
 use std::path::{Path, PathBuf};
