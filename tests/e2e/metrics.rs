@@ -113,21 +113,30 @@ async fn prometheus_scrapes_the_calls_the_test_made() {
     // holds what the calls carried.
     let refused = send(port, "GET", "/metrics", None, "");
     assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
-    let answered = get(metrics_at);
+    let answered = get(metrics_at, &metrics_at.to_string());
     assert!(answered.contains("warden_calls_total"), "{answered}");
+    // A page whose own name was pointed at 127.0.0.1 (DNS rebinding) is
+    // not answered; a loopback name is.
+    let rebound = get(
+        metrics_at,
+        &format!("attacker.example:{}", metrics_at.port()),
+    );
+    assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
+    let named = get(metrics_at, &format!("localhost:{}", metrics_at.port()));
+    assert!(named.starts_with("HTTP/1.1 200"), "{named}");
     for never in ["private input", "private-repo-name", TOKEN] {
         assert!(!answered.contains(never), "`{never}` in\n{answered}");
     }
     let _ = client.cancel().await;
 }
 
-/// `GET /metrics` on the metrics listener, the whole answer.
-fn get(addr: SocketAddr) -> String {
+/// `GET /metrics` on the metrics listener naming `host`, the whole answer.
+fn get(addr: SocketAddr, host: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
     write!(
         stream,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();

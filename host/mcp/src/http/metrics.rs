@@ -7,7 +7,10 @@
 //! `GET /metrics`, and holds few connections: the metrics carry counts and
 //! the names of installed capabilities, never an input, an output or a
 //! secret, so it asks no credentials; bind it where only the scraper
-//! reaches (loopback or the operator's network).
+//! reaches (loopback or the operator's network). Bound to a loopback
+//! address it answers only requests naming a loopback host (`localhost`,
+//! `127.0.0.1`, `[::1]`): a web page the operator opens cannot read it by
+//! pointing a name of its own at 127.0.0.1 (DNS rebinding).
 
 use std::{convert::Infallible, net::SocketAddr, sync::Arc};
 
@@ -81,6 +84,28 @@ pub(super) async fn answer<B: Backend>(
     }
 }
 
+/// Whether `request`'s `Host` names a loopback host (any port): what a
+/// scraper of a loopback listener sends, and what a page whose own name
+/// was pointed at 127.0.0.1 does not.
+fn names_loopback(request: &Request<Incoming>) -> bool {
+    let Some(host) = request
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        // `[::1]:9464`
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A running metrics listener. Dropping it stops it.
 #[derive(Debug)]
 pub struct MetricsServer {
@@ -144,6 +169,9 @@ async fn accept<B: Backend>(
     stop: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let loopback = listener
+        .local_addr()
+        .is_ok_and(|addr| addr.ip().is_loopback());
     loop {
         let slot = tokio::select! {
             () = stop.cancelled() => return,
@@ -170,6 +198,9 @@ async fn accept<B: Backend>(
                 let (backend, sessions) = (backend.clone(), sessions.clone());
                 async move {
                     let answer = match request.uri().path() {
+                        _ if loopback && !names_loopback(&request) => {
+                            status(StatusCode::MISDIRECTED_REQUEST)
+                        }
                         METRICS_PATH => {
                             answer(&*backend, request.method(), sessions.as_ref()).await
                         }
