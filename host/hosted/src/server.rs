@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, PaginatedRequestParams, RequestId, ServerResult,
+    ClientRequest, RequestId, ServerResult,
 };
 use rmcp::service::{
     ClientInitializeError, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError,
@@ -30,106 +30,27 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 use tokio::sync::watch;
 use warden_core::content::ContentBlock;
-use warden_core::lane::{LogSink, ProgressSink, Relay};
 use warden_core::schema::{Formats, SchemaCheck};
-use warden_core::spec::CredentialSpec;
 use warden_egress::Egress;
 use warden_egress::secrets::Requester;
 
 use crate::calls::{Calls, RunningCall};
-use crate::discovery::{self, Bounds, CatalogBoundError, RemoteTool};
+use crate::discovery::{Bounds, RemoteTool};
 use crate::endpoint::Endpoint;
 use crate::error::HostedError;
 use crate::listener::Listener;
 use crate::transport::EgressHttp;
+
+mod catalog;
+mod settings;
+
+pub use settings::{DEFAULT_REFRESH_INTERVAL, LaneLimits, Reporting, ServerSettings, ServerSpec};
 
 /// Oldest protocol version the lane accepts: `2025-03-26` is still widely
 /// deployed, and the SDKs' clients still speak it.
 const OLDEST: &str = "2025-03-26";
 /// Newest protocol version the lane accepts.
 const NEWEST: &str = "2026-07-28";
-
-/// How often a catalog is listed again when the server announces nothing.
-pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(600);
-
-/// What the lane needs to reach one hosted server.
-#[derive(Debug, Clone)]
-pub struct ServerSpec {
-    /// The extension the server implements (`notion`).
-    pub extension_id: String,
-    /// The content of the package it comes from (its digest, or
-    /// [`BUNDLED`](warden_egress::secrets::BUNDLED)): the user's consent
-    /// to its accounts is pinned to it. `None` for a server no package
-    /// declares (a probe).
-    pub content: Option<String>,
-    /// The manifest's `[mcp] server`.
-    pub server: String,
-    /// `[[mcp.credentials]]`.
-    pub credentials: Vec<CredentialSpec>,
-    /// The manifest's `max_tools`.
-    pub max_tools: usize,
-    /// Accept a plain-`http` loopback endpoint (see [`Endpoint::parse_with`]);
-    /// never set for a package.
-    pub loopback_http: bool,
-    /// The operator's settings for this server.
-    pub settings: ServerSettings,
-}
-
-/// Where what the server sends for one call goes while it runs.
-#[derive(Debug, Clone, Default)]
-pub struct Reporting {
-    /// Its progress reports.
-    pub progress: Option<ProgressSink>,
-    /// Its log messages (`notifications/message`), as log entries.
-    pub logs: Option<LogSink>,
-    /// The caller's client, for its elicitation and sampling requests.
-    pub relay: Option<Arc<dyn Relay>>,
-}
-
-/// One server's own settings, from the operator (by package id).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerSettings {
-    /// Its call timeout (`warden mcp add --timeout`), in place of
-    /// [`LaneLimits::call_timeout`]; never above
-    /// [`LaneLimits::max_call_timeout`].
-    pub call_timeout: Option<Duration>,
-    /// Never relay its elicitation and sampling requests to the caller's
-    /// client: they are answered "not supported" at once.
-    pub no_relay: bool,
-}
-
-/// Limits of the lane, per host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaneLimits {
-    /// How long one call may go without an answer or a progress report
-    /// (progress resets it), and the deadline of one listing. A server's
-    /// own [`ServerSpec::call_timeout`] replaces it for that server.
-    pub call_timeout: Duration,
-    /// The operator's maximum: no call runs longer, whatever its progress,
-    /// and no server's own timeout is longer.
-    pub max_call_timeout: Duration,
-    /// Bytes one HTTP response may have.
-    pub max_response_bytes: u64,
-    /// Bytes of one call's result.
-    pub max_result_bytes: usize,
-    /// Age after which an accepted catalog is listed again on next use.
-    pub refresh_interval: Duration,
-}
-
-impl Default for LaneLimits {
-    fn default() -> Self {
-        Self {
-            call_timeout: Duration::from_secs(60),
-            max_call_timeout: Duration::from_secs(600),
-            // A result's content may hold 8 MiB of data
-            // (`warden_core::content::MAX_CONTENT_BYTES`), a third larger
-            // in base64, framed as JSON and SSE.
-            max_response_bytes: 16 << 20,
-            max_result_bytes: 12 << 20,
-            refresh_interval: DEFAULT_REFRESH_INTERVAL,
-        }
-    }
-}
 
 /// What a call returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -249,7 +170,7 @@ impl HostedServer {
     /// limits, sending `owner`'s accounts (and the deployment's of the
     /// `shared` vendors) over an MCP session of its own. It lists nothing:
     /// a call takes the catalog it checks against from this (deployment)
-    /// server ([`HostedServer::call_for`]).
+    /// server ([`HostedServer::call_as`]).
     pub fn for_caller(&self, owner: &str, shared: &[String]) -> HostedServer {
         HostedServer {
             http: self.http.for_caller(owner, shared),
@@ -365,176 +286,6 @@ impl HostedServer {
             ServiceError::TransportSend(error) => self.failure(&error.error.to_string()),
             other => self.failure(&other.to_string()),
         }
-    }
-
-    /// The accepted catalog, listing again when it is stale (first use, or
-    /// after `tools/list_changed`). A refused listing keeps the previous one
-    /// and returns the error.
-    pub async fn catalog(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        if let Some(catalog) = self.fresh() {
-            return Ok(catalog);
-        }
-        let _turn = self.listing.lock().await;
-        // Listed by another caller while this one waited its turn.
-        if let Some(catalog) = self.fresh() {
-            return Ok(catalog);
-        }
-        self.list_again().await
-    }
-
-    /// The accepted catalog unless it is stale.
-    fn fresh(&self) -> Option<Arc<Vec<RemoteTool>>> {
-        if self.is_stale() {
-            None
-        } else {
-            self.current()
-        }
-    }
-
-    /// Whether the next [`HostedServer::catalog`] lists again: never listed,
-    /// `tools/list_changed` received, the last listing failed, or the
-    /// catalog is older than [`LaneLimits::refresh_interval`].
-    pub fn is_stale(&self) -> bool {
-        if self.listener.stale.load(Ordering::SeqCst) {
-            return true;
-        }
-        let catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
-        catalog.as_ref().is_none_or(|(_, listed)| {
-            listed.is_none_or(|at| at.elapsed() >= self.limits.refresh_interval)
-        })
-    }
-
-    /// The last accepted catalog, without asking the server.
-    pub fn current(&self) -> Option<Arc<Vec<RemoteTool>>> {
-        self.catalog
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|(catalog, _)| catalog.clone())
-    }
-
-    /// The accepted catalog as JSON a later process can [`restore`], with
-    /// the endpoint it came from; `None` before any catalog was accepted.
-    ///
-    /// [`restore`]: HostedServer::restore
-    pub fn saved(&self) -> Option<Vec<u8>> {
-        let catalog = self.current()?;
-        let tools: Vec<Value> = catalog.iter().map(RemoteTool::to_json).collect();
-        let saved = serde_json::json!({ "server": self.endpoint().url(), "tools": tools });
-        serde_json::to_vec_pretty(&saved).ok()
-    }
-
-    /// Start from a catalog [`saved`] by an earlier process: it is checked
-    /// against the same bounds as a listing and must come from this
-    /// endpoint. It is published as the current catalog but is stale: the
-    /// first use lists again. A catalog this process accepted is kept.
-    ///
-    /// [`saved`]: HostedServer::saved
-    pub fn restore(&self, saved: &[u8]) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        #[derive(serde::Deserialize)]
-        struct Saved {
-            server: String,
-            tools: Vec<rmcp::model::Tool>,
-        }
-        let saved: Saved = serde_json::from_slice(saved)
-            .map_err(|e| HostedError::SavedCatalog(sanitize(&e.to_string())))?;
-        if saved.server != self.endpoint().url() {
-            return Err(HostedError::SavedCatalog(
-                "it was listed from another endpoint".into(),
-            ));
-        }
-        let bytes = serde_json::to_vec(&saved.tools).map_or(usize::MAX, |b| b.len());
-        let tools = Arc::new(discovery::check(saved.tools, bytes, &self.bounds)?);
-        let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
-        match catalog.as_ref() {
-            Some((current, _)) => Ok(current.clone()),
-            None => {
-                *catalog = Some((tools.clone(), None));
-                Ok(tools)
-            }
-        }
-    }
-
-    /// The lane's limits.
-    pub fn limits(&self) -> &LaneLimits {
-        &self.limits
-    }
-
-    /// List every page, check the bounds, and replace the catalog only when
-    /// all of it is accepted.
-    ///
-    /// The catalog stays stale until a listing is accepted: one refused,
-    /// timed out or dropped midway (its caller cancelled) is tried again by
-    /// the next [`HostedServer::catalog`], so an announcement it was
-    /// answering is not lost.
-    ///
-    /// Listings take turns: a refresh that starts while another lists waits
-    /// for it, then lists anew. Run together, an answer to the earlier
-    /// listing arriving last replaced the newer catalog with the older one
-    /// (and cleared the mark of the announcement between them).
-    pub async fn refresh(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        let _turn = self.listing.lock().await;
-        self.list_again().await
-    }
-
-    /// [`HostedServer::refresh`], its turn taken.
-    async fn list_again(&self) -> Result<Arc<Vec<RemoteTool>>, HostedError> {
-        // Cleared now, so an announcement during the listing marks it again.
-        self.listener.stale.store(false, Ordering::SeqCst);
-        let mut stale_again = StaleUnlessListed(Some(&self.listener.stale));
-        let listing = tokio::time::timeout(self.limits.call_timeout, self.list_all());
-        // On an error the guard marks the catalog stale again, and the
-        // previous catalog stays.
-        let tools = listing
-            .await
-            .map_err(|_| HostedError::Timeout(self.timeout_ms()))??;
-        let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
-        // The same tools keep the same catalog: nothing is republished (nor
-        // announced to clients) for a listing that changed nothing.
-        let tools = match catalog.as_ref() {
-            Some((current, _)) if **current == tools => current.clone(),
-            _ => Arc::new(tools),
-        };
-        *catalog = Some((tools.clone(), Some(Instant::now())));
-        stale_again.0 = None;
-        Ok(tools)
-    }
-
-    async fn list_all(&self) -> Result<Vec<RemoteTool>, HostedError> {
-        let peer = self.peer().await?;
-        let mut tools = Vec::new();
-        let mut bytes = 0;
-        let mut cursor = None;
-        for _ in 0..self.bounds.max_pages {
-            let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = peer
-                .list_tools(params)
-                .await
-                .map_err(|e| self.service_error(e))?;
-            bytes += serde_json::to_vec(&page).map_or(usize::MAX, |b| b.len());
-            // Stop early: a page over a bound refuses the whole catalog.
-            if bytes > self.bounds.max_response_bytes {
-                return Err(CatalogBoundError::ResponseTooLarge {
-                    max: self.bounds.max_response_bytes,
-                }
-                .into());
-            }
-            tools.extend(page.tools);
-            if tools.len() > self.bounds.max_tools {
-                return Err(CatalogBoundError::TooManyTools {
-                    max: self.bounds.max_tools,
-                }
-                .into());
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(discovery::check(tools, bytes, &self.bounds)?),
-            }
-        }
-        Err(CatalogBoundError::TooManyPages {
-            max: self.bounds.max_pages,
-        }
-        .into())
     }
 
     /// Call remote tool `name` with `arguments` (an object). The result is
