@@ -23,14 +23,20 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use warden_core::{Effect, Permission, Visibility};
-use warden_hosted::{HostedServer, InputCheck, RemoteTool, ServerSpec};
-use warden_manifest::{AssetRefs, Capability, McpServer, Package, ToolLimits};
+use warden_hosted::{HostedServer, RemoteTool, ServerSpec};
+use warden_manifest::{Capability, McpServer, Package};
 use warden_registry::PackageIdentity;
 
-use super::{Binding, Location, Published, Replace, consent_content, next_lane_id, tool_def};
+use super::{Location, Published, Replace, consent_content, next_lane_id, tool_def};
 use crate::error::HostError;
-use crate::lane::mcp::{ListingRefused, McpLane};
+use crate::lane::mcp::ListingRefused;
+
+mod bindings;
+mod names;
+
+use bindings::bindings;
+use names::provides;
+pub(in crate::location) use names::tool_identity;
 use warden_egress::secrets::Requester;
 
 /// What [`Location::discover_hosted`] found.
@@ -525,58 +531,6 @@ impl Location {
     }
 }
 
-/// The identity a discovered tool's grants and approvals are bound to: the
-/// package's, its digest extended with the tool as published (what the
-/// server listed, and the effects and permission it got). A package with
-/// its own code changes digest with any change; a server changes its tools
-/// under the same manifest, and a grant made for a read-only tool covered
-/// it once the server re-listed it destructive, with another schema.
-pub(super) fn tool_identity(package: &PackageIdentity, capability: &Capability) -> PackageIdentity {
-    use sha2::{Digest, Sha256};
-    let mut hash = Sha256::new();
-    hash.update(package.digest.as_bytes());
-    hash.update(b"\n");
-    // A capability always serializes (strings, JSON values, enums).
-    hash.update(serde_json::to_vec(capability).unwrap_or_default());
-    PackageIdentity {
-        digest: hex::encode(hash.finalize()),
-        ..package.clone()
-    }
-}
-
-/// Whether `tool` names a tool `[mcp]` package `id` would discover on its
-/// server: the capability id `<id>.<name>` or the model name `<id>_<name>`
-/// (the id flattened as the registry flattens names), `<name>` being a name
-/// discovery accepts (`[A-Za-z0-9_.-]+`). A model name never holds a `.`
-/// (the registry sanitizes it away), so a name with one is a capability id,
-/// matched by its prefix: `foo.bar.x` is `foo`'s (a remote `bar.x`) and
-/// `foo.bar`'s (`x`), never `foo_bar`'s. A model name is ambiguous where one
-/// flattened id and `_` begin another (`foo_bar_x` may be `foo`'s `bar_x` or
-/// `foo.bar`'s `x`): both provide it (each server is asked).
-fn provides(id: &str, tool: &str) -> bool {
-    let listable = warden_hosted::discovery::is_listable_name;
-    if tool.contains('.') {
-        return tool
-            .strip_prefix(id)
-            .and_then(|rest| rest.strip_prefix('.'))
-            .is_some_and(listable);
-    }
-    let flat = |text: &str| -> String {
-        text.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    flat(tool)
-        .strip_prefix(&format!("{}_", flat(id)))
-        .is_some_and(listable)
-}
-
 /// Least time between two refreshes [`Location::follow_hosted`] makes
 /// because a server announced `tools/list_changed`.
 const ANNOUNCED_REFRESH_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
@@ -585,170 +539,4 @@ const ANNOUNCED_REFRESH_SPACING: std::time::Duration = std::time::Duration::from
 /// the server itself.
 fn server_key(id: &str, server: &Arc<HostedServer>) -> (String, usize) {
     (id.to_owned(), Arc::as_ptr(server) as usize)
-}
-
-/// The bindings of an `[mcp]` package. Before discovery: its pinned tools.
-/// After: every tool of the catalog (which replaces the pinned set, as the
-/// format says), a pinned entry of the same name overriding the remote one.
-fn bindings(
-    shared: &crate::host::Shared,
-    package: &Package,
-    mcp: &McpServer,
-    server: &Arc<HostedServer>,
-    content: &str,
-    catalog: Option<&[RemoteTool]>,
-) -> Result<Vec<Binding>, HostError> {
-    let pinned = |name: &str| {
-        package
-            .capabilities
-            .iter()
-            .find(|c| c.local_name(&package.id) == name)
-    };
-    let mut capabilities: Vec<(String, Capability)> = catalog
-        .unwrap_or_default()
-        .iter()
-        .map(|remote| {
-            let mut cap = remote_capability(&package.id, mcp, remote);
-            if let Some(pinned) = pinned(&remote.name) {
-                cap = pinned_capability(pinned, cap.effects);
-            }
-            if remote.destructive {
-                if !cap.effects.contains(&Effect::ExternalWrite) {
-                    cap.effects.push(Effect::ExternalWrite);
-                }
-                // Only ever tightens: a pinned `deny` stays denied (it was
-                // set to `ask`, which a person, or a product's consent,
-                // can then pass).
-                if cap.default_permission == Permission::Allow {
-                    cap.default_permission = Permission::Ask;
-                }
-            }
-            (remote.name.clone(), cap)
-        })
-        .collect();
-    if catalog.is_none() {
-        let effects = server_effects(mcp);
-        capabilities.extend(package.capabilities.iter().map(|cap| {
-            let name = cap.local_name(&package.id).to_owned();
-            (name, pinned_capability(cap, effects.clone()))
-        }));
-    }
-    let endpoint = server.endpoint();
-    capabilities
-        .into_iter()
-        .map(|(remote_name, mut capability)| {
-            // The endpoint's origin is all a hosted tool can reach.
-            capability.credentials = endpoint.bind(&mcp.credentials);
-            capability.network_targets = vec![endpoint.target()];
-            capability.origin_gate_matrix = mcp.origin_gate_matrix;
-            let schema = capability
-                .input_schema
-                .clone()
-                .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
-            let input = InputCheck::compile(&schema).map_err(|source| HostError::Hosted {
-                package: package.id.clone(),
-                source,
-            })?;
-            let lane = McpLane {
-                server: server.clone(),
-                remote_name,
-                input,
-                extension: package.id.clone(),
-                credentials: capability.credentials.clone(),
-                shared: shared.shared_accounts.clone(),
-            };
-            Ok(Binding::new(
-                &shared.egress,
-                &package.id,
-                content,
-                capability,
-                Arc::new(lane),
-            ))
-        })
-        .collect()
-}
-
-/// The effects of the server's tools: the `[mcp]` effects plus `network`
-/// (and `use_secret` with credentials).
-fn server_effects(mcp: &McpServer) -> Vec<Effect> {
-    let mut effects = mcp.effects.clone();
-    let implied = [
-        Some(Effect::Network),
-        (!mcp.credentials.is_empty()).then_some(Effect::UseSecret),
-    ];
-    for effect in implied.into_iter().flatten() {
-        if !effects.contains(&effect) {
-            effects.push(effect);
-        }
-    }
-    effects
-}
-
-/// A pinned tool: its own id, description, schemas, permission and
-/// visibility; the server's effects (the gate matrix, credentials and
-/// target are the server's for every hosted tool).
-fn pinned_capability(pinned: &Capability, effects: Vec<Effect>) -> Capability {
-    Capability {
-        effects,
-        ..pinned.clone()
-    }
-}
-
-/// A remote tool as a capability with the `[mcp]` table's policy. Its
-/// permission is `ask` (the format's rule for discovered tools), or `deny`
-/// where `[mcp] default_permission` denies: that permission is the hidden
-/// template's, and what a server lists was never in the manifest a person
-/// read, so it can be held back by it but never allowed. A pinned tool of
-/// the same name keeps its own.
-fn remote_capability(extension_id: &str, mcp: &McpServer, remote: &RemoteTool) -> Capability {
-    let effects = server_effects(mcp);
-    Capability {
-        id: format!("{extension_id}.{}", remote.name),
-        description: remote.description.clone(),
-        effects,
-        default_permission: match mcp.default_permission {
-            Permission::Deny => Permission::Deny,
-            _ => Permission::Ask,
-        },
-        visibility: Visibility::Model,
-        origin_gate_matrix: mcp.origin_gate_matrix,
-        standard_op: None,
-        input_schema: Some(remote.input_schema.clone()),
-        output_schema: remote.output_schema.clone(),
-        prompt: None,
-        refs: AssetRefs::default(),
-        credentials: Vec::new(),
-        network_targets: Vec::new(),
-        max_egress_bytes: None,
-        limits: ToolLimits::default(),
-        mcp_pinned: false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::provides;
-
-    #[test]
-    fn a_capability_id_is_matched_by_its_package_prefix() {
-        assert!(provides("foo", "foo.x"));
-        assert!(provides("foo.bar", "foo.bar.x"));
-        // A remote name may hold a `.` (`bar.x`): either package may list it.
-        assert!(provides("foo", "foo.bar.x"));
-        assert!(!provides("foo", "foo_bar.x"));
-        assert!(!provides("foo", "foobar.x"));
-        assert!(!provides("foo", "foo."));
-    }
-
-    #[test]
-    fn a_model_name_is_matched_as_the_registry_flattens_it() {
-        assert!(provides("fake-mcp", "fake-mcp_weather"));
-        assert!(provides("my.pkg", "my_pkg_tool"));
-        // Ambiguous: either package may list it.
-        assert!(provides("foo", "foo_bar_x"));
-        assert!(provides("foo.bar", "foo_bar_x"));
-        assert!(!provides("foo", "foobar_x"));
-        assert!(!provides("foo", "foo_"));
-        assert!(!provides("fake-mcp", "fake_mcp_weather"));
-    }
 }
