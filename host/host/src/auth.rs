@@ -153,7 +153,7 @@ pub struct AuthTarget {
     pub recipe: AuthRecipe,
     /// The credentials of that vendor each extension the connection is
     /// for declares, by handle: `extension`'s, or every member of the
-    /// vendor's family when the vendor was named (see [`crate::vendor`]).
+    /// vendor's family when the vendor was named (see [`Location::vendor_family`]).
     /// Connecting is those extensions' consent to the account.
     pub credentials: Vec<(String, DeclaredCredential)>,
     /// The scopes the vendor's other active packages declare: asked for too,

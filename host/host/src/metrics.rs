@@ -32,7 +32,7 @@ use prometheus_client::registry::{Registry, Unit};
 use warden_registry::LocationId;
 use warden_runtime::{MemoryUse, RuntimeStats};
 
-/// The `Content-Type` of [`Metrics::render`]'s text (format 0.0.4).
+/// The `Content-Type` of `Metrics::render`'s text (format 0.0.4).
 pub const METRICS_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -417,7 +417,7 @@ fn status_class(status: u16) -> &'static str {
 
 impl crate::Host {
     /// The metrics this host counts into, when built with
-    /// [`HostBuilder::metrics`].
+    /// [`crate::HostBuilder::metrics`].
     pub fn metrics(&self) -> Option<&Arc<Metrics>> {
         self.shared.metrics.as_ref()
     }
