@@ -240,8 +240,8 @@ pub(crate) async fn past_start_page(url: &str) -> String {
         .unwrap();
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(
-        page.contains("the Warden user <b>"),
-        "the page names whose: {page}"
+        page.contains("the Warden user <b>") && page.contains(", for the tools of <b>"),
+        "the page names whose, and for which packages: {page}"
     );
     let href = page
         .split("href=\"")

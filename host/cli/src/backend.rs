@@ -213,6 +213,7 @@ impl Backend for HostBackend {
                 authorize_url: page.authorize_url,
                 vendor: page.vendor,
                 owner: page.owner,
+                extensions: page.extensions,
             })
         })
     }

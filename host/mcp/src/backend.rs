@@ -103,6 +103,8 @@ pub struct OAuthStart {
     pub vendor: String,
     /// The caller the account becomes (`None`: the deployment's).
     pub owner: Option<String>,
+    /// The packages it is connected for.
+    pub extensions: Vec<String>,
 }
 
 /// What became of an OAuth callback ([`Backend::oauth_callback`]).

@@ -46,6 +46,10 @@ pub struct StartPage {
     pub vendor: String,
     /// The caller the account becomes (`None`: the deployment's).
     pub owner: Option<String>,
+    /// The packages the account is connected for (each gets the person's
+    /// consent to use it).
+    #[serde(default)]
+    pub extensions: Vec<String>,
     /// Unix seconds after which the connection no longer waits.
     pub expires: u64,
 }
@@ -347,6 +351,7 @@ mod tests {
             authorize_url: "https://auth.example/authorize?state=s".into(),
             vendor: "example".into(),
             owner: Some("alice".into()),
+            extensions: vec!["github".into()],
             expires: 0,
         }
     }

@@ -167,6 +167,7 @@ impl Location {
                     authorize_url: pending.url.clone(),
                     vendor: target.vendor.clone(),
                     owner: options.owner.clone(),
+                    extensions: target.consenting().iter().map(|e| e.to_string()).collect(),
                     expires: 0,
                 };
                 let waiting = router.expect(&pending.state, page).await?;

@@ -37,10 +37,19 @@ pub(super) fn start_page(start: Option<crate::OAuthStart>) -> Answer {
         Some(owner) => format!("the Warden user <b>{}</b>", html(owner)),
         None => "this Warden deployment (every caller it serves)".to_owned(),
     };
+    let packages: Vec<String> = start
+        .extensions
+        .iter()
+        .map(|e| format!("<b>{}</b>", html(e)))
+        .collect();
+    let used_by = match packages.as_slice() {
+        [] => String::new(),
+        _ => format!(", for the tools of {}", packages.join(", ")),
+    };
     let text = format!(
-        "This connects a <b>{}</b> account to {whose}: calls made by that user will act as the \
-         account you sign in with. Continue only if you are that user.</p>\n<p><a href=\"{}\">\
-         Continue to sign in</a>",
+        "This connects a <b>{}</b> account to {whose}{used_by}: calls made by that user will act \
+         as the account you sign in with. Continue only if you are that user.</p>\n<p><a \
+         href=\"{}\">Continue to sign in</a>",
         html(&start.vendor),
         html(&start.authorize_url),
     );
@@ -118,6 +127,7 @@ mod tests {
             authorize_url: "https://auth.example/authorize?a=1&b=\"><script>x()</script>".into(),
             vendor: "git<b>hub".into(),
             owner: Some("<img src=x onerror=alert(1)>".into()),
+            extensions: vec!["gdocs".into(), "g<i>drive".into()],
         };
         let page = body(start_page(Some(start.clone()))).await;
         assert!(
@@ -126,6 +136,10 @@ mod tests {
         );
         assert!(
             page.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{page}"
+        );
+        assert!(
+            page.contains("for the tools of <b>gdocs</b>, <b>g&lt;i&gt;drive</b>"),
             "{page}"
         );
         assert!(
