@@ -216,9 +216,10 @@ fn a_google_package_as_published_joins_the_built_in_google_ones() {
         "the operator's package loads: {connect:?}"
     );
     assert!(
-        connect
-            .stderr
-            .contains("connect a `google` account for `gmail`, `google-calendar`, `google-docs`"),
+        connect.stderr.contains(
+            "connect a `google` account for `gmail`, `google-calendar`, `google-docs`, sent \
+                 only to docs.googleapis.com, gmail.googleapis.com, www.googleapis.com"
+        ),
         "{connect:?}"
     );
     let url = connect

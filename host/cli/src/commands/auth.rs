@@ -114,11 +114,19 @@ async fn oauth(
         .await
         .with_context(|| format!("starting the `{}` authorization", target.vendor))?;
     // stderr: stdout carries only the result (JSON with --json).
+    // Where the token will go is the consent too: shown before the browser.
+    let audiences: std::collections::BTreeSet<String> = target
+        .credentials
+        .iter()
+        .flat_map(|(_, d)| d.audiences.iter().map(|a| a.host.clone()))
+        .collect();
+    let audiences: Vec<String> = audiences.into_iter().collect();
     say!(
-        "Open this URL to connect a `{}` account for {} (scopes: {}):\n\n  {}\n\n\
-         Waiting up to {} s for the redirect to {} ...",
+        "Open this URL to connect a `{}` account for {}, sent only to {} (scopes: {}):\n\n  \
+         {}\n\nWaiting up to {} s for the redirect to {} ...",
         target.vendor,
         extensions(target),
+        render::escape(&audiences.join(", ")),
         render::words(&target.requested_scopes()),
         connect.url(),
         timeout.as_secs(),
