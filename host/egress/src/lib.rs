@@ -1,5 +1,7 @@
 //! Host-mediated HTTPS egress, network policy, credential injection,
-//! redaction and secret stores for Warden.
+//! redaction, and the OAuth and API-key engines for Warden. The secret
+//! stores are their own crate, `warden-accounts`, re-exported as
+//! [`secrets`].
 //!
 //! Policy decides, egress enforces: [`policy`] is a pure decision over a
 //! capability's declared audiences and targets; [`resolve`] checks every
@@ -34,7 +36,8 @@ mod observe;
 pub mod policy;
 pub mod redact;
 pub mod resolve;
-pub mod secrets;
+/// The secret stores and account binding ([`warden_accounts`]).
+pub use warden_accounts as secrets;
 mod session;
 mod staging;
 pub mod tape;

@@ -1,4 +1,8 @@
-//! Secret stores: where credential values live between calls.
+//! Accounts: the secret stores where credential values live between calls,
+//! and the binding that decides which call may use one. Apart from egress
+//! (which injects a value a lookup here allows, and re-exports this crate
+//! as `warden_egress::secrets`) so a store can be used, and tested, on its
+//! own.
 //!
 //! [`SecretStore`] is the (async) trait the host composes;
 //! [`EncryptedFileStore`] is the embedded default (ChaCha20-Poly1305 at rest,
@@ -13,7 +17,7 @@
 //!
 //! ```
 //! use secrecy::SecretString;
-//! use warden_egress::secrets::{AccountAudience, AccountBinding, AccountKey, MemoryStore, SecretStore};
+//! use warden_accounts::{AccountAudience, AccountBinding, AccountKey, MemoryStore, SecretStore};
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let store = MemoryStore::new();
 //! let key = AccountKey::new("github", "github_token", ["repo"]);
@@ -44,7 +48,7 @@ pub use account::{
 };
 
 /// Suffix of the handle an OAuth account's grant is stored under, beside
-/// the account (`github_token#oauth2`; see [`crate::auth::grant`]).
+/// the account (`github_token#oauth2`; see `warden_egress::auth::grant`).
 pub const GRANT_SUFFIX: &str = "#oauth2";
 
 /// A stored account as one read of the store returns it for a call: key,
@@ -104,7 +108,7 @@ pub struct AccountKey {
     /// team endpoint): used for that caller's calls only. `None`: the
     /// deployment's own account (stdio, the CLI, the static bearer token),
     /// which serves an authenticated caller only for the vendors the
-    /// operator shares ([`crate::secrets::Requester::shared`]).
+    /// operator shares ([`crate::Requester::shared`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
 }

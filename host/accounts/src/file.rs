@@ -453,8 +453,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = KeySource::File(dir.path().join("key"));
         let store = EncryptedFileStore::open(dir.path().join("secrets.enc"), key).unwrap();
-        crate::secrets::conformance::run(&store).await;
-        crate::secrets::conformance::accounts_per_caller(&store).await;
+        crate::conformance::run(&store).await;
+        crate::conformance::accounts_per_caller(&store).await;
     }
 
     /// `warden serve` and the CLI on one data directory: each sees what the
@@ -489,7 +489,7 @@ mod tests {
     #[tokio::test]
     async fn processes_on_one_file_take_turns_to_refresh() {
         let (_dir, one, two) = two_on_one_file();
-        crate::secrets::conformance::refresh_lock(&one, &two).await;
+        crate::conformance::refresh_lock(&one, &two).await;
     }
 
     /// Two stores on one file and key, as two processes have them.
@@ -566,7 +566,7 @@ mod tests {
 
     #[tokio::test]
     async fn bindings_persist_and_a_version_1_file_reads_as_unbound() {
-        use crate::secrets::{AccountAudience, AuthReason, CredentialRequest, Lookup};
+        use crate::{AccountAudience, AuthReason, CredentialRequest, Lookup};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
         let key_source = KeySource::File(dir.path().join("k"));
