@@ -356,3 +356,27 @@ fn an_entry_name_past_4_kib_is_refused_and_shown_short() {
     assert!(text.len() < 600, "shown cut short: {} bytes", text.len());
     assert!(text.contains('…'), "said to be cut short: {text}");
 }
+
+/// A package's signature is read beside its `SHA256SUMS`, not through it:
+/// it is held to its own bound (an archive's signature of 5 KiB is refused,
+/// naming it) and read as any package file is (a link to a file outside
+/// is refused, never followed).
+#[test]
+fn a_signature_is_bounded_and_never_followed_out_of_the_package() {
+    let scratch = tempfile::tempdir().unwrap();
+    let signature = warden_host::signature::SIGNATURE_FILE;
+    let big = Entry::file(signature, vec![b'a'; 5 << 10]);
+    let path = archive_with(scratch.path(), "signed.tar.gz", vec![big]);
+    let error = load_package(&PackageSource::Archive(path), host().validation()).unwrap_err();
+    assert!(
+        matches!(&error, HostError::TooLarge { path, .. } if path == signature),
+        "{error}"
+    );
+
+    let dir = echo_dir(&scratch.path().join("linked"));
+    let outside = scratch.path().join("outside.minisig");
+    std::fs::write(&outside, "untrusted comment: not the package's\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(signature)).unwrap();
+    let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
+    assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
+}
