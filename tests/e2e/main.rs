@@ -21,6 +21,7 @@ mod live_catalog;
 mod mcp;
 mod messaging;
 mod metrics;
+mod oci;
 mod operator;
 mod postgres;
 mod private_data;

@@ -15,6 +15,7 @@ mod fake_github;
 pub mod fake_mcp;
 pub mod files;
 pub mod jwt_issuer;
+pub mod oci_registry;
 pub mod otlp;
 pub mod package;
 pub mod postgres;

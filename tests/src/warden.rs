@@ -65,10 +65,27 @@ impl Warden {
     }
 
     /// A command with `--data-dir` set, for callers that drive the process themselves.
+    /// Registry logins come from `<data dir>/docker/config.json`
+    /// ([`Warden::docker_login`]), never the machine's own Docker config.
     pub fn command(&self) -> Command {
         let mut command = Command::new(&self.binary);
-        command.arg("--data-dir").arg(self.dir.path());
         command
+            .arg("--data-dir")
+            .arg(self.dir.path())
+            .env("DOCKER_CONFIG", self.dir.path().join("docker"));
+        command
+    }
+
+    /// Write a Docker config file login for `registry` (what `docker
+    /// login` writes), read by `warden publish` and `warden install oci://…`.
+    pub fn docker_login(&self, registry: &str, username: &str, password: &str) {
+        use base64::Engine as _;
+        let dir = self.dir.path().join("docker");
+        std::fs::create_dir_all(&dir).expect("docker config dir");
+        let auth =
+            base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+        let config = serde_json::json!({ "auths": { registry: { "auth": auth } } });
+        std::fs::write(dir.join("config.json"), config.to_string()).expect("docker config");
     }
 
     /// Run `warden <args>` with `stdin` as its input.

@@ -1,6 +1,7 @@
 //! What `cargo xtask test` installs on a fresh machine besides Rust
 //! targets: PostgreSQL for the store tests, Prometheus for the metrics
-//! test, minisign for the signing test, and the official Python MCP SDK
+//! test, minisign for the signing test, the CNCF Distribution registry and
+//! skopeo for the OCI distribution test, and the official Python MCP SDK
 //! (in a virtual environment under `target/`) for the Python client test.
 
 use std::path::PathBuf;
@@ -69,6 +70,39 @@ pub(crate) fn ensure_minisign() -> Result<()> {
     )?;
     if !on_path() {
         bail!("apt-get installed minisign, but no `minisign` is on PATH");
+    }
+    Ok(())
+}
+
+/// Installs Debian's `docker-registry` (the CNCF Distribution registry the
+/// OCI test runs, unless `$WARDEN_REGISTRY` names another binary) and
+/// `skopeo` (the independent client that reads what Warden pushed) when
+/// either is missing from `PATH`.
+pub(crate) fn ensure_registry_tools() -> Result<()> {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
+        })
+    };
+    if std::env::var_os("WARDEN_REGISTRY").is_none() && !on_path("docker-registry") {
+        apt_install(
+            "docker-registry",
+            "the OCI distribution test runs a real registry; install the `docker-registry` \
+             package (or set WARDEN_REGISTRY to a Distribution registry binary)",
+        )?;
+    }
+    if !on_path("skopeo") {
+        apt_install(
+            "skopeo",
+            "the OCI distribution test checks what Warden pushed with skopeo; install the \
+             `skopeo` package",
+        )?;
+    }
+    for tool in ["docker-registry", "skopeo"] {
+        let wanted = tool == "skopeo" || std::env::var_os("WARDEN_REGISTRY").is_none();
+        if wanted && !on_path(tool) {
+            bail!("apt-get installed {tool}, but no `{tool}` is on PATH");
+        }
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     // The metrics test is scraped by a real Prometheus.
     setup::ensure_prometheus()?;
     setup::ensure_minisign()?;
+    setup::ensure_registry_tools()?;
     let python = setup::ensure_python_mcp()?;
     // And one with `@modelcontextprotocol/server-everything` behind Warden.
     let everything = setup::ensure_everything()?;

@@ -56,10 +56,12 @@ pub(crate) enum Command {
     },
     /// Call a tool through authorization.
     Call(CallArgs),
-    /// Install a package (a directory or a `.tar.gz` from `cargo xtask bundle`).
-    /// Installed packages always run as third-party.
+    /// Install a package: a directory, a `.tar.gz` from `cargo xtask bundle`,
+    /// or `oci://HOST/REPOSITORY[:TAG][@sha256:…]` pulled from an OCI
+    /// registry (signing in with the Docker config file's login). Installed
+    /// packages run as third-party unless `[trust]` vouches for them.
     Install {
-        /// The package directory or archive.
+        /// The package directory, archive or `oci://` reference.
         path: PathBuf,
         /// Replace a package with the same id (an installed one is removed;
         /// a built-in one is hidden until `warden uninstall`). What the new
@@ -82,12 +84,30 @@ pub(crate) enum Command {
         #[arg(long)]
         key: PathBuf,
     },
-    /// Say who signed a package (directory or archive), checked against the
+    /// Say who signed a package (directory, archive or `oci://` reference), checked against the
     /// signers warden.toml trusts (`[trust.signers.<name>]`); exits 1 unless
     /// a trusted signer signed exactly its content.
     Verify {
+        /// The package directory, archive or `oci://` reference.
+        path: PathBuf,
+    },
+    /// Push a package (a directory or archive) to an OCI registry, as a Wasm
+    /// OCI artifact with Warden's package layer (signing in with the Docker
+    /// config file's login).
+    Publish {
         /// The package directory or archive.
         path: PathBuf,
+        /// Where to: `oci://HOST/REPOSITORY[:TAG]`.
+        reference: String,
+    },
+    /// Install what the references of packages pulled from a registry name
+    /// now, when that changed, showing what each new version changes first.
+    Upgrade {
+        /// Only this package (default: every package with a registry origin).
+        id: Option<String>,
+        /// Accept a new version that lets a package do more without asking.
+        #[arg(long)]
+        yes: bool,
     },
     /// Remove an installed package (a built-in package it replaced becomes active again).
     Uninstall {

@@ -207,6 +207,34 @@ impl Egress {
         self.session_from(policy, extension_id, max_egress_bytes, staged)
     }
 
+    /// The session of a host-run client of its own protocol (the OCI
+    /// registry client) toward `targets`: the client's protocol `headers`
+    /// pass the guest header rules, a redirect comes back as the response
+    /// (the client decides where to go next, in a new session), and the
+    /// value it obtained itself for `credential` (a registry token or
+    /// password), when it brings one, is injected toward that credential's
+    /// audience only and redacted like any account's.
+    pub fn host_client_session(
+        &self,
+        capability_id: &str,
+        targets: &[NetworkTarget],
+        credential: Option<(CredentialSpec, SecretString)>,
+        max_egress_bytes: u64,
+        headers: &[&str],
+    ) -> CallSession {
+        let specs: Vec<CredentialSpec> = credential.iter().map(|(s, _)| s.clone()).collect();
+        let staged = Staged::with_values(credential.into_iter().collect());
+        self.session_with(
+            capability_id,
+            "host",
+            &specs,
+            targets,
+            max_egress_bytes,
+            staged,
+        )
+        .for_host_client(headers)
+    }
+
     fn session_from(
         &self,
         policy: Arc<NetworkPolicy>,

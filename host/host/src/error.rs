@@ -33,6 +33,9 @@ pub enum HostError {
         #[source]
         source: warden_hosted::HostedError,
     },
+    /// A registry push, resolve or pull failed (nothing was installed).
+    #[error(transparent)]
+    Oci(#[from] warden_oci::OciError),
     /// A wasm package's module is not there (not built yet).
     #[error("{package}: module `{module}` is missing; run `cargo xtask bundle`")]
     MissingModule {

@@ -47,6 +47,7 @@ mod metrics;
 mod outcome;
 mod private;
 mod public_url;
+mod publish;
 pub mod signature;
 mod source;
 mod trace;
@@ -75,10 +76,12 @@ pub use outcome::{
     AuthDetails, AuthorizedBy, CallFailure, CancellationToken, Completed, Invocation,
     InvokeOutcome, TapeMode,
 };
+pub use publish::pull;
 pub use source::{
-    LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, Provenance, content_digest,
-    load as load_package,
+    LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageOrigin, PackageSource, Provenance,
+    content_digest, load as load_package,
 };
+pub use warden_oci as oci;
 
 pub use signature::{SignatureError, SignatureStatus, TrustedSigner};
 pub use trace::TraceParent;

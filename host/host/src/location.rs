@@ -125,6 +125,8 @@ pub struct InstalledPackage {
     /// Who signed it, checked against the operator's trusted signers when
     /// it was installed.
     pub signature: crate::SignatureStatus,
+    /// The registry reference it was pulled from, if it was.
+    pub origin: Option<crate::PackageOrigin>,
 }
 
 impl InstalledPackage {
@@ -174,6 +176,7 @@ struct Published {
     trust: EffectiveTrust,
     identity: PackageIdentity,
     signature: crate::SignatureStatus,
+    origin: Option<crate::PackageOrigin>,
 }
 
 /// When an installed package's component is compiled.

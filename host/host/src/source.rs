@@ -8,14 +8,15 @@ mod reader;
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use warden_manifest::{Implementation, Package, ValidationOptions};
 
 use crate::error::HostError;
 use reader::Reader;
-pub(crate) use reader::SUMS_FILE;
 pub use reader::{MAX_FILE_BYTES, MAX_PACKAGE_BYTES};
+pub(crate) use reader::{SUMS_FILE, normalise as normalised};
 
 /// A package to install.
 #[derive(Debug, Clone)]
@@ -32,6 +33,34 @@ pub enum PackageSource {
     /// packages built into the binary. Never use it for a package a user
     /// hands over: that is [`PackageSource::Dir`].
     BundledDir(PathBuf),
+    /// A package pulled from an OCI registry ([`crate::Host::registry`]),
+    /// its digests checked; read like an archive.
+    Pulled(Arc<warden_oci::Pulled>),
+}
+
+/// Where an installed package was pulled from: what `warden list` shows and
+/// `warden upgrade` resolves again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PackageOrigin {
+    /// The reference as asked for (`oci://HOST/REPO:TAG`, or pinned by digest).
+    pub reference: String,
+    /// The manifest digest pulled.
+    pub digest: String,
+}
+
+impl PackageOrigin {
+    /// The origin of `pulled`.
+    pub fn of(pulled: &warden_oci::Pulled) -> Self {
+        let resolved = &pulled.resolved;
+        let asked = match resolved.reference.tag() {
+            Some(_) => resolved.reference.unpinned().to_string(),
+            None => resolved.reference.to_string(),
+        };
+        PackageOrigin {
+            reference: asked,
+            digest: resolved.digest.to_string(),
+        }
+    }
 }
 
 /// Where a loaded package came from, as far as trust is concerned.
@@ -73,6 +102,7 @@ impl PackageSource {
                 p.display().to_string()
             }
             PackageSource::Embedded(p) => format!("built-in package `{}`", p.name),
+            PackageSource::Pulled(p) => p.resolved.reference.to_string(),
         }
     }
 
@@ -80,7 +110,9 @@ impl PackageSource {
     pub fn provenance(&self) -> Provenance {
         match self {
             PackageSource::Embedded(_) | PackageSource::BundledDir(_) => Provenance::Bundled,
-            PackageSource::Dir(_) | PackageSource::Archive(_) => Provenance::Installed,
+            PackageSource::Dir(_) | PackageSource::Archive(_) | PackageSource::Pulled(_) => {
+                Provenance::Installed
+            }
         }
     }
 }
@@ -100,6 +132,8 @@ pub struct LoadedPackage {
     pub digest: String,
     /// Bundled or installed.
     pub provenance: Provenance,
+    /// The registry reference it was pulled from, if it was.
+    pub origin: Option<PackageOrigin>,
 }
 
 impl LoadedPackage {
@@ -176,7 +210,10 @@ pub(crate) fn load_pinned(
         |trust: crate::EffectiveTrust| trust >= crate::EffectiveTrust::FirstParty;
     let vouched = pins.values().any(|pin| above_third_party(pin.trust))
         || signers.iter().any(|signer| above_third_party(signer.trust));
-    let from_user = matches!(source, PackageSource::Dir(_) | PackageSource::Archive(_));
+    let from_user = matches!(
+        source,
+        PackageSource::Dir(_) | PackageSource::Archive(_) | PackageSource::Pulled(_)
+    );
     if !vouched || !refused_as_installed || !from_user {
         return first;
     }
@@ -228,10 +265,21 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
                 .collect();
             (PathBuf::from(p.name), Reader::mem(name.clone(), files))
         }
+        PackageSource::Pulled(p) => {
+            let module = p
+                .module
+                .as_ref()
+                .map(|(path, b)| (path.as_str(), b.as_slice()));
+            let reader = Reader::pulled(name.clone(), &p.package_layer, module)?;
+            (PathBuf::from(&name), reader)
+        }
     };
     // An archive must carry a digest list naming every kept file; a
     // directory (or the bundle) is checked against one when it has it.
-    reader.load_sums(matches!(source, PackageSource::Archive(_)))?;
+    reader.load_sums(matches!(
+        source,
+        PackageSource::Archive(_) | PackageSource::Pulled(_)
+    ))?;
     let manifest = reader
         .read("manifest.toml", opts.max_manifest_bytes as u64)?
         .ok_or_else(|| HostError::InvalidPackage {
@@ -274,6 +322,10 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
         files,
         digest,
         provenance: source.provenance(),
+        origin: match source {
+            PackageSource::Pulled(p) => Some(PackageOrigin::of(p)),
+            _ => None,
+        },
     })
 }
 

@@ -76,6 +76,7 @@ fn package_identity(package: &InstalledPackage) -> serde_json::Value {
         "trust": package.trust,
         "requested_trust": package.package.requested_trust,
         "signature": package.signature,
+        "origin": super::registry::origin_json(package.origin.as_ref()),
     })
 }
 

@@ -1,5 +1,5 @@
-//! `warden install <dir|archive>` and `warden uninstall <id>`: validate,
-//! compile, and keep (or remove) a copy in the data dir.
+//! `warden install <dir|archive|oci://…>` and `warden uninstall <id>`:
+//! validate, compile, and keep (or remove) a copy in the data dir.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +14,22 @@ use crate::render;
 
 /// Run `warden install`.
 pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> Result<ExitCode> {
+    // A reference is pulled first (its digests checked), outside the
+    // install turn: a slow registry holds no other install up.
+    let source = match super::registry::is_reference(path) {
+        true => super::registry::source(&cx.host()?, path).await?,
+        false => PackageSource::from_path(path),
+    };
+    install(cx, &source, replace, yes).await
+}
+
+/// Install the package `source` names (see [`run`]).
+pub(crate) async fn install(
+    cx: &Context,
+    source: &PackageSource,
+    replace: bool,
+    yes: bool,
+) -> Result<ExitCode> {
     // One install or uninstall at a time in a data directory, from before
     // the installed packages are read (what an install is checked against)
     // until its copy is in place.
@@ -22,8 +38,9 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
     // plus every installed package (tool names, the id being taken).
     let (_host, location) = cx.open()?;
     // Read once: the same kept files are compiled and copied.
-    let loaded = location.load_package(&PackageSource::from_path(path))?;
+    let loaded = location.load_package(source)?;
     let id = loaded.package.id.clone();
+    let origin = loaded.origin.clone();
     let summary = warden_manifest::summary(&loaded.package);
     // What the package's tools may reach without a credential, wildcards
     // spelled out ("any host"), so a person sees it before relying on it.
@@ -51,6 +68,10 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
     let installed = loaded
         .write_to(&staging)
         .map_err(anyhow::Error::from)
+        .and_then(|()| match &origin {
+            Some(origin) => super::registry::write_origin(&staging, origin),
+            None => Ok(()),
+        })
         .and_then(|()| Ok(location.install_loaded(loaded, replace)?));
     if let Err(error) = installed {
         let _ = std::fs::remove_dir_all(&staging);
@@ -81,6 +102,7 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
             "requested_trust": requested,
             "network": reach,
             "signature": signature,
+            "origin": super::registry::origin_json(origin.as_ref()),
         });
         if let Some(diff) = &changes {
             out["changes"] = serde_json::to_value(&diff.changes)?;
@@ -101,6 +123,13 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
             render::escape(&summary),
             target.display()
         );
+        if let Some(origin) = &origin {
+            out!(
+                "  from {} ({})",
+                render::escape(&origin.reference),
+                origin.digest
+            );
+        }
         if signature != warden_host::SignatureStatus::Unsigned {
             out!("  {}", render::escape(&signature.describe()));
         }

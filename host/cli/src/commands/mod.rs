@@ -10,6 +10,7 @@ mod grants;
 mod inspect;
 mod install;
 mod mcp;
+mod registry;
 mod secret;
 pub(crate) mod serve;
 mod signing;
@@ -229,7 +230,10 @@ impl Context {
 /// Load one installed package directory; its manifest id must be its
 /// directory name (`install` writes it so).
 fn load_installed(location: &Location, dir: &Path) -> Result<()> {
-    let loaded = location.load_package(&PackageSource::Dir(dir.to_owned()))?;
+    let mut loaded = location.load_package(&PackageSource::Dir(dir.to_owned()))?;
+    if dir.join(registry::ORIGIN_FILE).exists() {
+        loaded.origin = registry::read_origin(dir);
+    }
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     if loaded.package.id != name {
         anyhow::bail!("its manifest id is `{}`, not `{name}`", loaded.package.id);
@@ -338,8 +342,10 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => call::run(&cx, args).await,
         Command::Install { path, replace, yes } => install::run(&cx, &path, replace, yes).await,
         Command::Sign { dir, key } => signing::sign(&cx, &dir, &key),
-        Command::Verify { path } => signing::verify(&cx, &path),
+        Command::Verify { path } => signing::verify(&cx, &path).await,
         Command::Uninstall { id } => install::uninstall(&cx, &id),
+        Command::Publish { path, reference } => registry::publish(&cx, &path, &reference).await,
+        Command::Upgrade { id, yes } => registry::upgrade(&cx, id.as_deref(), yes).await,
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command).await,
         Command::Approvals(command) => approvals::run(&cx, command).await,

@@ -71,13 +71,14 @@ pub(crate) fn sign(cx: &Context, dir: &Path, key: &Path) -> Result<ExitCode> {
 }
 
 /// Run `warden verify`.
-pub(crate) fn verify(cx: &Context, path: &Path) -> Result<ExitCode> {
+pub(crate) async fn verify(cx: &Context, path: &Path) -> Result<ExitCode> {
     let host = cx.host()?;
     let options = host
         .validation()
         .clone()
         .source(warden_manifest::Source::Bundled);
-    let loaded = warden_host::load_package(&PackageSource::from_path(path), &options)?;
+    let source = super::registry::source(&host, path).await?;
+    let loaded = warden_host::load_package(&source, &options)?;
     let signers = cx.settings.signers()?;
     let status = signature::check(&loaded.files, &signers);
     if cx.json {

@@ -117,6 +117,7 @@ impl Location {
             module,
             digest,
             provenance,
+            origin,
             ..
         } = loaded;
         // Where the operator requires it, a package installed by a user
@@ -173,6 +174,7 @@ impl Location {
             trust,
             identity,
             signature,
+            origin,
         };
         if let Implementation::Mcp(server) = &package.implementation {
             let server = server.clone();
@@ -234,6 +236,7 @@ impl Location {
             trust,
             identity,
             signature,
+            origin,
         } = published;
         let mut installed = self.installed.lock().expect("installed lock");
         if replace == Replace::No
@@ -288,6 +291,7 @@ impl Location {
                 trust,
                 world,
                 signature,
+                origin,
             },
             _registration: registration,
             lanes: lane_ids,

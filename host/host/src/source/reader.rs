@@ -62,7 +62,50 @@ impl Reader {
 
     /// A reader over a `.tar.gz`, unpacked into memory with every entry checked.
     pub(crate) fn archive(package: String, path: &Path) -> Result<Self, HostError> {
-        let files = unpack(&package, path)?;
+        let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
+        let files = unpack(&package, file)?;
+        Ok(Self::new(package, Files::Mem(files)))
+    }
+
+    /// A reader over a package pulled from a registry: its package layer (a
+    /// `.tar.gz`, unpacked like an archive) and its component, added at the
+    /// path the component layer names, which must be a normal package path
+    /// no file of the layer has.
+    pub(crate) fn pulled(
+        package: String,
+        layer: &[u8],
+        module: Option<(&str, &[u8])>,
+    ) -> Result<Self, HostError> {
+        let mut files = unpack(&package, layer)?;
+        if let Some((path, bytes)) = module {
+            let unsafe_entry = |reason: String| HostError::UnsafeEntry {
+                package: package.clone(),
+                entry: shown_name(path),
+                reason,
+            };
+            let name = normalise(path).map_err(unsafe_entry)?;
+            if bytes.len() as u64 > MAX_FILE_BYTES {
+                return Err(HostError::TooLarge {
+                    package,
+                    path: name,
+                    limit: MAX_FILE_BYTES,
+                });
+            }
+            let total: u64 = files.values().map(|f| f.len() as u64).sum();
+            if total + bytes.len() as u64 > MAX_PACKAGE_BYTES {
+                return Err(HostError::TooLarge {
+                    package,
+                    path: name,
+                    limit: MAX_PACKAGE_BYTES,
+                });
+            }
+            if files.contains_key(&name) {
+                return Err(unsafe_entry(format!(
+                    "names `{name}`, which the package layer has too"
+                )));
+            }
+            files.insert(name, bytes.to_vec());
+        }
         Ok(Self::new(package, Files::Mem(files)))
     }
 
@@ -398,7 +441,7 @@ fn shown_name(name: &str) -> String {
 /// Unpack a `.tar.gz` into memory: regular files only (directory entries
 /// are skipped; links, devices and FIFOs refused), names normalised, no
 /// name twice, each file and the whole bounded.
-fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
+fn unpack(package: &str, archive: impl Read) -> Result<BTreeMap<String, Vec<u8>>, HostError> {
     let bad = |reason: String| HostError::InvalidPackage {
         package: package.to_owned(),
         reason,
@@ -410,8 +453,7 @@ fn unpack(package: &str, path: &Path) -> Result<BTreeMap<String, Vec<u8>>, HostE
         entry: shown_name(entry),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| HostError::io(path, e))?;
-    let gz = flate2::read::GzDecoder::new(file).take(MAX_PACKAGE_BYTES * 2);
+    let gz = flate2::read::GzDecoder::new(archive).take(MAX_PACKAGE_BYTES * 2);
     let mut archive = tar::Archive::new(gz);
     let mut files = BTreeMap::new();
     let mut total = 0u64;

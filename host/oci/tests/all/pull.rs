@@ -1,0 +1,185 @@
+//! Pulls: what a misbehaving registry sends is refused, naming what.
+
+use warden_egress::testing::TestResponse;
+use warden_oci::{Digest, OciError};
+
+use crate::fake::{Fake, artifact, reference};
+
+#[tokio::test]
+async fn pulls_a_package_with_every_digest_checked() {
+    let fake = Fake::start().await;
+    let (_, _, digest) = fake.serve(&artifact());
+    let pulled = fake.client.pull(&reference(":1.0")).await.unwrap();
+    assert_eq!(pulled.resolved.digest, digest);
+    assert_eq!(
+        pulled.resolved.reference.to_string(),
+        format!("oci://registry.example.com/acme/echo:1.0@{digest}")
+    );
+    assert_eq!(pulled.module, artifact().module);
+    assert_eq!(pulled.package_layer, artifact().package_layer);
+    // The same by digest.
+    let by_digest = fake
+        .client
+        .pull(&reference(&format!("@{digest}")))
+        .await
+        .unwrap();
+    assert_eq!(by_digest.package_layer, artifact().package_layer);
+}
+
+#[tokio::test]
+async fn a_manifest_other_than_the_digest_asked_for_is_refused() {
+    let fake = Fake::start().await;
+    let (_, json, _) = fake.serve(&artifact());
+    // Asked by a digest, answered with another manifest.
+    let asked = Digest::of(b"another manifest");
+    fake.route(
+        &format!("GET /v2/acme/echo/manifests/{asked}"),
+        TestResponse::ok(json.clone())
+            .with_header("content-type", warden_oci::manifest::IMAGE_MANIFEST),
+    );
+    let error = fake
+        .client
+        .pull(&reference(&format!("@{asked}")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, OciError::DigestMismatch { expected, .. } if *expected == asked.to_string()),
+        "{error}"
+    );
+    // A registry claiming another digest than what it sent.
+    fake.route(
+        "GET /v2/acme/echo/manifests/1.0",
+        TestResponse::ok(json)
+            .with_header("docker-content-digest", Digest::of(b"claimed").as_str()),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    assert!(matches!(error, OciError::DigestMismatch { .. }), "{error}");
+    assert_eq!(
+        fake.count(&format!(
+            "GET /v2/acme/echo/blobs/{}",
+            Digest::of(&artifact().package_layer)
+        )),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_layer_whose_bytes_differ_from_its_digest_is_refused() {
+    let fake = Fake::start().await;
+    let (manifest, _, _) = fake.serve(&artifact());
+    let layer = &manifest.layers[1];
+    // Same size, other bytes.
+    let mut tampered = artifact().package_layer;
+    tampered[3] ^= 1;
+    fake.route(
+        &format!("GET /v2/acme/echo/blobs/{}", layer.digest),
+        TestResponse::ok(tampered),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, OciError::DigestMismatch { .. }), "{text}");
+    assert!(
+        text.contains(&layer.digest) && text.contains("vnd.warden.package"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn layers_over_their_bound_are_refused_before_or_while_reading() {
+    let fake = Fake::start().await;
+    let (manifest, _, _) = fake.serve(&artifact());
+    // Declared over the bound: refused without fetching it.
+    let small = fake.client.clone().with_bounds(warden_oci::Bounds {
+        module: 4,
+        ..Default::default()
+    });
+    let error = small.pull(&reference(":1.0")).await.unwrap_err();
+    assert!(
+        matches!(error, OciError::TooLarge { limit: 4, .. }),
+        "{error}"
+    );
+    let wasm = format!("GET /v2/acme/echo/blobs/{}", manifest.layers[0].digest);
+    assert_eq!(fake.count(&wasm), 0, "nothing over the bound is fetched");
+
+    // Sending more than it declared: refused at the declared size.
+    let mut longer = artifact().module.unwrap().1;
+    longer.extend_from_slice(&[0; 4096]);
+    fake.route(&wasm, TestResponse::ok(longer));
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    assert!(
+        matches!(error, OciError::TooLarge { limit, .. } if limit == manifest.layers[0].size),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_media_types_and_indexes_are_refused() {
+    let fake = Fake::start().await;
+    let (manifest, _, _) = fake.serve(&artifact());
+    let mut odd = manifest.clone();
+    odd.layers[1].media_type = "application/vnd.oci.image.layer.v1.tar+gzip".into();
+    fake.serve_manifest(&serde_json::to_vec(&odd).unwrap());
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    assert!(
+        matches!(&error, OciError::MediaType { media_type, .. } if media_type.contains("image.layer")),
+        "{error}"
+    );
+
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": warden_oci::manifest::IMAGE_INDEX,
+        "manifests": [],
+    });
+    fake.serve_manifest(&serde_json::to_vec(&index).unwrap());
+    let error = fake.client.resolve(&reference(":1.0")).await.unwrap_err();
+    assert!(error.to_string().contains("image index"), "{error}");
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_private_address_is_not_followed() {
+    let fake = Fake::start().await;
+    let (manifest, _, _) = fake.serve(&artifact());
+    fake.route(
+        &format!("GET /v2/acme/echo/blobs/{}", manifest.layers[0].digest),
+        TestResponse::redirect(307, "https://10.1.2.3/storage/blob"),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, OciError::Network { .. }), "{text}");
+    assert!(
+        text.contains("10.1.2.3") || text.contains("non-public"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_registry_that_wants_a_login_says_how_to_sign_in() {
+    let fake = Fake::start().await;
+    fake.route(
+        "GET /v2/acme/echo/manifests/1.0",
+        TestResponse::status(401)
+            .with_header("www-authenticate", r#"Basic realm="Registry""#)
+            .with_body(
+                r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#,
+            ),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, OciError::Unauthorized { .. }), "{text}");
+    assert!(text.contains("docker login registry.example.com"), "{text}");
+    assert!(
+        text.contains("UNAUTHORIZED authentication required"),
+        "{text}"
+    );
+
+    // A token realm over plain HTTP is not asked.
+    fake.route(
+        "GET /v2/acme/echo/manifests/1.0",
+        TestResponse::status(401).with_header(
+            "www-authenticate",
+            r#"Bearer realm="http://registry.example.com/token",service="registry""#,
+        ),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    assert!(matches!(error, OciError::Token { .. }), "{error}");
+}

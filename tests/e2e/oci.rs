@@ -1,0 +1,200 @@
+//! Packages through a real OCI registry (Debian's `docker-registry`, the CNCF
+//! Distribution registry, on loopback with TLS from a test CA): `warden
+//! publish` pushes, `skopeo` (an independent client) inspects and copies
+//! what Warden pushed, `warden install oci://…` installs what skopeo copied,
+//! `warden upgrade` follows a moved tag showing what changes, and a
+//! registry behind the distribution token flow takes a login for pushes
+//! and gives anonymous pulls.
+
+use serde_json::Value;
+use warden_tests::oci_registry::{Login, REGISTRY_HOST, TestRegistry};
+use warden_tests::package::{echo_variant, repo_root};
+
+fn echo_dir() -> String {
+    repo_root().join("packages/echo").display().to_string()
+}
+
+fn cert_dir_args(registry: &TestRegistry) -> String {
+    registry.cert_dir().display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn published_packages_travel_through_a_real_registry_and_skopeo_reads_them() {
+    let registry = TestRegistry::start().await;
+    let publisher = crate::warden();
+    registry.configure(&publisher);
+    let reference = registry.reference("acme/echo:1.0");
+    let published = publisher.run(&["--json", "publish", &echo_dir(), &reference]);
+    assert_eq!(published.code, 0, "{published:?}\n{}", registry.log());
+    let published = published.json();
+    let digest = published["digest"].as_str().unwrap().to_owned();
+
+    // skopeo reads the manifest Warden pushed: a Wasm OCI artifact.
+    let certs = cert_dir_args(&registry);
+    let raw = registry.skopeo(&[
+        "inspect",
+        "--raw",
+        "--cert-dir",
+        &certs,
+        &registry.docker_reference("acme/echo:1.0"),
+    ]);
+    let manifest: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.wasm.config.v0+json"
+    );
+    assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
+    assert_eq!(
+        manifest["layers"][0]["annotations"]["org.opencontainers.image.title"],
+        "wasm/echo.wasm"
+    );
+    assert_eq!(
+        manifest["layers"][1]["mediaType"],
+        "application/vnd.warden.package.v1.tar+gzip"
+    );
+    // The digest Warden printed is the manifest's.
+    assert_eq!(
+        warden_host::oci::Digest::of(raw.as_bytes()).as_str(),
+        digest
+    );
+
+    // skopeo copies it to another repository, digests preserved.
+    registry.skopeo(&[
+        "copy",
+        "--preserve-digests",
+        "--src-cert-dir",
+        &certs,
+        "--dest-cert-dir",
+        &certs,
+        &registry.docker_reference("acme/echo:1.0"),
+        &registry.docker_reference("mirror/echo:copied"),
+    ]);
+
+    // Another host installs what skopeo copied, and runs it.
+    let host = crate::warden();
+    registry.configure(&host);
+    let copied = registry.reference("mirror/echo:copied");
+    let installed = host.run(&["--json", "install", "--replace", &copied]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let installed = installed.json();
+    assert_eq!(installed["origin"]["reference"], copied.as_str());
+    assert_eq!(installed["origin"]["digest"], digest.as_str());
+    assert_eq!(installed["trust"], "third_party");
+    let call = host.run(&[
+        "call",
+        "echo.echo",
+        "--input",
+        r#"{"text": "from a registry"}"#,
+    ]);
+    assert_eq!(call.code, 0, "{call:?}");
+    assert!(call.stdout.contains("from a registry"), "{call:?}");
+    // `describe` shows where it came from (kept across processes).
+    let described = host.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(
+        described.json()["package"]["origin"]["digest"],
+        digest.as_str()
+    );
+
+    // The tag moves to a version that reaches a new host: `upgrade` shows
+    // it and installs only when told to.
+    let scratch = tempfile::tempdir().unwrap();
+    let newer = echo_variant(
+        scratch.path(),
+        &[
+            ("version = \"0.1.0\"", "version = \"0.2.0\""),
+            (
+                "effects = []",
+                "effects = [\"network\"]\nnetwork_targets = [{ scheme = \"https\", host_pattern = \"api.example.com\" }]",
+            ),
+        ],
+    );
+    let moved = publisher.run(&[
+        "--json",
+        "publish",
+        newer.to_str().unwrap(),
+        &registry.reference("mirror/echo:copied"),
+    ]);
+    assert_eq!(moved.code, 0, "{moved:?}");
+    let new_digest = moved.json()["digest"].as_str().unwrap().to_owned();
+    assert_ne!(new_digest, digest);
+
+    let refused = host.run(&["upgrade"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("api.example.com"), "{refused:?}");
+    assert!(refused.stderr.contains("--yes"), "{refused:?}");
+    let kept = host.run(&["--json", "describe", "echo.echo"]);
+    assert_eq!(kept.json()["package"]["origin"]["digest"], digest.as_str());
+
+    let upgraded = host.run(&["--json", "upgrade", "--yes"]);
+    assert_eq!(upgraded.code, 0, "{upgraded:?}");
+    let now = host.run(&["--json", "describe", "echo.echo"]);
+    let now = now.json();
+    assert_eq!(now["package"]["version"], "0.2.0");
+    assert_eq!(now["package"]["origin"]["digest"], new_digest.as_str());
+    let again = host.run(&["upgrade"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("current"), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_registry_takes_a_login_for_pushes_and_gives_anonymous_pulls() {
+    let login = Login {
+        username: "publisher".into(),
+        password: "correct horse battery staple".into(),
+    };
+    let registry = TestRegistry::with_token_auth(login.clone()).await;
+    let publisher = crate::warden();
+    registry.configure(&publisher);
+    let reference = registry.reference("acme/echo:1.0");
+
+    // Without a login the anonymous token may pull only.
+    let refused = publisher.run(&["publish", &echo_dir(), &reference]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{REGISTRY_HOST} refused access"))
+            && refused.stderr.contains("docker login"),
+        "{refused:?}"
+    );
+
+    // A wrong password: the token service says so.
+    publisher.docker_login(REGISTRY_HOST, &login.username, "wrong");
+    let wrong = publisher.run(&["publish", &echo_dir(), &reference]);
+    assert_eq!(wrong.code, 1, "{wrong:?}");
+    assert!(
+        wrong.stderr.contains("token service") && wrong.stderr.contains("401"),
+        "{wrong:?}"
+    );
+    assert!(
+        !wrong.stderr.contains("wrong"),
+        "no password in messages: {wrong:?}"
+    );
+
+    publisher.docker_login(REGISTRY_HOST, &login.username, &login.password);
+    let published = publisher.run(&["--json", "publish", &echo_dir(), &reference]);
+    assert_eq!(published.code, 0, "{published:?}\n{}", registry.log());
+    let digest = published.json()["digest"].as_str().unwrap().to_owned();
+    // The login went to the token service only, as HTTP Basic.
+    let service = registry.token_service().unwrap();
+    assert!(
+        service.requests().iter().any(|r| r
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("Basic "))),
+        "the token service saw the login"
+    );
+
+    // Another host, with no login, pulls by digest.
+    let host = crate::warden();
+    registry.configure(&host);
+    let pinned = format!("{reference}@{digest}");
+    let installed = host.run(&["--json", "install", "--replace", &pinned]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    assert_eq!(installed.json()["origin"]["digest"], digest.as_str());
+    let verify = host.run(&["--json", "verify", &pinned]);
+    assert_eq!(
+        verify.json()["signature"]["status"],
+        "unsigned",
+        "{verify:?}"
+    );
+}
