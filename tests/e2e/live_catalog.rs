@@ -14,8 +14,8 @@ use warden_tests::package::echo_variant;
 
 /// A client that counts `tools/list_changed` notifications.
 #[derive(Clone)]
-struct Watching {
-    changed: Arc<watch::Sender<u32>>,
+pub(crate) struct Watching {
+    pub(crate) changed: Arc<watch::Sender<u32>>,
 }
 
 impl ClientHandler for Watching {
@@ -32,7 +32,7 @@ impl ClientHandler for Watching {
 }
 
 /// The model-facing tool names the server lists now.
-async fn tool_names(client: &RunningService<RoleClient, Watching>) -> Vec<String> {
+pub(crate) async fn tool_names(client: &RunningService<RoleClient, Watching>) -> Vec<String> {
     client
         .list_all_tools()
         .await
@@ -70,7 +70,7 @@ fn live_package(dir: &std::path::Path, text: &str) {
 }
 
 /// Wait (bounded) for the next `list_changed` after `seen` notifications.
-async fn next_change(changes: &mut watch::Receiver<u32>, seen: u32) -> u32 {
+pub(crate) async fn next_change(changes: &mut watch::Receiver<u32>, seen: u32) -> u32 {
     tokio::time::timeout(Duration::from_secs(30), changes.wait_for(|n| *n > seen))
         .await
         .expect("warden serve sends tools/list_changed within 30 s")

@@ -23,6 +23,7 @@ mod messaging;
 mod metrics;
 mod oci;
 mod operator;
+mod package_set;
 mod postgres;
 mod private_data;
 mod python_sdk;

@@ -129,6 +129,16 @@ impl TestRegistry {
         format!("docker://127.0.0.1:{}/{repository_and_tag}", self.port)
     }
 
+    /// The CA the registry's certificate comes from.
+    pub fn ca(&self) -> &TestCa {
+        &self.ca
+    }
+
+    /// The loopback address the registry listens on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
     /// A directory with the CA as `ca.crt` (skopeo's `--cert-dir`).
     pub fn cert_dir(&self) -> PathBuf {
         self.root.path().join("certs")

@@ -80,9 +80,8 @@ pub(crate) fn ensure_minisign() -> Result<()> {
 /// either is missing from `PATH`.
 pub(crate) fn ensure_registry_tools() -> Result<()> {
     let on_path = |name: &str| {
-        std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
     };
     if std::env::var_os("WARDEN_REGISTRY").is_none() && !on_path("docker-registry") {
         apt_install(

@@ -36,6 +36,10 @@ pub enum PackageSource {
     /// A package pulled from an OCI registry ([`crate::Host::registry`]),
     /// its digests checked; read like an archive.
     Pulled(Arc<warden_oci::Pulled>),
+    /// A package's bytes kept elsewhere (the deployment's package set in
+    /// PostgreSQL), as the artifact it would be pushed as; read like an
+    /// archive.
+    Stored(Arc<warden_oci::Artifact>),
 }
 
 /// Where an installed package was pulled from: what `warden list` shows and
@@ -103,6 +107,7 @@ impl PackageSource {
             }
             PackageSource::Embedded(p) => format!("built-in package `{}`", p.name),
             PackageSource::Pulled(p) => p.resolved.reference.to_string(),
+            PackageSource::Stored(a) => format!("the stored package `{}`", a.package_id),
         }
     }
 
@@ -110,9 +115,10 @@ impl PackageSource {
     pub fn provenance(&self) -> Provenance {
         match self {
             PackageSource::Embedded(_) | PackageSource::BundledDir(_) => Provenance::Bundled,
-            PackageSource::Dir(_) | PackageSource::Archive(_) | PackageSource::Pulled(_) => {
-                Provenance::Installed
-            }
+            PackageSource::Dir(_)
+            | PackageSource::Archive(_)
+            | PackageSource::Pulled(_)
+            | PackageSource::Stored(_) => Provenance::Installed,
         }
     }
 }
@@ -212,7 +218,10 @@ pub(crate) fn load_pinned(
         || signers.iter().any(|signer| above_third_party(signer.trust));
     let from_user = matches!(
         source,
-        PackageSource::Dir(_) | PackageSource::Archive(_) | PackageSource::Pulled(_)
+        PackageSource::Dir(_)
+            | PackageSource::Archive(_)
+            | PackageSource::Pulled(_)
+            | PackageSource::Stored(_)
     );
     if !vouched || !refused_as_installed || !from_user {
         return first;
@@ -273,12 +282,20 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
             let reader = Reader::pulled(name.clone(), &p.package_layer, module)?;
             (PathBuf::from(&name), reader)
         }
+        PackageSource::Stored(a) => {
+            let module = a
+                .module
+                .as_ref()
+                .map(|(path, b)| (path.as_str(), b.as_slice()));
+            let reader = Reader::pulled(name.clone(), &a.package_layer, module)?;
+            (PathBuf::from(&name), reader)
+        }
     };
     // An archive must carry a digest list naming every kept file; a
     // directory (or the bundle) is checked against one when it has it.
     reader.load_sums(matches!(
         source,
-        PackageSource::Archive(_) | PackageSource::Pulled(_)
+        PackageSource::Archive(_) | PackageSource::Pulled(_) | PackageSource::Stored(_)
     ))?;
     let manifest = reader
         .read("manifest.toml", opts.max_manifest_bytes as u64)?

@@ -84,7 +84,8 @@ pub use registry::{
 pub use store::conformance as testing;
 pub use store::{
     ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, DEFAULT_POOL_SIZE, Lease, LeaseId,
-    LeaseState, MemoryApprovalStore, PgStore, Resolved, SqliteStore, StoreError,
+    LeaseState, MAX_STORED_PACKAGE_BYTES, MemoryApprovalStore, PackageRecord, PgStore, Resolved,
+    SqliteStore, StoreError, StoredPackage,
 };
 
 /// Milliseconds since the Unix epoch; every stored time uses it.

@@ -20,7 +20,21 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
         true => super::registry::source(&cx.host()?, path).await?,
         false => PackageSource::from_path(path),
     };
-    install(cx, &source, replace, yes).await
+    install(cx, &source, replace, Mode::Person { yes }).await
+}
+
+/// Who installs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode<'a> {
+    /// A person: what a replacement changes is confirmed (or `yes`), the
+    /// component compiles now, the outcome is printed, and with a shared
+    /// store the install is recorded in the deployment's package set.
+    Person { yes: bool },
+    /// `serve` converging to the package set: the package must have the
+    /// recorded `digest`; the host that recorded it confirmed its changes;
+    /// it compiles at first use; nothing is printed (stdout may be the MCP
+    /// channel) or recorded again.
+    Converge { digest: &'a str },
 }
 
 /// Install the package `source` names (see [`run`]).
@@ -28,7 +42,7 @@ pub(crate) async fn install(
     cx: &Context,
     source: &PackageSource,
     replace: bool,
-    yes: bool,
+    mode: Mode<'_>,
 ) -> Result<ExitCode> {
     // One install or uninstall at a time in a data directory, from before
     // the installed packages are read (what an install is checked against)
@@ -41,6 +55,21 @@ pub(crate) async fn install(
     let loaded = location.load_package(source)?;
     let id = loaded.package.id.clone();
     let origin = loaded.origin.clone();
+    if let Mode::Converge { digest } = mode
+        && loaded.digest != digest
+    {
+        bail!(
+            "the package set records `{id}` with digest {digest}; {} has {}",
+            source.describe(),
+            loaded.digest
+        );
+    }
+    // What the package set keeps of it, settled before anything changes (a
+    // package too large to keep is refused here, not after installing).
+    let recording = match (mode, &cx.package_set) {
+        (Mode::Person { .. }, Some(_)) => Some(super::package_set::record_of(&loaded)?),
+        _ => None,
+    };
     let summary = warden_manifest::summary(&loaded.package);
     // What the package's tools may reach without a credential, wildcards
     // spelled out ("any host"), so a person sees it before relying on it.
@@ -55,7 +84,7 @@ pub(crate) async fn install(
         true => location.replacement_diff(&loaded),
         false => None,
     };
-    if let Some(diff) = &changes {
+    if let (Some(diff), Mode::Person { yes }) = (&changes, mode) {
         confirm_changes(cx, &id, diff, yes)?;
     }
     let replace = if replace { Replace::Yes } else { Replace::No };
@@ -72,12 +101,18 @@ pub(crate) async fn install(
             Some(origin) => super::registry::write_origin(&staging, origin),
             None => Ok(()),
         })
-        .and_then(|()| Ok(location.install_loaded(loaded, replace)?));
+        .and_then(|()| match mode {
+            Mode::Person { .. } => Ok(location.install_loaded(loaded, replace)?),
+            Mode::Converge { .. } => Ok(location.install_loaded_lazily(loaded, replace)?),
+        });
     if let Err(error) = installed {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
     }
     swap_in(&staging, &target)?;
+    if matches!(mode, Mode::Converge { .. }) {
+        return Ok(ExitCode::SUCCESS);
+    }
     // What the package asked for and what this host granted it (more than
     // third-party only where the operator's `[trust]` pins its content).
     let (requested, granted, signature) = match location.package(&id) {
@@ -92,6 +127,16 @@ pub(crate) async fn install(
             warden_host::SignatureStatus::Unsigned,
         ),
     };
+    if let (Some(recording), Some(set)) = (recording, &cx.package_set) {
+        super::package_set::record(set, recording, granted)
+            .await
+            .with_context(|| {
+                format!(
+                    "`{id}` is installed on this host, but recording it in the deployment's \
+                     package set failed"
+                )
+            })?;
+    }
     // An `[mcp]` package's tools are listed now when they can be (the
     // person installing it asked for it), and kept for the next process.
     let discovery = location.discover_hosted(&id).await;
@@ -192,23 +237,23 @@ fn confirm_changes(cx: &Context, id: &str, diff: &CapabilityDiff, yes: bool) -> 
     )
 }
 
-/// Run `warden uninstall`.
-pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
-    let _turn = InstallTurn::take(cx)?;
-    let target = cx.packages_dir().join(id);
-    let valid = !id.is_empty() && !id.contains(['/', '\\']) && !id.starts_with('.');
-    if !valid || !target.join("manifest.toml").is_file() {
+/// Run `warden uninstall` (recorded in the deployment's package set, when
+/// the store is shared, so every host removes its copy).
+pub(crate) async fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
+    if !remove(cx, id)? {
         bail!(
             "no installed package `{}`; built-in packages cannot be uninstalled",
             render::escape(id)
         );
     }
-    // Out of the packages' names at once (a rename), then removed.
-    let removing = target.with_file_name(format!(".{id}.removing"));
-    remove_dir(&removing)?;
-    std::fs::rename(&target, &removing)
-        .with_context(|| format!("uninstalling {}", target.display()))?;
-    remove_dir(&removing)?;
+    if let Some(set) = &cx.package_set {
+        set.record_removal(id).await.with_context(|| {
+            format!(
+                "`{id}` is uninstalled on this host, but recording it in the deployment's \
+                 package set failed"
+            )
+        })?;
+    }
     let (_host, location) = cx.open()?;
     let revealed = location
         .package(id)
@@ -227,6 +272,24 @@ pub(crate) fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Remove the installed copy of `id`, taking the install turn; `false`
+/// when there is none (a built-in package, a name that is not an id).
+pub(crate) fn remove(cx: &Context, id: &str) -> Result<bool> {
+    let _turn = InstallTurn::take(cx)?;
+    let target = cx.packages_dir().join(id);
+    let valid = !id.is_empty() && !id.contains(['/', '\\']) && !id.starts_with('.');
+    if !valid || !target.join("manifest.toml").is_file() {
+        return Ok(false);
+    }
+    // Out of the packages' names at once (a rename), then removed.
+    let removing = target.with_file_name(format!(".{id}.removing"));
+    remove_dir(&removing)?;
+    std::fs::rename(&target, &removing)
+        .with_context(|| format!("uninstalling {}", target.display()))?;
+    remove_dir(&removing)?;
+    Ok(true)
 }
 
 /// The data directory's install lock (`install.lock`), held while

@@ -10,6 +10,7 @@ mod grants;
 mod inspect;
 mod install;
 mod mcp;
+mod package_set;
 mod registry;
 mod secret;
 pub(crate) mod serve;
@@ -62,6 +63,9 @@ pub(crate) struct Context {
     /// The shared secret store (the same database); `None`: the encrypted
     /// file in the data directory.
     pub(crate) secret_store: Option<Arc<dyn warden_egress::secrets::SecretStore>>,
+    /// The deployment's package set (the same database): installs and
+    /// uninstalls are recorded there and `serve` converges to it.
+    pub(crate) package_set: Option<Arc<warden_registry::PgStore>>,
 }
 
 impl Context {
@@ -266,22 +270,31 @@ pub(crate) fn installed_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// The approval and secret stores of a PostgreSQL database.
+/// The stores of a PostgreSQL database.
+struct SharedStores {
+    approvals: Arc<dyn warden_registry::ApprovalStore>,
+    secrets: Arc<dyn warden_egress::secrets::SecretStore>,
+    packages: Arc<warden_registry::PgStore>,
+}
+
+/// The approval, secret and package-set stores of a PostgreSQL database.
 async fn shared_stores(
     url: &str,
     pool_size: usize,
     secret_key: warden_egress::secrets::KeySource,
-) -> Result<(
-    Arc<dyn warden_registry::ApprovalStore>,
-    Arc<dyn warden_egress::secrets::SecretStore>,
-)> {
-    let approvals = warden_registry::PgStore::connect_with(url, pool_size)
+) -> Result<SharedStores> {
+    let store = warden_registry::PgStore::connect_with(url, pool_size)
         .await
         .context("connecting to the PostgreSQL store")?;
-    let secrets = warden_egress::secrets::PgSecretStore::open(approvals.pool().clone(), secret_key)
+    let secrets = warden_egress::secrets::PgSecretStore::open(store.pool().clone(), secret_key)
         .await
         .context("opening the secrets in the PostgreSQL store")?;
-    Ok((Arc::new(approvals), Arc::new(secrets)))
+    let store = Arc::new(store);
+    Ok(SharedStores {
+        approvals: store.clone(),
+        secrets: Arc::new(secrets),
+        packages: store,
+    })
 }
 
 /// Run the parsed command line.
@@ -308,7 +321,10 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         }) => Some(shared_stores(&url, pool_size, secret_key).await?),
         _ => None,
     };
-    let (approval_store, secret_store) = shared.unzip();
+    let (approval_store, secret_store, package_set) = match shared {
+        Some(s) => (Some(s.approvals), Some(s.secrets), Some(s.packages)),
+        None => (None, None, None),
+    };
     let cx = Context {
         config_file: cli
             .config
@@ -316,6 +332,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         settings,
         approval_store,
         secret_store,
+        package_set,
         data_dir,
         location: cli.location,
         json: cli.json,
@@ -343,7 +360,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Install { path, replace, yes } => install::run(&cx, &path, replace, yes).await,
         Command::Sign { dir, key } => signing::sign(&cx, &dir, &key),
         Command::Verify { path } => signing::verify(&cx, &path).await,
-        Command::Uninstall { id } => install::uninstall(&cx, &id),
+        Command::Uninstall { id } => install::uninstall(&cx, &id).await,
         Command::Publish { path, reference } => registry::publish(&cx, &path, &reference).await,
         Command::Upgrade { id, yes } => registry::upgrade(&cx, id.as_deref(), yes).await,
         Command::Mcp(command) => mcp::run(&cx, command).await,

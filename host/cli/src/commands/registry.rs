@@ -144,7 +144,7 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
         }
         let pulled = client.pull_resolved(resolved).await?;
         let source = PackageSource::Pulled(Arc::new(pulled));
-        super::install::install(cx, &source, true, yes).await?;
+        super::install::install(cx, &source, true, super::install::Mode::Person { yes }).await?;
         upgraded.push(name);
     }
     if cx.json {

@@ -108,10 +108,22 @@ pub(crate) async fn run(
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
     let backend = crate::backend::HostBackend::new(host, location, cx.settings.oauth_clients()?);
+    // With a shared store, this host follows the deployment's package set
+    // (installing into its data directory, which the watcher publishes).
+    let following = async {
+        match &cx.package_set {
+            Some(set) => super::package_set::follow(cx, set.clone()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(following);
     match http {
         None => {
             let _metrics = serve_metrics(&backend, metrics_at, None).await?;
-            warden_mcp::serve_stdio(backend).await?;
+            tokio::select! {
+                served = warden_mcp::serve_stdio(backend) => served?,
+                () = &mut following => {}
+            }
         }
         Some(addr) => {
             let server = warden_mcp::serve_http_with(backend.clone(), addr, config).await?;
@@ -120,7 +132,10 @@ pub(crate) async fn run(
                 server.url()
             );
             let metrics = serve_metrics(&backend, metrics_at, Some(server.sessions())).await?;
-            tokio::signal::ctrl_c().await?;
+            tokio::select! {
+                stopped = tokio::signal::ctrl_c() => stopped?,
+                () = &mut following => {}
+            }
             if let Some(metrics) = metrics {
                 metrics.shutdown().await;
             }

@@ -21,7 +21,9 @@ use serde_json::Value;
 use warden_core::Origin;
 
 pub use memory::MemoryApprovalStore;
-pub use postgres::{DEFAULT_POOL_SIZE, PgStore};
+pub use postgres::{
+    DEFAULT_POOL_SIZE, MAX_STORED_PACKAGE_BYTES, PackageRecord, PgStore, StoredPackage,
+};
 pub use sqlite::SqliteStore;
 
 use crate::approvals::Fingerprint;

@@ -9,7 +9,10 @@
 //! the database on a private network or the same machine.
 
 mod clock;
+mod packages;
 mod schema;
+
+pub use packages::{MAX_STORED_PACKAGE_BYTES, PackageRecord, StoredPackage};
 
 use std::time::Duration;
 

@@ -70,6 +70,23 @@ WHERE a.state = 'pending' AND EXISTS (
 CREATE UNIQUE INDEX warden_approvals_one_pending ON warden_approvals (fingerprint)
     WHERE state = 'pending';
 "#,
+    // Version 3: the deployment's package set (see `packages.rs`). Each
+    // change takes the next revision, so a host finds out with one read.
+    r#"
+CREATE SEQUENCE warden_package_revision;
+CREATE TABLE warden_packages (
+    id            TEXT PRIMARY KEY,
+    digest        TEXT NOT NULL,
+    reference     TEXT,
+    trust         TEXT NOT NULL,
+    removed       BOOLEAN NOT NULL DEFAULT FALSE,
+    revision      BIGINT NOT NULL,
+    recorded_at   BIGINT NOT NULL,
+    module_path   TEXT,
+    module        BYTEA,
+    package_layer BYTEA
+);
+"#,
 ];
 
 /// Brings the database to the newest schema this build knows, refusing one
