@@ -78,10 +78,12 @@ pub(crate) async fn next_change(changes: &mut watch::Receiver<u32>, seen: u32) -
         .expect("the client is running")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn another_process_installing_and_uninstalling_is_announced_to_a_running_server() {
-    let warden = crate::warden();
-    let (changed, mut changes) = watch::channel(0);
+/// `warden serve` over stdio on `warden`'s data directory, with a client
+/// counting `list_changed`.
+pub(crate) async fn serve_watched(
+    warden: &warden_tests::Warden,
+) -> (RunningService<RoleClient, Watching>, watch::Receiver<u32>) {
+    let (changed, changes) = watch::channel(0);
     let mut command = tokio::process::Command::from(warden.command());
     command.arg("serve");
     let client = Watching {
@@ -90,6 +92,13 @@ async fn another_process_installing_and_uninstalling_is_announced_to_a_running_s
     .serve(TokioChildProcess::new(command).expect("warden serve starts"))
     .await
     .expect("MCP handshake with warden serve");
+    (client, changes)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_process_installing_and_uninstalling_is_announced_to_a_running_server() {
+    let warden = crate::warden();
+    let (client, mut changes) = serve_watched(&warden).await;
     assert!(!tool_names(&client).await.contains(&"live_echo".to_owned()));
 
     // A second process installs a package into the same data dir.

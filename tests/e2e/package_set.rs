@@ -4,36 +4,17 @@
 //! MCP client with `tools/list_changed` and runs there, with no command on
 //! B; an uninstall on B removes it from A.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use tokio::sync::watch;
 use warden_tests::oci_registry::TestRegistry;
 use warden_tests::package::echo_variant;
 use warden_tests::{TestPostgres, Warden};
 
-use crate::live_catalog::{Watching, next_change, tool_names};
+use crate::live_catalog::{Watching, next_change, serve_watched, tool_names};
 
 type Client = RunningService<rmcp::RoleClient, Watching>;
-
-/// `warden serve` over stdio on `warden`'s data directory, with a client
-/// counting `list_changed`.
-async fn serve(warden: &Warden) -> (Client, watch::Receiver<u32>) {
-    let (changed, changes) = watch::channel(0);
-    let mut command = tokio::process::Command::from(warden.command());
-    command.arg("serve");
-    let client = Watching {
-        changed: Arc::new(changed),
-    }
-    .serve(TokioChildProcess::new(command).expect("warden serve starts"))
-    .await
-    .expect("MCP handshake with warden serve");
-    (client, changes)
-}
 
 /// Wait (bounded) until `client` lists `tool` (or no longer does).
 async fn until_listed(client: &Client, tool: &str, listed: bool) {
@@ -102,8 +83,8 @@ async fn hosts_on_one_postgres_converge_to_one_package_set() {
     let published = a.run(&["publish", &shared, &reference]);
     assert_eq!(published.code, 0, "{published:?}");
 
-    let (client_a, mut changes_a) = serve(&a).await;
-    let (client_b, mut changes_b) = serve(&b).await;
+    let (client_a, mut changes_a) = serve_watched(&a).await;
+    let (client_b, mut changes_b) = serve_watched(&b).await;
     assert!(!tool_names(&client_b).await.contains(&"shared_echo".into()));
 
     // Installed on A from the registry: B's client is told and runs it.

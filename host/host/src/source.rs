@@ -274,22 +274,8 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
                 .collect();
             (PathBuf::from(p.name), Reader::mem(name.clone(), files))
         }
-        PackageSource::Pulled(p) => {
-            let module = p
-                .module
-                .as_ref()
-                .map(|(path, b)| (path.as_str(), b.as_slice()));
-            let reader = Reader::pulled(name.clone(), &p.package_layer, module)?;
-            (PathBuf::from(&name), reader)
-        }
-        PackageSource::Stored(a) => {
-            let module = a
-                .module
-                .as_ref()
-                .map(|(path, b)| (path.as_str(), b.as_slice()));
-            let reader = Reader::pulled(name.clone(), &a.package_layer, module)?;
-            (PathBuf::from(&name), reader)
-        }
+        PackageSource::Pulled(p) => layers(&name, p.module.as_ref(), &p.package_layer)?,
+        PackageSource::Stored(a) => layers(&name, a.module.as_ref(), &a.package_layer)?,
     };
     // An archive must carry a digest list naming every kept file; a
     // directory (or the bundle) is checked against one when it has it.
@@ -344,6 +330,17 @@ pub fn load(source: &PackageSource, opts: &ValidationOptions) -> Result<LoadedPa
             _ => None,
         },
     })
+}
+
+/// A reader over a package as an artifact's layers (pulled or stored).
+fn layers(
+    name: &str,
+    module: Option<&(String, Vec<u8>)>,
+    package_layer: &[u8],
+) -> Result<(PathBuf, Reader), HostError> {
+    let module = module.map(|(path, bytes)| (path.as_str(), bytes.as_slice()));
+    let reader = Reader::pulled(name.to_owned(), package_layer, module)?;
+    Ok((PathBuf::from(name), reader))
 }
 
 /// The sha256 (hex) of the package's digest list: one `<sha256>  <path>`

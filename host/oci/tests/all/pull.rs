@@ -183,3 +183,34 @@ async fn a_registry_that_wants_a_login_says_how_to_sign_in() {
     let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
     assert!(matches!(error, OciError::Token { .. }), "{error}");
 }
+
+#[tokio::test]
+async fn what_was_resolved_is_what_is_pulled_when_the_tag_moves_meanwhile() {
+    let fake = Fake::start().await;
+    let (first, _, digest) = fake.serve(&artifact());
+    let resolved = fake.client.resolve(&reference(":1.0")).await.unwrap();
+    assert_eq!(resolved.digest, digest);
+
+    // The tag moves to another version (its manifest served by tag only).
+    let mut other = artifact();
+    other.package_layer = b"\x1f\x8b another version".to_vec();
+    let layout = other.layout();
+    let moved = serde_json::to_vec(&layout.manifest).unwrap();
+    fake.route(
+        "GET /v2/acme/echo/manifests/1.0",
+        TestResponse::ok(moved).with_header("content-type", warden_oci::manifest::IMAGE_MANIFEST),
+    );
+    let pulled = fake.client.pull_resolved(resolved).await.unwrap();
+    assert_eq!(pulled.resolved.digest, digest);
+    assert_eq!(pulled.package_layer, artifact().package_layer);
+    assert_eq!(
+        fake.count(&format!(
+            "GET /v2/acme/echo/blobs/{}",
+            first.layers[1].digest
+        )),
+        1
+    );
+    // A fresh pull by tag gets the moved version's manifest.
+    let now = fake.client.resolve(&reference(":1.0")).await.unwrap();
+    assert_ne!(now.digest, digest);
+}
