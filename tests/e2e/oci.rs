@@ -198,3 +198,63 @@ async fn a_token_registry_takes_a_login_for_pushes_and_gives_anonymous_pulls() {
         "{verify:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_package_keeps_its_signature_through_the_registry() {
+    use crate::signing::{bundled_echo, minisign};
+    let registry = TestRegistry::start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let keys = scratch.path();
+    minisign(keys, &["-G", "-W", "-p", "acme.pub", "-s", "acme.key"]);
+    let public = std::fs::read_to_string(keys.join("acme.pub")).unwrap();
+    let public = public.lines().last().unwrap().to_owned();
+    let package = keys.join("echo");
+    bundled_echo(&package);
+    let publisher = crate::warden();
+    registry.configure(&publisher);
+    let key = keys.join("acme.key");
+    let signed = publisher.run(&[
+        "sign",
+        package.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(signed.code, 0, "{signed:?}");
+    let reference = registry.reference("acme/echo:signed");
+    let published = publisher.run(&["publish", package.to_str().unwrap(), &reference]);
+    assert_eq!(published.code, 0, "{published:?}");
+
+    // A host that trusts the key, and requires signatures.
+    let host = crate::warden();
+    registry.configure(&host);
+    host.configure_more(&format!(
+        "\n[trust]\nrequire_signature = true\n\n[trust.signers.acme]\nkey = \"{public}\"\ntrust = \"first_party\"\n"
+    ));
+    let verified = host.run(&["--json", "verify", &reference]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    assert_eq!(verified.json()["signature"]["signer"], "acme");
+    let installed = host.run(&["--json", "install", "--replace", &reference]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let installed = installed.json();
+    assert_eq!(installed["signature"]["status"], "signed");
+    assert_eq!(installed["trust"], "first_party");
+
+    // An unsigned package from the same registry is refused, nothing kept.
+    let unsigned = registry.reference("acme/other:1.0");
+    let other = echo_variant(
+        &keys.join("other"),
+        &[
+            (r#"id = "echo""#, r#"id = "other""#),
+            (r#"id = "echo.echo""#, r#"id = "other.echo""#),
+        ],
+    );
+    let published = publisher.run(&["publish", other.to_str().unwrap(), &unsigned]);
+    assert_eq!(published.code, 0, "{published:?}");
+    let refused = host.run(&["install", &unsigned]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("not signed by a trusted signer"),
+        "{refused:?}"
+    );
+    assert!(!host.data_dir().join("packages/other").exists());
+}

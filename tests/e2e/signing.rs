@@ -10,7 +10,7 @@ use warden_tests::archive::{self, Entry};
 use warden_tests::package::{ECHO_FILES, repo_root};
 
 /// Run Debian's `minisign` (installed by `cargo xtask test`).
-fn minisign(dir: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn minisign(dir: &Path, args: &[&str]) -> std::process::Output {
     let output = Command::new("minisign")
         .args(args)
         .current_dir(dir)
@@ -26,7 +26,7 @@ fn minisign(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// A copy of the bundled echo package with the `SHA256SUMS` bundling wrote.
-fn bundled_echo(dir: &Path) {
+pub(crate) fn bundled_echo(dir: &Path) {
     for rel in ECHO_FILES.iter().copied().chain(["SHA256SUMS"]) {
         let to = dir.join(rel);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();

@@ -22,10 +22,22 @@ pub(crate) struct Fake {
 
 impl Fake {
     pub(crate) async fn start() -> Fake {
+        Self::start_with(None, StaticLogins::new()).await
+    }
+
+    /// A registry answering 401 with a Basic challenge unless a request
+    /// carries `authorization`; the client signs in with `logins`.
+    pub(crate) async fn start_with(authorization: Option<String>, logins: StaticLogins) -> Fake {
         let ca = TestCa::new();
         let routes: Routes = Arc::default();
         let table = Arc::clone(&routes);
         let server = TestServer::start(&ca, &[HOST], move |request: &RecordedRequest| {
+            if let Some(expected) = &authorization
+                && request.header("authorization") != Some(expected.as_str())
+            {
+                return TestResponse::status(401)
+                    .with_header("www-authenticate", r#"Basic realm="fake""#);
+            }
             let path = request.target.split('?').next().unwrap_or_default();
             let key = format!("{} {path}", request.method);
             let table = table.lock().unwrap();
@@ -42,7 +54,7 @@ impl Fake {
             Arc::new(server.resolver(&[HOST])),
         )
         .unwrap();
-        let client = Client::new(egress, Arc::new(StaticLogins::new()));
+        let client = Client::new(egress, Arc::new(logins));
         Fake {
             server,
             routes,

@@ -214,3 +214,40 @@ async fn what_was_resolved_is_what_is_pulled_when_the_tag_moves_meanwhile() {
     let now = fake.client.resolve(&reference(":1.0")).await.unwrap();
     assert_ne!(now.digest, digest);
 }
+
+#[tokio::test]
+async fn a_basic_challenge_is_answered_with_the_login_and_a_wrong_one_is_refused() {
+    use base64::Engine as _;
+    let login = |password: &str| {
+        warden_oci::StaticLogins::new().with(
+            "registry.example.com",
+            warden_oci::Login::Basic {
+                username: "alice".into(),
+                password: password.to_owned().into(),
+            },
+        )
+    };
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("alice:s3cret-pw")
+    );
+    let fake = Fake::start_with(Some(expected.clone()), login("s3cret-pw")).await;
+    fake.serve(&artifact());
+    let pulled = fake.client.pull(&reference(":1.0")).await.unwrap();
+    assert_eq!(pulled.package_layer, artifact().package_layer);
+    // Asked once, then every request of the pull carries the login.
+    let requests = fake.server.requests();
+    assert!(requests[0].header("authorization").is_none());
+    assert!(
+        requests[1..]
+            .iter()
+            .all(|r| r.header("authorization") == Some(&expected))
+    );
+
+    let wrong = Fake::start_with(Some(expected), login("wrong-pw")).await;
+    wrong.serve(&artifact());
+    let error = wrong.client.pull(&reference(":1.0")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, OciError::Unauthorized { .. }), "{text}");
+    assert!(!text.contains("wrong-pw"), "{text}");
+}
