@@ -184,6 +184,31 @@ async fn a_token_registry_takes_a_login_for_pushes_and_gives_anonymous_pulls() {
         "the token service saw the login"
     );
 
+    // A login kept in the secret store (`warden registry login`) serves
+    // another host with no Docker config; `logout` forgets it.
+    let kept = crate::warden();
+    registry.configure(&kept);
+    let stored = kept.run_with_stdin(
+        &[
+            "registry",
+            "login",
+            REGISTRY_HOST,
+            "--username",
+            &login.username,
+        ],
+        &format!("{}\n", login.password),
+    );
+    assert_eq!(stored.code, 0, "{stored:?}");
+    let again = registry.reference("acme/echo:from-store");
+    let pushed = kept.run(&["publish", &echo_dir(), &again]);
+    assert_eq!(pushed.code, 0, "{pushed:?}");
+    let listed = kept.run(&["secret", "list"]);
+    assert!(!listed.stdout.contains(&login.password), "{listed:?}");
+    let out = kept.run(&["registry", "logout", REGISTRY_HOST]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let refused = kept.run(&["publish", &echo_dir(), &again]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+
     // Another host, with no login, pulls by digest.
     let host = crate::warden();
     registry.configure(&host);

@@ -100,6 +100,10 @@ pub(crate) enum Command {
         /// Where to: `oci://HOST/REPOSITORY[:TAG]`.
         reference: String,
     },
+    /// Keep or remove a registry login in the secret store (shared by the
+    /// hosts of a PostgreSQL store; asked before the Docker config file).
+    #[command(subcommand)]
+    Registry(RegistryCommand),
     /// Install what the references of packages pulled from a registry name
     /// now, when that changed, showing what each new version changes first.
     Upgrade {
@@ -431,6 +435,23 @@ pub(crate) enum SecretCommand {
         extension: String,
         /// The vendor of the accounts (`google`).
         vendor: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RegistryCommand {
+    /// Keep a login for a registry (the password from a prompt or stdin).
+    Login {
+        /// The registry: `HOST` or `HOST:PORT`.
+        registry: String,
+        /// The user name.
+        #[arg(long)]
+        username: String,
+    },
+    /// Remove the kept login of a registry.
+    Logout {
+        /// The registry: `HOST` or `HOST:PORT`.
+        registry: String,
     },
 }
 

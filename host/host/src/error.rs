@@ -36,6 +36,17 @@ pub enum HostError {
     /// A registry push, resolve or pull failed (nothing was installed).
     #[error(transparent)]
     Oci(#[from] warden_oci::OciError),
+    /// A registry login that cannot be kept or read.
+    #[error("the login for registry {registry}: {reason}")]
+    RegistryLogin {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The secret store failed.
+    #[error("the secret store: {0}")]
+    Secrets(#[from] warden_egress::secrets::SecretError),
     /// A wasm package's module is not there (not built yet).
     #[error("{package}: module `{module}` is missing; run `cargo xtask bundle`")]
     MissingModule {

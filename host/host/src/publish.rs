@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use secrecy::{ExposeSecret as _, SecretString};
+use warden_egress::secrets::AccountKey;
 use warden_manifest::Implementation;
-use warden_oci::{Artifact, Bounds, Client, Logins, Reference};
+use warden_oci::{Artifact, Bounds, Client, Login, Logins, Reference};
 
 use crate::error::HostError;
 use crate::source::{LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, SUMS_FILE};
@@ -74,7 +76,59 @@ impl LoadedPackage {
     }
 }
 
+/// Where the secret store keeps a registry's login: a host record (its
+/// handle has a `#`), never an account a tool could be given.
+fn login_key(registry: &str) -> AccountKey {
+    AccountKey::new("oci", format!("registry#{registry}"), Vec::<String>::new())
+}
+
 impl crate::Host {
+    /// The login kept in the secret store for `registry` (`HOST[:PORT]`),
+    /// shared by every host of the store (so each can pull the
+    /// deployment's packages).
+    pub async fn registry_login(&self, registry: &str) -> Result<Option<Login>, HostError> {
+        let Some(value) = self.secrets().get(&login_key(registry)).await? else {
+            return Ok(None);
+        };
+        let (username, password) =
+            value
+                .expose_secret()
+                .split_once(':')
+                .ok_or_else(|| HostError::RegistryLogin {
+                    registry: registry.to_owned(),
+                    reason: "the stored value is not `user:password`".into(),
+                })?;
+        Ok(Some(Login::Basic {
+            username: username.to_owned(),
+            password: SecretString::from(password.to_owned()),
+        }))
+    }
+
+    /// Keep `username` and `password` as the login for `registry`.
+    pub async fn set_registry_login(
+        &self,
+        registry: &str,
+        username: &str,
+        password: &SecretString,
+    ) -> Result<(), HostError> {
+        if username.contains(':') {
+            return Err(HostError::RegistryLogin {
+                registry: registry.to_owned(),
+                reason: "a user name cannot contain `:`".into(),
+            });
+        }
+        let value = format!("{username}:{}", password.expose_secret());
+        self.secrets()
+            .put(&login_key(registry), SecretString::from(value))
+            .await?;
+        Ok(())
+    }
+
+    /// Forget the login for `registry`; whether there was one.
+    pub async fn remove_registry_login(&self, registry: &str) -> Result<bool, HostError> {
+        Ok(self.secrets().delete(&login_key(registry)).await?)
+    }
+
     /// A registry client through this host's egress (its policy, address
     /// checks, TLS roots and limits), signing in with `logins`; a pull reads
     /// no more than the package reader accepts.

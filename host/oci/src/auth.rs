@@ -70,6 +70,29 @@ impl Logins for StaticLogins {
     }
 }
 
+/// The first login any of several sources has (the host's secret store,
+/// then the Docker config file).
+#[derive(Debug, Clone, Default)]
+pub struct FirstOf(Vec<std::sync::Arc<dyn Logins>>);
+
+impl FirstOf {
+    /// Ask `sources` in order.
+    pub fn new(sources: Vec<std::sync::Arc<dyn Logins>>) -> Self {
+        FirstOf(sources)
+    }
+}
+
+impl Logins for FirstOf {
+    fn login(&self, registry: &str) -> Result<Login, OciError> {
+        for source in &self.0 {
+            if let login @ Login::Basic { .. } = source.login(registry)? {
+                return Ok(login);
+            }
+        }
+        Ok(Login::Anonymous)
+    }
+}
+
 /// The Docker config file (`$DOCKER_CONFIG/config.json`, else
 /// `~/.docker/config.json`), what `docker login`, `podman login` and
 /// `skopeo login --authfile` write: `auths.<registry>.auth` is

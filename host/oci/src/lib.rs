@@ -21,7 +21,7 @@ mod pull;
 mod push;
 mod reference;
 
-pub use auth::{DockerConfig, Login, Logins, StaticLogins};
+pub use auth::{DockerConfig, FirstOf, Login, Logins, StaticLogins};
 pub use client::Client;
 pub use digest::Digest;
 pub use error::OciError;

@@ -363,6 +363,12 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Uninstall { id } => install::uninstall(&cx, &id).await,
         Command::Publish { path, reference } => registry::publish(&cx, &path, &reference).await,
         Command::Upgrade { id, yes } => registry::upgrade(&cx, id.as_deref(), yes).await,
+        Command::Registry(crate::cli::RegistryCommand::Login { registry, username }) => {
+            registry::login(&cx, &registry, &username).await
+        }
+        Command::Registry(crate::cli::RegistryCommand::Logout { registry }) => {
+            registry::logout(&cx, &registry).await
+        }
         Command::Mcp(command) => mcp::run(&cx, command).await,
         Command::Secret(command) => secret::run(&cx, command).await,
         Command::Approvals(command) => approvals::run(&cx, command).await,

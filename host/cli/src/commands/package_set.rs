@@ -172,7 +172,8 @@ async fn fetch_and_install(cx: &Context, set: &PgStore, record: &PackageRecord) 
         Some(reference) => {
             let reference = Reference::parse(reference)?;
             let host = cx.host()?;
-            warden_host::pull(&super::registry::client(&host), &reference).await?
+            let client = super::registry::client(&host, &reference).await?;
+            warden_host::pull(&client, &reference).await?
         }
         None => {
             let stored = set

@@ -1,15 +1,17 @@
 //! Packages that travel through OCI registries: `warden publish PKG REF`,
 //! `warden install oci://…`, `warden upgrade [id]`, and the record of where
 //! an installed package was pulled from (`.origin.json` in its directory,
-//! moved into place with it). Registry logins come from the Docker config
-//! file (`docker login`, `skopeo login`, `podman login` write it).
+//! moved into place with it). Registry logins come from the secret store
+//! (`warden registry login`, shared by the hosts of a PostgreSQL store),
+//! then the Docker config file (`docker login`, `skopeo login`, `podman
+//! login` write it).
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use warden_host::oci::{Client, DockerConfig, Reference, SCHEME};
+use warden_host::oci::{Client, DockerConfig, FirstOf, Logins, Reference, SCHEME, StaticLogins};
 use warden_host::{Host, PackageOrigin, PackageSource};
 
 use super::Context;
@@ -20,9 +22,19 @@ pub(crate) const ORIGIN_FILE: &str = ".origin.json";
 /// An origin file larger than this is not one Warden wrote.
 const MAX_ORIGIN_BYTES: u64 = 4096;
 
-/// The registry client of this invocation.
-pub(crate) fn client(host: &Host) -> Client {
-    host.registry(Arc::new(DockerConfig::from_env()))
+/// A registry client for `reference`'s registry: its login from the
+/// secret store when one is kept there, else the Docker config file's.
+pub(crate) async fn client(host: &Host, reference: &Reference) -> Result<Client> {
+    let registry = reference.registry();
+    let docker: Arc<dyn Logins> = Arc::new(DockerConfig::from_env());
+    let logins: Arc<dyn Logins> = match host.registry_login(&registry).await? {
+        Some(login) => Arc::new(FirstOf::new(vec![
+            Arc::new(StaticLogins::new().with(&registry, login)),
+            docker,
+        ])),
+        None => docker,
+    };
+    Ok(host.registry(logins))
 }
 
 /// Whether `arg` names a registry reference rather than a path.
@@ -37,7 +49,7 @@ pub(crate) async fn source(host: &Host, arg: &Path) -> Result<PackageSource> {
         return Ok(PackageSource::from_path(arg));
     }
     let reference = Reference::parse(arg.to_str().unwrap_or_default())?;
-    Ok(warden_host::pull(&client(host), &reference).await?)
+    Ok(warden_host::pull(&client(host, &reference).await?, &reference).await?)
 }
 
 /// Record `origin` in a package directory being installed.
@@ -78,7 +90,10 @@ pub(crate) async fn publish(cx: &Context, path: &Path, reference: &str) -> Resul
     let (host, location) = cx.open()?;
     let loaded = location.load_package(&PackageSource::from_path(path))?;
     let artifact = loaded.artifact()?;
-    let digest = client(&host).push(&reference, &artifact).await?;
+    let digest = client(&host, &reference)
+        .await?
+        .push(&reference, &artifact)
+        .await?;
     let pinned = reference.pinned(digest.clone());
     if cx.json {
         render::json(&serde_json::json!({
@@ -124,7 +139,6 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
         }
     }
     let host = cx.host()?;
-    let client = client(&host);
     let mut upgraded = Vec::new();
     let mut current = Vec::new();
     for (name, origin) in pulled {
@@ -134,6 +148,7 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
             current.push(name);
             continue;
         }
+        let client = client(&host, &asked).await?;
         let resolved = client
             .resolve(&asked.unpinned())
             .await
@@ -167,4 +182,41 @@ pub(crate) fn origin_json(loaded: Option<&PackageOrigin>) -> serde_json::Value {
         }
         None => serde_json::Value::Null,
     }
+}
+
+/// `warden registry login HOST --username U`: keep a registry login in the
+/// secret store (the password from a prompt or stdin, never argv).
+pub(crate) async fn login(cx: &Context, registry: &str, username: &str) -> Result<ExitCode> {
+    let registry = registry_name(registry)?;
+    let password = super::secret::read_value(&format!("password of {username} at {registry}"))?;
+    let host = cx.host()?;
+    host.set_registry_login(&registry, username, &password)
+        .await?;
+    out!(
+        "stored the login of {} for {registry}",
+        render::escape(username)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `warden registry logout HOST`.
+pub(crate) async fn logout(cx: &Context, registry: &str) -> Result<ExitCode> {
+    let registry = registry_name(registry)?;
+    if !cx.host()?.remove_registry_login(&registry).await? {
+        bail!("no login for {registry} is kept in the secret store");
+    }
+    out!("removed the login for {registry}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `HOST[:PORT]`, checked as a reference's registry is.
+fn registry_name(registry: &str) -> Result<String> {
+    Ok(Reference::parse(&format!("{SCHEME}{registry}/x"))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "`{}` is not a registry host (`HOST` or `HOST:PORT`, lowercase)",
+                render::escape(registry)
+            )
+        })?
+        .registry())
 }
