@@ -283,3 +283,50 @@ async fn a_signed_package_keeps_its_signature_through_the_registry() {
     );
     assert!(!host.data_dir().join("packages/other").exists());
 }
+
+/// A blob larger than one request may carry is uploaded in chunks (the
+/// distribution spec's PATCH sequence), through the host library with a
+/// 16 KiB request bound, and pulls back byte for byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_blob_larger_than_a_request_is_uploaded_in_chunks() {
+    use std::sync::Arc;
+    use warden_host::oci::StaticLogins;
+    use warden_host::{Host, HostConfig, PackageSource};
+
+    let registry = TestRegistry::start().await;
+    let mut egress = warden_egress::testing::config(registry.ca(), &[(REGISTRY_HOST, 443)]);
+    egress.max_request_body = 16 << 10;
+    let resolver = warden_egress::resolve::OverrideResolver::new()
+        .with_socket(REGISTRY_HOST, [registry.addr()]);
+    let host = Host::builder(HostConfig {
+        egress,
+        ..HostConfig::default()
+    })
+    .resolver(Arc::new(resolver))
+    .build()
+    .unwrap();
+    let location = host.open_location("chunks");
+    let loaded = location
+        .load_package(&PackageSource::Dir(repo_root().join("packages/echo")))
+        .unwrap();
+    let artifact = loaded.artifact().unwrap();
+    let module = artifact.module.clone().unwrap().1;
+    assert!(
+        module.len() > 4 * (16 << 10),
+        "the component spans several chunks"
+    );
+
+    let client = host.registry(Arc::new(StaticLogins::new()));
+    let reference = registry.reference("acme/chunked:1.0").parse().unwrap();
+    let digest = client.push(&reference, &artifact).await.unwrap();
+    let pulled = client.pull(&reference).await.unwrap();
+    assert_eq!(pulled.resolved.digest, digest);
+    assert_eq!(pulled.module.unwrap().1, module);
+    assert!(
+        registry
+            .log()
+            .contains("PATCH /v2/acme/chunked/blobs/uploads/"),
+        "uploaded in chunks:\n{}",
+        registry.log()
+    );
+}
