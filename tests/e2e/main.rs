@@ -11,6 +11,7 @@ mod cli;
 mod compat;
 mod compile_limits;
 mod connect_server;
+mod console;
 mod everything;
 mod github;
 mod hosted;

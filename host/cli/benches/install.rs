@@ -2,7 +2,8 @@
 //! registry, `docker-registry`, on loopback with TLS) against installing
 //! the same package from its `.tar.gz` archive, same run, through the host
 //! library: read (pull: resolve the tag, fetch both layers, check every
-//! digest), verify, validate, and install with a warm compile cache.
+//! digest), verify, validate, and install with a warm compile cache (so
+//! neither side compiles: what differs is where the bytes come from).
 
 use std::sync::{Arc, OnceLock};
 
@@ -23,6 +24,7 @@ struct World {
     reference: Reference,
     archive: std::path::PathBuf,
     _registry: TestRegistry,
+    _data: tempfile::TempDir,
 }
 
 static WORLD: OnceLock<World> = OnceLock::new();
@@ -38,8 +40,11 @@ fn world() -> &'static World {
         let egress = warden_egress::testing::config(registry.ca(), &[(REGISTRY_HOST, 443)]);
         let resolver = warden_egress::resolve::OverrideResolver::new()
             .with_socket(REGISTRY_HOST, [registry.addr()]);
+        // A data directory: its compile cache is filled by the first install.
+        let data = tempfile::tempdir().unwrap();
         let host = Host::builder(HostConfig {
             egress,
+            data_dir: Some(data.path().to_owned()),
             ..HostConfig::default()
         })
         .resolver(Arc::new(resolver))
@@ -64,6 +69,7 @@ fn world() -> &'static World {
             reference,
             archive,
             _registry: registry,
+            _data: data,
         }
     })
 }

@@ -103,6 +103,14 @@ pub(crate) enum Command {
         /// The package directory, archive or `oci://` reference.
         path: PathBuf,
     },
+    /// Open the web console for this data directory on loopback: pending
+    /// approvals (approve, grant, deny), grants (revoke), packages and
+    /// recent activity, behind a one-time sign-in link printed here.
+    Console {
+        /// The address to listen on (loopback only; port 0 picks one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: std::net::SocketAddr,
+    },
     /// Push a package (a directory or archive) to an OCI registry, as a Wasm
     /// OCI artifact with Warden's package layer (signing in with the Docker
     /// config file's login).

@@ -33,6 +33,7 @@ mod ask;
 mod backend;
 mod cli;
 mod commands;
+mod console;
 mod output;
 mod render;
 mod settings;
