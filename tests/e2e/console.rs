@@ -266,3 +266,69 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
         audit.body
     );
 }
+
+/// In headless Chromium: the open approvals page shows a new approval
+/// without a reload by hand (its script runs under the CSP), the input's
+/// markup stays text, a click approves it and the headless agent's call
+/// runs. Screenshots of the pages go to `target/console-screenshots/`
+/// (the book's come from here).
+#[test]
+fn in_a_real_browser_an_approval_appears_is_approved_and_the_call_runs() {
+    use warden_tests::webdriver::Browser;
+    let warden = crate::warden();
+    let call = || {
+        warden.run(&[
+            "--json",
+            "call",
+            "echo.echo",
+            "--origin",
+            "automation",
+            "--input",
+            INPUT,
+        ])
+    };
+    let console = start(&warden);
+    let browser = Browser::start();
+    browser.open(&console.link);
+    assert!(browser.url().ends_with("/console"), "{}", browser.url());
+    browser.wait_for("the empty approvals page", |s| {
+        s.contains("Nothing is waiting")
+    });
+
+    let blocked = call();
+    assert_eq!(blocked.code, 2, "{blocked:?}");
+    let approval = blocked.json()["approval_id"].as_str().unwrap().to_owned();
+    browser.wait_for("the new approval, shown by the page itself", |s| {
+        s.contains(&approval)
+    });
+    assert_eq!(
+        browser.script("return document.querySelectorAll('script').length"),
+        1,
+        "only the console's own script is on the page"
+    );
+    let shown = browser.script("return document.querySelector('pre').textContent");
+    assert!(
+        shown
+            .as_str()
+            .unwrap_or_default()
+            .contains("<script>alert('x')</script>"),
+        "{shown}"
+    );
+    let shots = warden_tests::package::repo_root().join("target/console-screenshots");
+    browser.screenshot(&shots.join("approvals.png"));
+
+    browser.click("button.approve");
+    browser.wait_for("the approval answered", |s| {
+        s.contains("Nothing is waiting")
+    });
+    let ran = call();
+    assert_eq!(ran.code, 0, "{ran:?}");
+
+    let base = console.link.split("/console/").next().unwrap().to_owned();
+    browser.open(&format!("{base}/console/packages"));
+    browser.wait_for("the packages page", |s| s.contains("echo.echo"));
+    browser.screenshot(&shots.join("packages.png"));
+    browser.open(&format!("{base}/console/audit"));
+    browser.wait_for("the activity page", |s| s.contains("approval_required"));
+    browser.screenshot(&shots.join("activity.png"));
+}

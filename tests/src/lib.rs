@@ -23,6 +23,7 @@ pub mod prometheus;
 pub mod rmcp_mcp;
 pub mod tls;
 mod warden;
+pub mod webdriver;
 
 pub use fake_github::{ALICE_TOKEN, FakeGitHub, TOKEN};
 pub use postgres::TestPostgres;

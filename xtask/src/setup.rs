@@ -1,7 +1,8 @@
 //! What `cargo xtask test` installs on a fresh machine besides Rust
 //! targets: PostgreSQL for the store tests, Prometheus for the metrics
 //! test, minisign for the signing test, the CNCF Distribution registry and
-//! skopeo for the OCI distribution test, and the official Python MCP SDK
+//! skopeo for the OCI distribution test, Chromium for the console's browser
+//! test, and the official Python MCP SDK
 //! (in a virtual environment under `target/`) for the Python client test.
 
 use std::path::PathBuf;
@@ -102,6 +103,30 @@ pub(crate) fn ensure_registry_tools() -> Result<()> {
         if wanted && !on_path(tool) {
             bail!("apt-get installed {tool}, but no `{tool}` is on PATH");
         }
+    }
+    Ok(())
+}
+
+/// Installs Debian's `chromium` and `chromium-driver` when `chromedriver`
+/// is missing from `PATH`: the console's browser test drives a headless
+/// Chromium through WebDriver.
+pub(crate) fn ensure_chromium() -> Result<()> {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
+    };
+    if std::env::var_os("WARDEN_CHROMEDRIVER").is_some() || on_path("chromedriver") {
+        return Ok(());
+    }
+    for package in ["chromium", "chromium-driver"] {
+        apt_install(
+            package,
+            "the web console's browser test drives headless Chromium; install the `chromium` \
+             and `chromium-driver` packages (or set WARDEN_CHROMEDRIVER and WARDEN_CHROMIUM)",
+        )?;
+    }
+    if !on_path("chromedriver") {
+        bail!("apt-get installed chromium-driver, but no `chromedriver` is on PATH");
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     setup::ensure_prometheus()?;
     setup::ensure_minisign()?;
     setup::ensure_registry_tools()?;
+    setup::ensure_chromium()?;
     let python = setup::ensure_python_mcp()?;
     // And one with `@modelcontextprotocol/server-everything` behind Warden.
     let everything = setup::ensure_everything()?;

@@ -388,7 +388,9 @@ fn with_headers(status: StatusCode, content_type: &str, body: Bytes) -> Answer {
     set(header::CONTENT_TYPE, content_type);
     set(header::CONTENT_SECURITY_POLICY, CSP);
     set(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(header::REFERRER_POLICY, "no-referrer");
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends
+    // `Origin: null` with the console's own forms, which the origin check refuses.
+    set(header::REFERRER_POLICY, "same-origin");
     set(header::CACHE_CONTROL, "no-store");
     set(header::X_FRAME_OPTIONS, "DENY");
     answer
