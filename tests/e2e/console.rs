@@ -258,6 +258,35 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
     let grants = warden.run(&["--json", "grants", "list"]).json();
     assert_eq!(grants.as_array().map(Vec::len), Some(0), "{grants}");
 
+    // A connected account: what it is and where it may go, never its
+    // value; disconnected from the console.
+    warden_tests::FakeGitHub::store_token(&warden);
+    let accounts = get(port, "/console/accounts", Some(&cookie));
+    assert_eq!(accounts.status, 200, "{accounts:?}");
+    assert!(
+        accounts.body.contains("github_runtime_token") && accounts.body.contains("api.github.com"),
+        "{}",
+        accounts.body
+    );
+    assert!(
+        !accounts.body.contains(warden_tests::TOKEN),
+        "no secret is rendered"
+    );
+    let at = accounts.body.find("name=\"key\" value=\"").unwrap() + 18;
+    let key = accounts.body[at..]
+        .split('"')
+        .next()
+        .unwrap()
+        .replace("&quot;", "\"");
+    let form: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &token)
+        .append_pair("key", &key)
+        .finish();
+    let disconnected = post(port, "/console/accounts/disconnect", &cookie, &form, "");
+    assert_eq!(disconnected.status, 303, "{disconnected:?}");
+    let listed = warden.run(&["--json", "secret", "list"]).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+
     // Recent activity shows the calls, escaped.
     let audit = get(port, "/console/audit", Some(&cookie));
     assert!(

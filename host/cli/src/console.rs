@@ -4,8 +4,9 @@
 //! session cookie (`HttpOnly`, `SameSite=Strict`, path `/console`) and is
 //! spent. The console shows pending approvals (tool, rule, origin and the
 //! exact input that was fingerprinted) with approve, approve with a grant
-//! and deny with feedback; live grants with revoke; installed packages and
-//! their tools; and the recent audit lines.
+//! and deny with feedback; live grants with revoke; connected accounts
+//! (vendor, scopes, where each may be sent, never a value) with disconnect;
+//! installed packages and their tools; and the recent audit lines.
 //!
 //! As any admin surface: every state change is a POST carrying the
 //! session's CSRF token, and refused when the browser says it came from
@@ -182,6 +183,21 @@ impl Console {
                     ),
                 }
             }
+            (Method::GET, "/console/accounts") => match self.host.secrets().accounts().await {
+                Ok(accounts) => {
+                    // Host records (`handle#…`: grants, registrations,
+                    // registry logins) are not accounts.
+                    let accounts: Vec<_> = accounts
+                        .into_iter()
+                        .filter(|a| !a.key.handle.contains('#'))
+                        .collect();
+                    page(StatusCode::OK, pages::accounts(&accounts, csrf))
+                }
+                Err(error) => page(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    pages::message(&error.to_string()),
+                ),
+            },
             (Method::GET, "/console/pending.json") => {
                 match self.host.approvals().pending(&self.location_id).await {
                     Ok(pending) => json_answer(&serde_json::json!({ "pending": pending.len() })),
@@ -296,6 +312,22 @@ impl Console {
             {
                 Ok(_) => redirect("/console"),
                 Err(error) => page(StatusCode::CONFLICT, pages::message(&error.to_string())),
+            };
+        }
+        if path == "/console/accounts/disconnect" {
+            let key = form
+                .get("key")
+                .and_then(|k| serde_json::from_str::<warden_egress::secrets::AccountKey>(k).ok());
+            let Some(key) = key else {
+                return page(StatusCode::BAD_REQUEST, pages::message("No such account."));
+            };
+            return match self.host.remove_account(&key).await {
+                Ok(true) => redirect("/console/accounts"),
+                Ok(false) => page(StatusCode::NOT_FOUND, pages::message("No such account.")),
+                Err(error) => page(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    pages::message(&error.to_string()),
+                ),
             };
         }
         if let Some(id) = path

@@ -1,6 +1,7 @@
 //! The console's pages: server-rendered HTML in which every value from a
 //! package, a tool input, a grant or the audit log is escaped.
 
+use warden_egress::secrets::Account;
 use warden_host::{AuditEntry, InstalledPackage};
 use warden_registry::{ApprovalRequest, Grant};
 
@@ -32,7 +33,8 @@ fn layout(title: &str, body_attrs: &str, content: &str) -> String {
          <title>{} · Warden</title><link rel=\"stylesheet\" href=\"/console/console.css\">\
          <script src=\"/console/console.js\" defer></script></head>\
          <body{body_attrs}><header><strong>Warden</strong>\
-         <a href=\"/console\">Approvals</a><a href=\"/console/packages\">Packages</a>\
+         <a href=\"/console\">Approvals</a><a href=\"/console/accounts\">Accounts</a>\
+         <a href=\"/console/packages\">Packages</a>\
          <a href=\"/console/audit\">Activity</a></header><main>{content}</main></body></html>",
         escape(title)
     )
@@ -113,6 +115,52 @@ pub(super) fn approvals(pending: &[ApprovalRequest], grants: &[Grant], csrf: &st
         &format!(" data-pending=\"{}\"", pending.len()),
         &html,
     )
+}
+
+/// Connected accounts (never a value) with disconnect.
+pub(super) fn accounts(accounts: &[Account], csrf: &str) -> String {
+    let csrf = escape(csrf);
+    let mut html = format!("<h1>Accounts ({})</h1>", accounts.len());
+    if accounts.is_empty() {
+        html.push_str(
+            "<section><p>No account is connected: <code>warden auth connect &lt;package&gt;</code>.</p></section>",
+        );
+    }
+    for account in accounts {
+        let key = serde_json::to_string(&account.key).unwrap_or_default();
+        let audiences: Vec<String> = account
+            .binding
+            .audiences
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let owner = account
+            .key
+            .owner
+            .as_deref()
+            .map(|o| format!(" · of {}", escape(o)))
+            .unwrap_or_default();
+        html.push_str(&format!(
+            "<section><h2>{vendor}</h2>\
+             <p class=\"meta\">handle {handle} · scopes {scopes}{owner}</p>\
+             <p>Sent only to {audiences}; used by {extensions}.</p>\
+             <form method=\"post\" action=\"/console/accounts/disconnect\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"key\" value=\"{key}\">\
+             <button class=\"deny\">Disconnect</button></form></section>",
+            vendor = escape(&account.key.vendor),
+            handle = escape(&account.key.handle),
+            scopes = escape(&if account.key.scopes.is_empty() {
+                "none".to_owned()
+            } else {
+                account.key.scopes.join(" ")
+            }),
+            audiences = escape(&audiences.join(", ")),
+            extensions = escape(&account.binding.extensions.join(", ")),
+            key = escape(&key),
+        ));
+    }
+    layout("Accounts", "", &html)
 }
 
 /// Installed packages and their tools.
