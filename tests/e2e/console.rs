@@ -287,6 +287,15 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
     let listed = warden.run(&["--json", "secret", "list"]).json();
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 
+    // The last hour at a glance, from the audit log.
+    let page = get(port, "/console", Some(&cookie));
+    assert!(
+        page.body
+            .contains("Last hour: ran 1, failed 0, asked for approval 3"),
+        "{}",
+        page.body
+    );
+
     // Recent activity shows the calls, escaped.
     let audit = get(port, "/console/audit", Some(&cookie));
     assert!(

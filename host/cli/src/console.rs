@@ -277,14 +277,39 @@ impl Console {
         let approvals = self.host.approvals();
         let pending = approvals.pending(&self.location_id).await;
         let grants = approvals.grants(&self.location_id, now_millis()).await;
+        let figures = self.figures();
         match (pending, grants) {
-            (Ok(pending), Ok(grants)) => {
-                page(StatusCode::OK, pages::approvals(&pending, &grants, csrf))
-            }
+            (Ok(pending), Ok(grants)) => page(
+                StatusCode::OK,
+                pages::approvals(&pending, &grants, &figures, csrf),
+            ),
             (Err(error), _) | (_, Err(error)) => page(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 pages::message(&error.to_string()),
             ),
+        }
+    }
+
+    /// The last hour's calls and failures, from the audit log's newest
+    /// lines (what this data directory's processes did, whichever ran them).
+    fn figures(&self) -> pages::Figures {
+        let lines = warden_host::audit_tail(&self.audit_path, 2000).unwrap_or_default();
+        let since = now_millis() - 3_600_000;
+        let recent: Vec<warden_host::AuditEntry> = lines
+            .iter()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .filter(|e: &warden_host::AuditEntry| e.time >= since)
+            .collect();
+        pages::Figures {
+            ran: recent.iter().filter(|e| e.outcome == "ok").count(),
+            failed: recent
+                .iter()
+                .filter(|e| !matches!(e.outcome.as_str(), "ok" | "approval_required"))
+                .count(),
+            asked: recent
+                .iter()
+                .filter(|e| e.outcome == "approval_required")
+                .count(),
         }
     }
 

@@ -56,10 +56,34 @@ fn when(millis: i64) -> String {
     )
 }
 
+/// The last hour at a glance.
+#[derive(Debug, Default)]
+pub(super) struct Figures {
+    /// Calls that ran.
+    pub(super) ran: usize,
+    /// Calls that failed (refused, limits, tool errors).
+    pub(super) failed: usize,
+    /// Calls that asked for approval.
+    pub(super) asked: usize,
+}
+
 /// Pending approvals with their actions, and live grants with revoke.
-pub(super) fn approvals(pending: &[ApprovalRequest], grants: &[Grant], csrf: &str) -> String {
+pub(super) fn approvals(
+    pending: &[ApprovalRequest],
+    grants: &[Grant],
+    figures: &Figures,
+    csrf: &str,
+) -> String {
     let csrf = escape(csrf);
-    let mut html = format!("<h1>Pending approvals ({})</h1>", pending.len());
+    let mut html = format!(
+        "<p class=\"meta\">Last hour: ran {}, failed {}, asked for approval {}; waiting now {}.</p>\
+         <h1>Pending approvals ({})</h1>",
+        figures.ran,
+        figures.failed,
+        figures.asked,
+        pending.len(),
+        pending.len()
+    );
     if pending.is_empty() {
         html.push_str("<section><p>Nothing is waiting for a decision.</p></section>");
     }
