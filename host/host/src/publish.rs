@@ -7,7 +7,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret as _, SecretString};
 use warden_egress::secrets::AccountKey;
 use warden_manifest::Implementation;
-use warden_oci::{Artifact, Bounds, Client, Login, Logins, Reference};
+use warden_oci::{Artifact, Client, Login, Logins, PullBounds, Reference};
 
 use crate::error::HostError;
 use crate::source::{LoadedPackage, MAX_FILE_BYTES, MAX_PACKAGE_BYTES, PackageSource, SUMS_FILE};
@@ -133,10 +133,10 @@ impl crate::Host {
     /// checks, TLS roots and limits), signing in with `logins`; a pull reads
     /// no more than the package reader accepts.
     pub fn registry(&self, logins: Arc<dyn Logins>) -> Client {
-        Client::new(self.shared.egress.clone(), logins).with_bounds(Bounds {
+        Client::new(self.shared.egress.clone(), logins).with_bounds(PullBounds {
             module: MAX_FILE_BYTES,
             package: MAX_PACKAGE_BYTES,
-            ..Bounds::default()
+            ..PullBounds::default()
         })
     }
 }

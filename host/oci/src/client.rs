@@ -12,7 +12,7 @@ use warden_core::spec::{Audience, CredentialSpec, NetworkTarget};
 use warden_egress::Egress;
 
 use crate::auth::{Authorization, Challenge, Login, Logins};
-use crate::{Bounds, OciError, Reference};
+use crate::{OciError, PullBounds, Reference};
 
 /// Redirects followed per request (a blob served from object storage).
 const MAX_REDIRECTS: usize = 5;
@@ -28,7 +28,7 @@ const HANDLE: &str = "registry";
 pub struct Client {
     egress: Egress,
     logins: Arc<dyn Logins>,
-    pub(crate) bounds: Bounds,
+    pub(crate) bounds: PullBounds,
 }
 
 impl Client {
@@ -37,12 +37,12 @@ impl Client {
         Client {
             egress,
             logins,
-            bounds: Bounds::default(),
+            bounds: PullBounds::default(),
         }
     }
 
     /// With `bounds` on what a pull reads.
-    pub fn with_bounds(mut self, bounds: Bounds) -> Self {
+    pub fn with_bounds(mut self, bounds: PullBounds) -> Self {
         self.bounds = bounds;
         self
     }

@@ -25,8 +25,8 @@ pub use auth::{DockerConfig, FirstOf, Login, Logins, StaticLogins};
 pub use client::Client;
 pub use digest::Digest;
 pub use error::OciError;
-pub use manifest::{Artifact, Bounds};
-pub use pull::{Pulled, Resolved};
+pub use manifest::{Artifact, PullBounds};
+pub use pull::{Pulled, ResolvedManifest};
 pub use reference::{DEFAULT_TAG, Reference, SCHEME};
 
 /// `text` bounded to 200 characters and escaped, for messages.

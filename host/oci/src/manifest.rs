@@ -162,7 +162,7 @@ impl Artifact {
 
 /// Bounds on what a pull reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
+pub struct PullBounds {
     /// The manifest (the distribution spec's recommended 4 MiB).
     pub manifest: u64,
     /// The component layer.
@@ -171,9 +171,9 @@ pub struct Bounds {
     pub package: u64,
 }
 
-impl Default for Bounds {
+impl Default for PullBounds {
     fn default() -> Self {
-        Bounds {
+        PullBounds {
             manifest: 4 << 20,
             module: 32 << 20,
             package: 64 << 20,
@@ -231,7 +231,7 @@ impl ImageManifest {
     }
 
     /// The checked layers of a package manifest.
-    pub(crate) fn layers(&self, bounds: &Bounds) -> Result<Layers, OciError> {
+    pub(crate) fn layers(&self, bounds: &PullBounds) -> Result<Layers, OciError> {
         if !matches!(self.config.media_type.as_str(), WASM_CONFIG | EMPTY_CONFIG) {
             return Err(OciError::MediaType {
                 what: "the config".into(),
@@ -317,7 +317,7 @@ mod tests {
 
         let json = serde_json::to_vec(&manifest).unwrap();
         let parsed = ImageManifest::parse(&json, None).unwrap();
-        let layers = parsed.layers(&Bounds::default()).unwrap();
+        let layers = parsed.layers(&PullBounds::default()).unwrap();
         assert_eq!(layers.module.unwrap().0, "echo.wasm");
     }
 
@@ -331,12 +331,12 @@ mod tests {
 
         let mut odd = manifest.clone();
         odd.layers[1].media_type = "application/x-shellscript".into();
-        let error = odd.layers(&Bounds::default()).unwrap_err().to_string();
+        let error = odd.layers(&PullBounds::default()).unwrap_err().to_string();
         assert!(error.contains("application/x-shellscript"), "{error}");
 
-        let small = Bounds {
+        let small = PullBounds {
             module: 4,
-            ..Bounds::default()
+            ..PullBounds::default()
         };
         let error = manifest.layers(&small).unwrap_err().to_string();
         assert!(
@@ -346,7 +346,7 @@ mod tests {
 
         let mut bare = manifest.clone();
         bare.layers.pop();
-        let error = bare.layers(&Bounds::default()).unwrap_err().to_string();
+        let error = bare.layers(&PullBounds::default()).unwrap_err().to_string();
         assert!(error.contains("not a Warden package"), "{error}");
 
         let docker = ImageManifest::parse(

@@ -7,7 +7,7 @@ use crate::{Client, Digest, OciError, Reference};
 
 /// A reference resolved: its manifest, by digest.
 #[derive(Debug, Clone)]
-pub struct Resolved {
+pub struct ResolvedManifest {
     /// The reference pinned to the manifest's digest: what a later pull
     /// fetches, whatever the tag points at by then.
     pub reference: Reference,
@@ -21,7 +21,7 @@ pub struct Resolved {
 #[derive(Debug, Clone)]
 pub struct Pulled {
     /// What was pulled, pinned.
-    pub resolved: Resolved,
+    pub resolved: ResolvedManifest,
     /// The component: its path in the package and its bytes.
     pub module: Option<(String, Vec<u8>)>,
     /// The rest of the package, a `.tar.gz` (for the package reader).
@@ -32,7 +32,7 @@ impl Client {
     /// The manifest `reference` names (by tag or digest), checked: the
     /// digest of what came is the one asked for (and the one the registry
     /// claims), and it is an image manifest of a Warden package.
-    pub async fn resolve(&self, reference: &Reference) -> Result<Resolved, OciError> {
+    pub async fn resolve(&self, reference: &Reference) -> Result<ResolvedManifest, OciError> {
         let signer = self.signer(reference, "pull");
         self.resolve_with(&signer, reference).await
     }
@@ -41,7 +41,7 @@ impl Client {
         &self,
         signer: &Signer,
         reference: &Reference,
-    ) -> Result<Resolved, OciError> {
+    ) -> Result<ResolvedManifest, OciError> {
         let what = format!("the manifest of {reference}");
         let url = reference.api_url(&format!("manifests/{}", reference.manifest_reference()));
         let request = Request::get(&url, &what, self.bounds.manifest).accept(ACCEPT_MANIFEST);
@@ -71,7 +71,7 @@ impl Client {
         let manifest = ImageManifest::parse(&response.body, response.header("content-type"))?;
         // Checked now, so a resolve says what a pull would refuse.
         manifest.layers(&self.bounds)?;
-        Ok(Resolved {
+        Ok(ResolvedManifest {
             reference: reference.pinned(digest.clone()),
             digest,
             manifest,
@@ -87,12 +87,16 @@ impl Client {
 
     /// Fetch the layers of an already resolved manifest (what `upgrade`
     /// showed is what it installs, even when the tag moved since).
-    pub async fn pull_resolved(&self, resolved: Resolved) -> Result<Pulled, OciError> {
+    pub async fn pull_resolved(&self, resolved: ResolvedManifest) -> Result<Pulled, OciError> {
         let signer = self.signer(&resolved.reference, "pull");
         self.fetch_layers(&signer, resolved).await
     }
 
-    async fn fetch_layers(&self, signer: &Signer, resolved: Resolved) -> Result<Pulled, OciError> {
+    async fn fetch_layers(
+        &self,
+        signer: &Signer,
+        resolved: ResolvedManifest,
+    ) -> Result<Pulled, OciError> {
         let layers = resolved.manifest.layers(&self.bounds)?;
         let module = match layers.module {
             Some((path, layer)) => {

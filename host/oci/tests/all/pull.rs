@@ -89,7 +89,7 @@ async fn layers_over_their_bound_are_refused_before_or_while_reading() {
     let fake = Fake::start().await;
     let (manifest, _, _) = fake.serve(&artifact());
     // Declared over the bound: refused without fetching it.
-    let small = fake.client.clone().with_bounds(warden_oci::Bounds {
+    let small = fake.client.clone().with_bounds(warden_oci::PullBounds {
         module: 4,
         ..Default::default()
     });
