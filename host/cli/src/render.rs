@@ -82,6 +82,13 @@ pub(crate) fn description(tool: &Value) {
         str_of(&package["provenance"]),
         str_of(&package["trust"]),
     );
+    if let Some(reference) = package["origin"]["reference"].as_str() {
+        out!(
+            "  from        {} ({})",
+            escape(reference),
+            str_of(&package["origin"]["digest"])
+        );
+    }
     if let Some(world) = tool["world"].as_str() {
         let lane = if world.starts_with("warden:") {
             "Warden's own world"
