@@ -215,7 +215,15 @@ async fn a_token_registry_takes_a_login_for_pushes_and_gives_anonymous_pulls() {
     let pinned = format!("{reference}@{digest}");
     let installed = host.run(&["--json", "install", "--replace", &pinned]);
     assert_eq!(installed.code, 0, "{installed:?}");
-    assert_eq!(installed.json()["origin"]["digest"], digest.as_str());
+    let installed = installed.json();
+    assert_eq!(installed["origin"]["digest"], digest.as_str());
+    // A pin the user wrote stays a pin: `upgrade` has nothing to move to,
+    // even when the tag moves.
+    assert_eq!(installed["origin"]["reference"], pinned.as_str());
+    let moved = publisher.run(&["publish", &echo_dir(), &registry.reference("acme/echo:1.0")]);
+    assert_eq!(moved.code, 0, "{moved:?}");
+    let upgrade = host.run(&["upgrade"]);
+    assert!(upgrade.stdout.contains("current"), "{upgrade:?}");
     let verify = host.run(&["--json", "verify", &pinned]);
     assert_eq!(
         verify.json()["signature"]["status"],

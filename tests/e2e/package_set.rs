@@ -150,5 +150,12 @@ async fn hosts_on_one_postgres_converge_to_one_package_set() {
             "{packages:?}"
         );
     }
+
+    // Uninstalled from the set on a host that never installed it.
+    let removed = a.run(&["uninstall", "missing"]);
+    assert_eq!(removed.code, 0, "{removed:?}");
+    let set = store.package_set().await.unwrap();
+    let missing = set.iter().find(|r| r.id == "missing").unwrap();
+    assert!(missing.removed, "{set:?}");
     let _ = tokio::join!(client_a.cancel(), client_b.cancel());
 }

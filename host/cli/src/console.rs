@@ -78,10 +78,9 @@ pub(crate) async fn run(cx: &Context, addr: SocketAddr) -> Result<ExitCode> {
         location,
         location_id: LocationId::from(cx.location.as_str()),
         audit_path: cx.audit_path(),
-        origin_hosts: vec![
-            format!("127.0.0.1:{}", local.port()),
-            format!("localhost:{}", local.port()),
-        ],
+        // The address it listens on as a browser writes it (`[::1]:PORT`
+        // for IPv6), and `localhost`.
+        origin_hosts: vec![local.to_string(), format!("localhost:{}", local.port())],
         login: Mutex::new(Some(token.clone())),
         sessions: Mutex::default(),
     });

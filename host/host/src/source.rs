@@ -53,15 +53,13 @@ pub struct PackageOrigin {
 }
 
 impl PackageOrigin {
-    /// The origin of `pulled`.
+    /// The origin of `pulled`: the reference as it was asked for (a pin
+    /// the user wrote stays a pin; a tag stays a tag `upgrade` follows)
+    /// and the manifest digest pulled.
     pub fn of(pulled: &warden_oci::Pulled) -> Self {
         let resolved = &pulled.resolved;
-        let asked = match resolved.reference.tag() {
-            Some(_) => resolved.reference.unpinned().to_string(),
-            None => resolved.reference.to_string(),
-        };
         PackageOrigin {
-            reference: asked,
+            reference: resolved.asked.to_string(),
             digest: resolved.digest.to_string(),
         }
     }

@@ -75,6 +75,11 @@ impl Client {
             return Ok(response);
         }
         let registry = signer.reference.registry();
+        // A host the registry redirected to is not asked to sign in: its
+        // challenge could name a realm that collects the registry's login.
+        if !response.from_registry {
+            return Err(response.unexpected(&request.what));
+        }
         let challenge = response
             .header("www-authenticate")
             .and_then(Challenge::parse);
@@ -180,12 +185,13 @@ impl Client {
             })?;
             let same_origin = parsed.scheme() == "https"
                 && parsed.host_str() == Some(registry.host_pattern.as_str())
-                && parsed.port() == registry.port;
+                && parsed.port_or_known_default() == Some(registry.port.unwrap_or(443));
             let authorization = match same_origin {
                 true => signer.current(),
                 false => None,
             };
-            let response = self.exchange(request, &url, authorization.as_ref()).await?;
+            let mut response = self.exchange(request, &url, authorization.as_ref()).await?;
+            response.from_registry = same_origin;
             let redirected = matches!(response.status, 301 | 302 | 303 | 307 | 308)
                 && matches!(request.method, "GET" | "HEAD");
             let Some(location) = response.header("location").filter(|_| redirected) else {
@@ -290,6 +296,7 @@ impl Client {
                 status: streaming.status,
                 headers: streaming.headers,
                 body,
+                from_registry: false,
             })
         };
         match tokio::time::timeout(timeout + Duration::from_secs(1), read).await {
@@ -391,6 +398,9 @@ pub(crate) struct Response {
     pub(crate) status: u16,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Vec<u8>,
+    /// Whether the registry's own origin answered (not a host it
+    /// redirected to): only its challenge is answered with the login.
+    pub(crate) from_registry: bool,
 }
 
 impl Response {

@@ -8,6 +8,8 @@ use crate::{Client, Digest, OciError, Reference};
 /// A reference resolved: its manifest, by digest.
 #[derive(Debug, Clone)]
 pub struct ResolvedManifest {
+    /// The reference as it was asked for (a tag, a digest, or both).
+    pub asked: Reference,
     /// The reference pinned to the manifest's digest: what a later pull
     /// fetches, whatever the tag points at by then.
     pub reference: Reference,
@@ -72,6 +74,7 @@ impl Client {
         // Checked now, so a resolve says what a pull would refuse.
         manifest.layers(&self.bounds)?;
         Ok(ResolvedManifest {
+            asked: reference.clone(),
             reference: reference.pinned(digest.clone()),
             digest,
             manifest,

@@ -173,7 +173,8 @@ fn registry_host(registry: &str) -> Result<(String, Option<u16>), &'static str> 
                 .ok()
                 .filter(|p| *p != 0)
                 .ok_or("has a port that is not a number from 1 to 65535")?;
-            (host, Some(port))
+            // HTTPS's own port is the same registry as none.
+            (host, (port != 443).then_some(port))
         }
         None => (registry, None),
     };
@@ -302,5 +303,10 @@ mod tests {
             assert!(error.contains(says), "{text}: {error}");
         }
         assert!(Reference::parse("oci://ghcr.io/a__b.c-d---e/f_g").is_ok());
+        let explicit = Reference::parse("oci://ghcr.io:443/acme/echo:1").unwrap();
+        assert_eq!(
+            explicit,
+            Reference::parse("oci://ghcr.io/acme/echo:1").unwrap()
+        );
     }
 }

@@ -20,7 +20,7 @@ pub(crate) async fn run(cx: &Context, path: &Path, replace: bool, yes: bool) -> 
         true => super::registry::source(&cx.host()?, path).await?,
         false => PackageSource::from_path(path),
     };
-    install(cx, &source, replace, Mode::Person { yes }).await
+    install(cx, &source, replace, Mode::Person { yes, report: true }).await
 }
 
 /// Who installs.
@@ -29,13 +29,26 @@ pub(crate) enum Mode<'a> {
     /// A person: what a replacement changes is confirmed (or `yes`), the
     /// component compiles now, the outcome is printed, and with a shared
     /// store the install is recorded in the deployment's package set.
-    Person { yes: bool },
+    /// `report`: print the outcome (`upgrade --json` prints one summary).
+    Person { yes: bool, report: bool },
     /// `serve` converging to the package set: the package must have the
     /// recorded `digest`; the host that recorded it confirmed its changes;
     /// it compiles at first use; nothing is printed (stdout may be the MCP
     /// channel) or recorded again.
-    Converge { digest: &'a str },
+    Converge { id: &'a str, digest: &'a str },
 }
+
+/// Converging found another install under way in the data directory.
+#[derive(Debug)]
+pub(crate) struct Busy;
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("another install or uninstall is under way in this data directory")
+    }
+}
+
+impl std::error::Error for Busy {}
 
 /// Install the package `source` names (see [`run`]).
 pub(crate) async fn install(
@@ -46,8 +59,13 @@ pub(crate) async fn install(
 ) -> Result<ExitCode> {
     // One install or uninstall at a time in a data directory, from before
     // the installed packages are read (what an install is checked against)
-    // until its copy is in place.
-    let _turn = InstallTurn::take(cx)?;
+    // until its copy is in place. Converging never waits for it (`serve`
+    // would stop answering while a person answers another install's
+    // prompt): it tries again at its next look.
+    let _turn = match mode {
+        Mode::Person { .. } => InstallTurn::take(cx)?,
+        Mode::Converge { .. } => InstallTurn::try_take(cx)?.ok_or(Busy)?,
+    };
     // Installs are checked against what is effective here: the built-ins
     // plus every installed package (tool names, the id being taken).
     let (_host, location) = cx.open()?;
@@ -55,13 +73,24 @@ pub(crate) async fn install(
     let loaded = location.load_package(source)?;
     let id = loaded.package.id.clone();
     let origin = loaded.origin.clone();
-    if let Mode::Converge { digest } = mode
-        && loaded.digest != digest
+    if let Mode::Converge {
+        id: recorded,
+        digest,
+    } = mode
+        && (loaded.digest != digest || id != recorded)
     {
         bail!(
-            "the package set records `{id}` with digest {digest}; {} has {}",
+            "the package set records `{recorded}` with digest {digest}; {} is `{id}` with {}",
             source.describe(),
             loaded.digest
+        );
+    }
+    // The origin file shares the installed copy's directory: a package
+    // that has a file of that name cannot record where it came from.
+    if origin.is_some() && loaded.files.contains_key(super::registry::ORIGIN_FILE) {
+        bail!(
+            "`{id}` has a file named `{}`, which Warden keeps its origin in",
+            super::registry::ORIGIN_FILE
         );
     }
     // What the package set keeps of it, settled before anything changes (a
@@ -84,7 +113,7 @@ pub(crate) async fn install(
         true => location.replacement_diff(&loaded),
         false => None,
     };
-    if let (Some(diff), Mode::Person { yes }) = (&changes, mode) {
+    if let (Some(diff), Mode::Person { yes, .. }) = (&changes, mode) {
         confirm_changes(cx, &id, diff, yes)?;
     }
     let replace = if replace { Replace::Yes } else { Replace::No };
@@ -140,6 +169,9 @@ pub(crate) async fn install(
     // An `[mcp]` package's tools are listed now when they can be (the
     // person installing it asked for it), and kept for the next process.
     let discovery = location.discover_hosted(&id).await;
+    if matches!(mode, Mode::Person { report: false, .. }) {
+        return Ok(ExitCode::SUCCESS);
+    }
     if cx.json {
         let mut out = serde_json::json!({
             "installed": id, "dir": target, "summary": summary,
@@ -240,19 +272,24 @@ fn confirm_changes(cx: &Context, id: &str, diff: &CapabilityDiff, yes: bool) -> 
 /// Run `warden uninstall` (recorded in the deployment's package set, when
 /// the store is shared, so every host removes its copy).
 pub(crate) async fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
-    if !remove(cx, id)? {
+    let removed = remove(cx, id)?;
+    // With a shared store, the set's package is removed everywhere, even
+    // when this host never managed to install it.
+    let recorded = match &cx.package_set {
+        Some(set) => set
+            .record_removal(id)
+            .await
+            .with_context(|| {
+                format!("recording the uninstall of `{id}` in the deployment's package set")
+            })?
+            .is_some(),
+        None => false,
+    };
+    if !removed && !recorded {
         bail!(
             "no installed package `{}`; built-in packages cannot be uninstalled",
             render::escape(id)
         );
-    }
-    if let Some(set) = &cx.package_set {
-        set.record_removal(id).await.with_context(|| {
-            format!(
-                "`{id}` is uninstalled on this host, but recording it in the deployment's \
-                 package set failed"
-            )
-        })?;
     }
     let (_host, location) = cx.open()?;
     let revealed = location
@@ -278,6 +315,17 @@ pub(crate) async fn uninstall(cx: &Context, id: &str) -> Result<ExitCode> {
 /// when there is none (a built-in package, a name that is not an id).
 pub(crate) fn remove(cx: &Context, id: &str) -> Result<bool> {
     let _turn = InstallTurn::take(cx)?;
+    remove_in_turn(cx, id)
+}
+
+/// [`remove`] when the install turn is free, for converging (which never
+/// waits for it); [`Busy`] when it is not.
+pub(crate) fn remove_if_free(cx: &Context, id: &str) -> Result<bool> {
+    let _turn = InstallTurn::try_take(cx)?.ok_or(Busy)?;
+    remove_in_turn(cx, id)
+}
+
+fn remove_in_turn(cx: &Context, id: &str) -> Result<bool> {
     let target = cx.packages_dir().join(id);
     let valid = !id.is_empty() && !id.contains(['/', '\\']) && !id.starts_with('.');
     if !valid || !target.join("manifest.toml").is_file() {
@@ -314,6 +362,19 @@ impl InstallTurn {
         }
         restore_set_aside(&packages)?;
         Ok(InstallTurn { _lock: file })
+    }
+
+    /// The lock when no one holds it; `None` when another install does.
+    fn try_take(cx: &Context) -> Result<Option<InstallTurn>> {
+        let packages = cx.packages_dir();
+        std::fs::create_dir_all(&packages)
+            .with_context(|| format!("creating {}", packages.display()))?;
+        let (file, _) = lock_file(&packages)?;
+        if file.try_lock().is_err() {
+            return Ok(None);
+        }
+        restore_set_aside(&packages)?;
+        Ok(Some(InstallTurn { _lock: file }))
     }
 }
 

@@ -235,7 +235,9 @@ impl Context {
 /// directory name (`install` writes it so).
 fn load_installed(location: &Location, dir: &Path) -> Result<()> {
     let mut loaded = location.load_package(&PackageSource::Dir(dir.to_owned()))?;
-    if dir.join(registry::ORIGIN_FILE).exists() {
+    // A file of the package itself with that name is not an origin Warden wrote.
+    let own_file = loaded.files.contains_key(registry::ORIGIN_FILE);
+    if !own_file && dir.join(registry::ORIGIN_FILE).exists() {
         loaded.origin = registry::read_origin(dir);
     }
     let name = dir.file_name().unwrap_or_default().to_string_lossy();

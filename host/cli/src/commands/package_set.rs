@@ -92,8 +92,19 @@ pub(crate) async fn record(set: &PgStore, recording: Recording, trust: &str) -> 
     Ok(())
 }
 
+/// How a convergence went.
+enum Converged {
+    /// Every package of the set is here.
+    All,
+    /// A package failed (reported): tried again after [`RETRY`].
+    Failed,
+    /// Another install held the data directory: tried again at once.
+    Busy,
+}
+
 /// Converge to the set for as long as `serve` runs: on every new revision,
-/// and again after [`RETRY`] while a package failed.
+/// again after [`RETRY`] while a package failed, and at the next look when
+/// another install held the data directory.
 pub(crate) async fn follow(cx: &Context, set: Arc<PgStore>) {
     let mut seen = None;
     let mut failed_at: Option<tokio::time::Instant> = None;
@@ -102,11 +113,13 @@ pub(crate) async fn follow(cx: &Context, set: Arc<PgStore>) {
             Ok(revision) => {
                 let retry = failed_at.is_some_and(|at| at.elapsed() >= RETRY);
                 if seen != Some(revision) || retry {
-                    seen = Some(revision);
-                    failed_at = match converge(cx, &set).await {
-                        true => None,
-                        false => Some(tokio::time::Instant::now()),
-                    };
+                    match converge(cx, &set).await {
+                        Converged::All => (seen, failed_at) = (Some(revision), None),
+                        Converged::Failed => {
+                            (seen, failed_at) = (Some(revision), Some(tokio::time::Instant::now()));
+                        }
+                        Converged::Busy => seen = None,
+                    }
                 }
             }
             Err(error) => {
@@ -117,34 +130,37 @@ pub(crate) async fn follow(cx: &Context, set: Arc<PgStore>) {
     }
 }
 
-/// Bring this host's installed packages to the set; whether every package
-/// converged (each failure is reported, naming the package and why).
-async fn converge(cx: &Context, set: &PgStore) -> bool {
+/// Bring this host's installed packages to the set (each failure is
+/// reported, naming the package and why).
+async fn converge(cx: &Context, set: &PgStore) -> Converged {
     let records = match set.package_set().await {
         Ok(records) => records,
         Err(error) => {
             say!("warning: reading the deployment's package set: {error}");
-            return false;
+            return Converged::Failed;
         }
     };
     let local = match installed_here(cx) {
         Ok(local) => local,
         Err(error) => {
             say!("warning: reading this host's packages: {error:#}");
-            return false;
+            return Converged::Failed;
         }
     };
-    let mut converged = true;
+    let mut converged = Converged::All;
     for record in records {
         let here = local.get(&record.id);
         let outcome = match (record.removed, here) {
-            (true, Some(_)) => install::remove(cx, &record.id).map(|_| ()),
+            (true, Some(_)) => install::remove_if_free(cx, &record.id).map(|_| ()),
             (true, None) => Ok(()),
             (false, Some(digest)) if *digest == record.digest => Ok(()),
             (false, _) => fetch_and_install(cx, set, &record).await,
         };
         if let Err(error) = outcome {
-            converged = false;
+            if error.is::<install::Busy>() {
+                return Converged::Busy;
+            }
+            converged = Converged::Failed;
             let from = record.reference.as_deref().unwrap_or("the shared store");
             say!(
                 "warning: the deployment's package `{}` ({from}) is not installed on this host: \
@@ -192,6 +208,7 @@ async fn fetch_and_install(cx: &Context, set: &PgStore, record: &PackageRecord) 
         &source,
         true,
         Mode::Converge {
+            id: &record.id,
             digest: &record.digest,
         },
     )

@@ -143,8 +143,8 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
     let mut current = Vec::new();
     for (name, origin) in pulled {
         let asked = Reference::parse(&origin.reference)?;
-        if asked.tag().is_none() {
-            // Pinned by digest: nothing to move to.
+        if asked.digest().is_some() {
+            // Pinned by digest (with a tag or without): nothing to move to.
             current.push(name);
             continue;
         }
@@ -159,7 +159,11 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
         }
         let pulled = client.pull_resolved(resolved).await?;
         let source = PackageSource::Pulled(Arc::new(pulled));
-        super::install::install(cx, &source, true, super::install::Mode::Person { yes }).await?;
+        let mode = super::install::Mode::Person {
+            yes,
+            report: !cx.json,
+        };
+        super::install::install(cx, &source, true, mode).await?;
         upgraded.push(name);
     }
     if cx.json {
@@ -167,6 +171,7 @@ pub(crate) async fn upgrade(cx: &Context, id: Option<&str>, yes: bool) -> Result
     } else if upgraded.is_empty() {
         out!("every package pulled from a registry is current");
     } else {
+        // Each upgrade printed its own outcome above.
         for name in &current {
             out!("{} is current", render::escape(name));
         }

@@ -251,3 +251,65 @@ async fn a_basic_challenge_is_answered_with_the_login_and_a_wrong_one_is_refused
     assert!(matches!(error, OciError::Unauthorized { .. }), "{text}");
     assert!(!text.contains("wrong-pw"), "{text}");
 }
+
+/// A host the registry redirects to is never asked to sign in: its
+/// challenge could name a realm that collects the registry's login.
+#[tokio::test]
+async fn a_redirected_host_s_challenge_is_not_answered_with_the_registry_login() {
+    use std::sync::Arc;
+    use warden_egress::Egress;
+    use warden_egress::resolve::OverrideResolver;
+    use warden_egress::secrets::MemoryStore;
+    use warden_egress::testing::{TestCa, TestServer, config};
+
+    let ca = TestCa::new();
+    let cdn = TestServer::start(&ca, &["cdn.example.com"], |_| {
+        TestResponse::status(401).with_header(
+            "www-authenticate",
+            r#"Bearer realm="https://cdn.example.com/token",service="collector""#,
+        )
+    })
+    .await
+    .unwrap();
+    let blob = Digest::of(b"blob");
+    let registry = TestServer::start(&ca, &["registry.example.com"], move |_| {
+        TestResponse::redirect(307, "https://cdn.example.com/storage/blob")
+    })
+    .await
+    .unwrap();
+    let resolver = OverrideResolver::new()
+        .with_socket("registry.example.com", [registry.addr()])
+        .with_socket("cdn.example.com", [cdn.addr()]);
+    let egress = Egress::new(
+        config(
+            &ca,
+            &[("registry.example.com", 443), ("cdn.example.com", 443)],
+        ),
+        Arc::new(MemoryStore::new()),
+        Arc::new(resolver),
+    )
+    .unwrap();
+    let logins = warden_oci::StaticLogins::new().with(
+        "registry.example.com",
+        warden_oci::Login::Basic {
+            username: "alice".into(),
+            password: "registry-password".to_owned().into(),
+        },
+    );
+    let client = warden_oci::Client::new(egress, Arc::new(logins));
+    let error = client
+        .pull(&reference(&format!("@{blob}")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, OciError::Status { status: 401, .. }),
+        "{error}"
+    );
+    assert!(
+        cdn.requests()
+            .iter()
+            .all(|r| r.header("authorization").is_none()),
+        "no login went to the redirected host or its realm"
+    );
+    assert_eq!(cdn.requests().len(), 1, "its token realm was never asked");
+}

@@ -10,6 +10,13 @@
 use super::{PgStore, pg_error};
 use crate::StoreError;
 
+/// The advisory lock every change to the set holds until it commits
+/// ("wpkgset"): revisions are then taken in commit order, so a host that
+/// read revision N has seen every change up to N (a sequence alone hands
+/// out numbers at statement time, and a slow writer's lower revision could
+/// commit after a faster one's higher, never to be noticed).
+const PACKAGE_SET_LOCK: i64 = 0x0077_706b_6773_6574;
+
 /// Bound on the bytes of a package kept in the store (its component and
 /// its package layer together).
 pub const MAX_STORED_PACKAGE_BYTES: usize = 32 << 20;
@@ -123,8 +130,12 @@ impl PgStore {
         };
         let layer = bytes.map(|b| b.package_layer.as_slice());
         let now = self.clock_now().await?;
-        let client = self.client().await?;
-        let row = client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PACKAGE_SET_LOCK])
+            .await
+            .map_err(pg_error)?;
+        let row = tx
             .query_one(
                 "INSERT INTO warden_packages \
                    (id, digest, reference, trust, removed, revision, recorded_at, \
@@ -147,26 +158,34 @@ impl PgStore {
             )
             .await
             .map_err(pg_error)?;
-        row.try_get(0).map_err(pg_error)
+        let revision = row.try_get(0).map_err(pg_error)?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(revision)
     }
 
     /// Record that package `id` is uninstalled everywhere (a tombstone,
-    /// its bytes dropped). The new revision, or `None` when the set never
-    /// had it.
+    /// its bytes dropped). The new revision, or `None` when the set does
+    /// not hold it.
     pub async fn record_removal(&self, id: &str) -> Result<Option<i64>, StoreError> {
         let now = self.clock_now().await?;
-        let client = self.client().await?;
-        let row = client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PACKAGE_SET_LOCK])
+            .await
+            .map_err(pg_error)?;
+        let row = tx
             .query_opt(
                 "UPDATE warden_packages SET removed = TRUE, \
                    revision = nextval('warden_package_revision'), recorded_at = $2, \
                    module_path = NULL, module = NULL, package_layer = NULL \
-                 WHERE id = $1 RETURNING revision",
+                 WHERE id = $1 AND NOT removed RETURNING revision",
                 &[&id, &now],
             )
             .await
             .map_err(pg_error)?;
-        row.map(|r| r.try_get(0).map_err(pg_error)).transpose()
+        let revision = row.map(|r| r.try_get(0).map_err(pg_error)).transpose()?;
+        tx.commit().await.map_err(pg_error)?;
+        Ok(revision)
     }
 
     /// The bytes kept for package `id` at `digest`, if the set holds them.
