@@ -370,3 +370,94 @@ fn in_a_real_browser_an_approval_appears_is_approved_and_the_call_runs() {
     browser.wait_for("the activity page", |s| s.contains("approval_required"));
     browser.screenshot(&shots.join("activity.png"));
 }
+
+/// A headless MCP client (no elicitation) calls a tool that needs approval
+/// on a `serve --approval-wait` host: the call waits, a person approves it
+/// in the console, and the same call completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_waiting_on_an_approval_continues_when_the_console_approves_it() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+
+    let warden = crate::warden();
+    // A third-party copy of echo: calls from a model need approval.
+    let scratch = tempfile::tempdir().unwrap();
+    let package = warden_tests::package::echo_variant(
+        scratch.path(),
+        &[
+            (r#"id = "echo""#, r#"id = "waiter""#),
+            (r#"id = "echo.echo""#, r#"id = "waiter.echo""#),
+        ],
+    );
+    let installed = warden.run(&["install", package.to_str().unwrap()]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+
+    let mut command = tokio::process::Command::from(warden.command());
+    command.args(["serve", "--approval-wait", "60"]);
+    let client =
+        ().serve(TokioChildProcess::new(command).expect("warden serve starts"))
+            .await
+            .expect("MCP handshake");
+    let arguments = serde_json::json!({ "text": "after approval" });
+    let call = tokio::spawn(async move {
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("waiter_echo")
+                    .with_arguments(arguments.as_object().unwrap().clone()),
+            )
+            .await;
+        let _ = client.cancel().await;
+        result
+    });
+
+    // The approval appears while the call waits; a person approves it in
+    // the console.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let approval = loop {
+        let listed = warden.run(&["--json", "approvals", "list"]).json();
+        if let Some(id) = listed[0]["id"].as_str() {
+            break id.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval was asked: {listed}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert!(!call.is_finished(), "the call waits for the decision");
+    let console = start(&warden);
+    let port = console.port;
+    let path = console
+        .link
+        .trim_start_matches(&format!("http://127.0.0.1:{port}"))
+        .to_owned();
+    let cookie = get(port, &path, None)
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = get(port, "/console", Some(&cookie));
+    assert!(page.body.contains(&approval), "{}", page.body);
+    let approved = post(
+        port,
+        &format!("/console/approvals/{approval}"),
+        &cookie,
+        &format!("csrf={}&action=approve", csrf(&page.body)),
+        "",
+    );
+    assert_eq!(approved.status, 303, "{approved:?}");
+
+    let result = tokio::time::timeout(std::time::Duration::from_secs(30), call)
+        .await
+        .expect("the waiting call completes once approved")
+        .unwrap()
+        .expect("tools/call");
+    let text = serde_json::to_string(&result).unwrap();
+    assert!(
+        text.contains("after approval") && result.is_error != Some(true),
+        "{text}"
+    );
+}

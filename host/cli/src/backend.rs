@@ -31,6 +31,9 @@ use warden_registry::{ApprovalError, GrantTerms};
 
 use crate::settings::OAuthClients;
 
+/// How often a waiting call looks at its approval.
+const APPROVAL_POLL: Duration = Duration::from_millis(500);
+
 /// The host and Location behind an MCP server.
 pub(crate) struct HostBackend {
     /// The Location's host (kept for as long as the server runs).
@@ -38,6 +41,9 @@ pub(crate) struct HostBackend {
     location: Location,
     /// The operator's OAuth clients, for connecting accounts by URL.
     clients: OAuthClients,
+    /// How long a call that needs approval waits for a person to decide
+    /// elsewhere, when its client cannot be asked (`serve --approval-wait`).
+    approval_wait: Duration,
 }
 
 impl HostBackend {
@@ -45,11 +51,13 @@ impl HostBackend {
         host: Host,
         location: Location,
         clients: OAuthClients,
+        approval_wait: Duration,
     ) -> std::sync::Arc<Self> {
         std::sync::Arc::new(HostBackend {
             host,
             location,
             clients,
+            approval_wait,
         })
     }
 }
@@ -134,6 +142,59 @@ impl Backend for HostBackend {
                 Ok(outcome) => result(outcome),
                 Err(error) => CallResult::Protocol(format!("host error: {error}")),
             }
+        })
+    }
+
+    fn await_decision(
+        &self,
+        approval_id: String,
+        caller: Option<Caller>,
+        signals: CallSignals,
+    ) -> BoxFuture<'static, Option<CallResult>> {
+        let (host, location, wait) = (self.host.clone(), self.location.clone(), self.approval_wait);
+        Box::pin(async move {
+            if wait.is_zero() {
+                return None;
+            }
+            let id = ApprovalId(approval_id);
+            let deadline = tokio::time::Instant::now() + wait;
+            let mut polls = 0u32;
+            loop {
+                let approval = host.approvals().store().approval(&id).await.ok()??;
+                if approval.state != warden_registry::ApprovalState::Pending {
+                    break;
+                }
+                let cancelled = signals.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+                if cancelled || tokio::time::Instant::now() >= deadline {
+                    return None;
+                }
+                // Every few seconds, a progress report keeps a client that
+                // asked for progress from timing the call out.
+                if polls.is_multiple_of(10)
+                    && let Some(progress) = &signals.progress
+                {
+                    progress.report(warden_core::lane::Progress {
+                        progress: f64::from(polls),
+                        total: None,
+                        message: Some(format!(
+                            "waiting for a person to approve `{}` ({id})",
+                            approval.capability_id
+                        )),
+                    });
+                }
+                polls += 1;
+                tokio::time::sleep(APPROVAL_POLL).await;
+            }
+            // Decided: the same call resumes once (ran, or refused).
+            let mut invocation = location.asking_invocation(&id).await.ok()?;
+            // The session is the asking call's, as stored; the caller is
+            // whose accounts it uses (as when a client answers itself).
+            invocation.caller = caller.as_ref().and_then(account_owner);
+            let invocation = with_signals(invocation, signals);
+            Some(match location.resume(&id, invocation).await {
+                Ok(outcome) => result(outcome),
+                Err(error) => CallResult::Protocol(format!("resuming the approved call: {error}")),
+            })
         })
     }
 
@@ -401,7 +462,7 @@ mod tests {
         let clients = crate::settings::Settings::default()
             .oauth_clients()
             .unwrap();
-        let backend = HostBackend::new(host, location, clients);
+        let backend = HostBackend::new(host, location, clients, Duration::ZERO);
         let call = |subject: Option<&str>| {
             let caller = subject.map(|s| Caller {
                 subject: s.to_owned(),

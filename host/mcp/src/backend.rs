@@ -47,6 +47,23 @@ pub trait Backend: Send + Sync + 'static {
         signals: CallSignals,
     ) -> BoxFuture<'static, CallResult>;
 
+    /// Waits, for a client that cannot be asked (no elicitation), until a
+    /// person decides pending approval `approval_id` elsewhere (the web
+    /// console, `warden approvals approve`, another host), then resumes
+    /// that same call once and returns its result: ran when approved, the
+    /// typed refusal when denied. `None` (the default: no waiting) when it
+    /// is still undecided after the backend's wait, or the call was
+    /// cancelled; the client is then told how a person approves.
+    fn await_decision(
+        &self,
+        approval_id: String,
+        caller: Option<Caller>,
+        signals: CallSignals,
+    ) -> BoxFuture<'static, Option<CallResult>> {
+        let _ = (approval_id, caller, signals);
+        Box::pin(async { None })
+    }
+
     /// Starts connecting the account an `auth_required` result names
     /// (`details`: its structured fields) when a person can do it by
     /// opening a URL (an OAuth recipe): the server then offers the URL

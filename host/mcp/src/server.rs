@@ -174,7 +174,12 @@ impl<B: Backend> WardenServer<B> {
             how_to_approve,
         };
         if !approval::client_can_elicit(context) {
-            return Err(pending);
+            // A person may decide elsewhere (the console) while it waits.
+            let decided = backend.await_decision(pending.id.clone(), caller.clone(), signals);
+            return match reports::beside(reports.as_ref(), decided).await {
+                Some(result) => Ok(result),
+                None => Err(pending),
+            };
         }
         let Some(answer) = approval::ask(context, &pending).await else {
             return Err(pending);

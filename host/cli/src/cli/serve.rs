@@ -21,6 +21,13 @@ pub(crate) struct ServeArgs {
     /// than the workers.
     #[arg(long, value_parser = clap::value_parser!(u16).range(0..=1024))]
     pub(crate) long_call_threads: Option<u16>,
+    /// Seconds a call that needs approval waits for a person to decide it
+    /// elsewhere (the web console, `warden approvals approve`, another
+    /// host) when its MCP client cannot be asked (no elicitation); it then
+    /// runs, or ends with the refusal. `0` (the default) answers at once
+    /// with the approval id, and the client repeats the call once approved.
+    #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub(crate) approval_wait: u64,
     /// Memory all running calls may reserve together (each reserves its
     /// tool's memory limit; calls that do not fit wait), e.g. `8GiB`,
     /// `512MiB` or bytes. Default: 8 GiB.

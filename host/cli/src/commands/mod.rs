@@ -385,7 +385,8 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
                 metrics_at: serve.metrics.flatten(),
                 otlp_endpoint: serve.otlp_endpoint,
             };
-            serve::run(&cx, serve.http, observe, serve.auth).await
+            let wait = std::time::Duration::from_secs(serve.approval_wait);
+            serve::run(&cx, serve.http, observe, serve.auth, wait).await
         }
         Command::CompileComponent {
             name,

@@ -40,6 +40,7 @@ pub(crate) async fn run(
     http: Option<SocketAddr>,
     observe: Observe,
     auth: ServeAuthArgs,
+    approval_wait: std::time::Duration,
 ) -> Result<ExitCode> {
     let metrics_at = observe.metrics_at;
     if cx.metrics && http.is_none() && metrics_at.is_none() {
@@ -107,7 +108,12 @@ pub(crate) async fn run(
     });
     let watcher = live::spawn(location.clone(), cx.packages_dir(), seen);
     let mcp_watcher = live::spawn_for(location.clone(), cx.mcp_dir(), seen_mcp, live::Kind::User);
-    let backend = crate::backend::HostBackend::new(host, location, cx.settings.oauth_clients()?);
+    let backend = crate::backend::HostBackend::new(
+        host,
+        location,
+        cx.settings.oauth_clients()?,
+        approval_wait,
+    );
     // With a shared store, this host follows the deployment's package set
     // (installing into its data directory, which the watcher publishes).
     let following = async {
