@@ -40,7 +40,13 @@ impl Browser {
             assert!(Instant::now() < deadline, "chromedriver did not listen");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let mut args = vec!["--headless=new", "--disable-gpu", "--window-size=412,915"];
+        // `/dev/shm` is small in containers: Chromium uses /tmp instead.
+        let mut args = vec![
+            "--headless=new",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=412,915",
+        ];
         if is_root() {
             args.push("--no-sandbox");
         }
