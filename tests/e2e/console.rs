@@ -287,6 +287,42 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
     let listed = warden.run(&["--json", "secret", "list"]).json();
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 
+    // Stored again from the console's form: bound to the declaring
+    // package's audience, and never shown back.
+    let accounts = get(port, "/console/accounts", Some(&cookie));
+    assert!(
+        accounts
+            .body
+            .contains("name=\"handle\" value=\"github_runtime_token\""),
+        "{}",
+        accounts.body
+    );
+    let form: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &token)
+        .append_pair("extension", "github")
+        .append_pair("vendor", "github")
+        .append_pair("handle", "github_runtime_token")
+        .append_pair("value", warden_tests::TOKEN)
+        .finish();
+    let stored = post(port, "/console/accounts/set", &cookie, &form, "");
+    assert_eq!(stored.status, 303, "{stored:?}");
+    let listed = warden.run(&["--json", "secret", "list"]).json();
+    assert_eq!(listed[0]["handle"], "github_runtime_token", "{listed}");
+    assert!(listed.to_string().contains("api.github.com"), "{listed}");
+    let accounts = get(port, "/console/accounts", Some(&cookie));
+    assert!(
+        !accounts.body.contains(warden_tests::TOKEN),
+        "no secret is rendered"
+    );
+    let empty = post(
+        port,
+        "/console/accounts/set",
+        &cookie,
+        &format!("csrf={token}&extension=github&vendor=github&handle=github_runtime_token&value="),
+        "",
+    );
+    assert_eq!(empty.status, 400, "{empty:?}");
+
     // The last hour at a glance, from the audit log.
     let page = get(port, "/console", Some(&cookie));
     assert!(

@@ -190,7 +190,8 @@ impl Console {
                         .into_iter()
                         .filter(|a| !a.key.handle.contains('#'))
                         .collect();
-                    page(StatusCode::OK, pages::accounts(&accounts, csrf))
+                    let declared = declared_credentials(&self.location);
+                    page(StatusCode::OK, pages::accounts(&accounts, &declared, csrf))
                 }
                 Err(error) => page(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -338,6 +339,9 @@ impl Console {
                 Err(error) => page(StatusCode::CONFLICT, pages::message(&error.to_string())),
             };
         }
+        if path == "/console/accounts/set" {
+            return self.store_value(form).await;
+        }
         if path == "/console/accounts/disconnect" {
             let key = form
                 .get("key")
@@ -372,6 +376,73 @@ impl Console {
         }
         page(StatusCode::NOT_FOUND, pages::message("No such action."))
     }
+}
+
+impl Console {
+    /// Store a credential's value for the package that declares it, bound
+    /// to that package's audiences (as `warden secret set`). The value is
+    /// never shown again.
+    async fn store_value(&self, form: &HashMap<String, String>) -> Answer {
+        let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();
+        let (extension, vendor, handle) = (field("extension"), field("vendor"), field("handle"));
+        let value = field("value");
+        if value.is_empty() {
+            return page(
+                StatusCode::BAD_REQUEST,
+                pages::message("No value was given."),
+            );
+        }
+        let declared = self
+            .location
+            .credential_declarations(vendor, handle)
+            .into_iter()
+            .find(|d| d.extension == extension);
+        let Some(declared) = declared else {
+            return page(
+                StatusCode::NOT_FOUND,
+                pages::message("No installed package declares that credential."),
+            );
+        };
+        let key = warden_egress::secrets::AccountKey::new(vendor, handle, declared.scopes.clone());
+        let value = secrecy::SecretString::from(value.to_owned());
+        match self.location.connect_account(extension, &key, value).await {
+            Ok(_) => redirect("/console/accounts"),
+            Err(error) => page(StatusCode::BAD_REQUEST, pages::message(&error.to_string())),
+        }
+    }
+}
+
+/// Every credential an installed package declares: (package, vendor,
+/// handle, where it may be sent), once each.
+fn declared_credentials(location: &Location) -> Vec<pages::Declared> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut declared = Vec::new();
+    for installed in location.installed() {
+        let id = &installed.package.id;
+        for capability in &installed.package.capabilities {
+            for credential in &capability.credentials {
+                let entry = (
+                    id.clone(),
+                    credential.vendor.clone(),
+                    credential.handle.clone(),
+                );
+                if !seen.insert(entry) {
+                    continue;
+                }
+                let audience = &credential.audience;
+                declared.push(pages::Declared {
+                    extension: id.clone(),
+                    vendor: credential.vendor.clone(),
+                    handle: credential.handle.clone(),
+                    audience: match audience.port {
+                        Some(port) => format!("{}://{}:{port}", audience.scheme, audience.host),
+                        None => format!("{}://{}", audience.scheme, audience.host),
+                    },
+                });
+            }
+        }
+    }
+    declared
 }
 
 /// Why a state change is refused as coming from another site, if it is.

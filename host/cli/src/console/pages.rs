@@ -141,8 +141,19 @@ pub(super) fn approvals(
     )
 }
 
-/// Connected accounts (never a value) with disconnect.
-pub(super) fn accounts(accounts: &[Account], csrf: &str) -> String {
+/// A credential an installed package declares.
+#[derive(Debug)]
+pub(super) struct Declared {
+    pub(super) extension: String,
+    pub(super) vendor: String,
+    pub(super) handle: String,
+    /// Where its value may be sent.
+    pub(super) audience: String,
+}
+
+/// Connected accounts (never a value) with disconnect, and a form per
+/// declared credential to store a value (an API key or token).
+pub(super) fn accounts(accounts: &[Account], declared: &[Declared], csrf: &str) -> String {
     let csrf = escape(csrf);
     let mut html = format!("<h1>Accounts ({})</h1>", accounts.len());
     if accounts.is_empty() {
@@ -182,6 +193,26 @@ pub(super) fn accounts(accounts: &[Account], csrf: &str) -> String {
             audiences = escape(&audiences.join(", ")),
             extensions = escape(&account.binding.extensions.join(", ")),
             key = escape(&key),
+        ));
+    }
+    if !declared.is_empty() {
+        html.push_str("<h1>Store a key or token</h1>");
+    }
+    for credential in declared {
+        html.push_str(&format!(
+            "<section><h2>{vendor} · {handle}</h2>\
+             <p class=\"meta\">for package {extension}; sent only to {audience}</p>\
+             <form method=\"post\" action=\"/console/accounts/set\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"extension\" value=\"{extension}\">\
+             <input type=\"hidden\" name=\"vendor\" value=\"{vendor}\">\
+             <input type=\"hidden\" name=\"handle\" value=\"{handle}\">\
+             <input type=\"password\" name=\"value\" autocomplete=\"off\" placeholder=\"value\">\
+             <button class=\"approve\">Store</button></form></section>",
+            vendor = escape(&credential.vendor),
+            handle = escape(&credential.handle),
+            extension = escape(&credential.extension),
+            audience = escape(&credential.audience),
         ));
     }
     layout("Accounts", "", &html)
