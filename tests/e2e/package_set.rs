@@ -157,5 +157,24 @@ async fn hosts_on_one_postgres_converge_to_one_package_set() {
     let set = store.package_set().await.unwrap();
     let missing = set.iter().find(|r| r.id == "missing").unwrap();
     assert!(missing.removed, "{set:?}");
+
+    // `warden package-set` on either host: what the set holds, and here.
+    let shown = b.run(&["--json", "package-set"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let shown = shown.json();
+    let here = |id: &str| {
+        shown["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .map(|p| p["here"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(here("local").as_deref(), Some("installed here"), "{shown}");
+    assert_eq!(here("shared").as_deref(), Some("removed"), "{shown}");
+    assert_eq!(here("missing").as_deref(), Some("removed"), "{shown}");
+    let alone = crate::warden().run(&["package-set"]);
+    assert_eq!(alone.code, 1, "{alone:?}");
+    assert!(alone.stderr.contains("--store"), "{alone:?}");
     let _ = tokio::join!(client_a.cancel(), client_b.cancel());
 }

@@ -124,6 +124,9 @@ pub(crate) enum Command {
     /// hosts of a PostgreSQL store; asked before the Docker config file).
     #[command(subcommand)]
     Registry(RegistryCommand),
+    /// The deployment's package set (with a shared PostgreSQL store): each
+    /// package recorded, where it comes from, and whether this host has it.
+    PackageSet,
     /// Install what the references of packages pulled from a registry name
     /// now, when that changed, showing what each new version changes first.
     Upgrade {

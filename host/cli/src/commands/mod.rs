@@ -363,6 +363,7 @@ pub(crate) async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sign { dir, key } => signing::sign(&cx, &dir, &key),
         Command::Verify { path } => signing::verify(&cx, &path).await,
         Command::Uninstall { id } => install::uninstall(&cx, &id).await,
+        Command::PackageSet => package_set::show(&cx).await,
         Command::Console { addr } => crate::console::run(&cx, addr).await,
         Command::Publish { path, reference } => registry::publish(&cx, &path, &reference).await,
         Command::Upgrade { id, yes } => registry::upgrade(&cx, id.as_deref(), yes).await,

@@ -215,3 +215,52 @@ async fn fetch_and_install(cx: &Context, set: &PgStore, record: &PackageRecord) 
     .await?;
     Ok(())
 }
+
+/// `warden package-set`: every package the deployment's set records (and
+/// every tombstone), with this host's state for each.
+pub(crate) async fn show(cx: &Context) -> Result<std::process::ExitCode> {
+    let Some(set) = &cx.package_set else {
+        bail!(
+            "the package set lives in a shared store: pass --store postgres://… (or set [store] \
+             url in warden.toml)"
+        );
+    };
+    let revision = set.package_set_revision().await?;
+    let records = set.package_set().await?;
+    let local = installed_here(cx)?;
+    let state = |record: &PackageRecord| match (record.removed, local.get(&record.id)) {
+        (true, None) => "removed",
+        (true, Some(_)) => "removed (still installed here)",
+        (false, Some(digest)) if *digest == record.digest => "installed here",
+        (false, Some(_)) => "another version here",
+        (false, None) => "not installed here",
+    };
+    if cx.json {
+        let rows: Vec<serde_json::Value> = records
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "digest": r.digest, "reference": r.reference,
+                    "trust": r.trust, "removed": r.removed, "revision": r.revision,
+                    "here": state(r),
+                })
+            })
+            .collect();
+        crate::render::json(&serde_json::json!({ "revision": revision, "packages": rows }));
+    } else if records.is_empty() {
+        out!("the deployment's package set is empty");
+    } else {
+        out!("the deployment's package set, revision {revision}:");
+        for record in &records {
+            let from = record.reference.as_deref().unwrap_or("kept in the store");
+            out!(
+                "  {:<24} {}  {}  ({})",
+                crate::render::escape(&record.id),
+                &record.digest[..record.digest.len().min(12)],
+                crate::render::escape(from),
+                state(record)
+            );
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
