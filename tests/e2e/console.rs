@@ -118,20 +118,46 @@ fn csrf(page: &str) -> String {
 
 const INPUT: &str = r#"{"text":"<script>alert('x')</script>"}"#;
 
+/// `warden call echo.echo` as a headless agent (origin `automation`), whose
+/// calls need approval.
+fn headless_echo(warden: &warden_tests::Warden, input: &str) -> warden_tests::Run {
+    warden.run(&[
+        "--json",
+        "call",
+        "echo.echo",
+        "--origin",
+        "automation",
+        "--input",
+        input,
+    ])
+}
+
+impl Console {
+    /// The sign-in link's path and query.
+    fn login_path(&self) -> String {
+        self.link
+            .trim_start_matches(&format!("http://127.0.0.1:{}", self.port))
+            .to_owned()
+    }
+}
+
+/// Spend the console's sign-in link; the session cookie (`name=value`).
+fn sign_in(console: &Console) -> String {
+    let signed_in = get(console.port, &console.login_path(), None);
+    assert_eq!(signed_in.status, 303, "{signed_in:?}");
+    signed_in
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 #[test]
 fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
     let warden = crate::warden();
-    let call = || {
-        warden.run(&[
-            "--json",
-            "call",
-            "echo.echo",
-            "--origin",
-            "automation",
-            "--input",
-            INPUT,
-        ])
-    };
+    let call = || headless_echo(&warden, INPUT);
     let blocked = call();
     assert_eq!(blocked.code, 2, "{blocked:?}");
     let approval = blocked.json()["approval_id"].as_str().unwrap().to_owned();
@@ -142,9 +168,8 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
     // Nothing without a session; the link signs in once.
     let refused = get(port, "/console", None);
     assert_eq!(refused.status, 401, "{refused:?}");
-    let path = console
-        .link
-        .trim_start_matches(&format!("http://127.0.0.1:{port}"));
+    let path = console.login_path();
+    let path = path.as_str();
     let signed_in = get(port, path, None);
     assert_eq!(signed_in.status, 303, "{signed_in:?}");
     let set_cookie = signed_in.header("set-cookie").unwrap();
@@ -225,15 +250,7 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
 
     // Approve with a grant, then revoke it in the console.
     let other = r#"{"text":"granted"}"#;
-    let asked = warden.run(&[
-        "--json",
-        "call",
-        "echo.echo",
-        "--origin",
-        "automation",
-        "--input",
-        other,
-    ]);
+    let asked = headless_echo(&warden, other);
     let second = asked.json()["approval_id"].as_str().unwrap().to_owned();
     let granted = post(
         port,
@@ -350,17 +367,7 @@ fn the_console_shows_and_answers_approvals_and_stands_the_usual_attacks() {
 fn in_a_real_browser_an_approval_appears_is_approved_and_the_call_runs() {
     use warden_tests::webdriver::Browser;
     let warden = crate::warden();
-    let call = || {
-        warden.run(&[
-            "--json",
-            "call",
-            "echo.echo",
-            "--origin",
-            "automation",
-            "--input",
-            INPUT,
-        ])
-    };
+    let call = || headless_echo(&warden, INPUT);
     let console = start(&warden);
     let browser = Browser::start();
     browser.open(&console.link);
@@ -464,17 +471,7 @@ async fn an_mcp_client_waiting_on_an_approval_continues_when_the_console_approve
     assert!(!call.is_finished(), "the call waits for the decision");
     let console = start(&warden);
     let port = console.port;
-    let path = console
-        .link
-        .trim_start_matches(&format!("http://127.0.0.1:{port}"))
-        .to_owned();
-    let cookie = get(port, &path, None)
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = sign_in(&console);
     let page = get(port, "/console", Some(&cookie));
     assert!(page.body.contains(&approval), "{}", page.body);
     let approved = post(

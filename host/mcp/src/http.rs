@@ -14,6 +14,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 mod callback;
+pub use callback::escape_html;
 mod expiry;
 mod metrics;
 pub(crate) mod services;

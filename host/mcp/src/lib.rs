@@ -74,8 +74,8 @@ pub use backend::{
 };
 pub use http::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, HttpConfig,
-    HttpServer, MCP_PATH, METRICS_PATH, MetricsServer, SessionCount, Sessions, serve_http,
-    serve_http_with, serve_metrics,
+    HttpServer, MCP_PATH, METRICS_PATH, MetricsServer, SessionCount, Sessions, escape_html,
+    serve_http, serve_http_with, serve_metrics,
 };
 pub use result::{APPROVAL_REQUIRED, META_APPROVAL_ID, META_AUTH, META_ERROR_CODE};
 pub use server::WardenServer;

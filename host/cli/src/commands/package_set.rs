@@ -161,11 +161,13 @@ async fn converge(cx: &Context, set: &PgStore) -> Converged {
                 return Converged::Busy;
             }
             converged = Converged::Failed;
+            // The row is another host's writing: shown escaped.
             let from = record.reference.as_deref().unwrap_or("the shared store");
             say!(
-                "warning: the deployment's package `{}` ({from}) is not installed on this host: \
-                 {error:#}",
-                record.id
+                "warning: the deployment's package `{}` ({}) is not installed on this host: {}",
+                crate::render::escape(&record.id),
+                crate::render::escape(from),
+                crate::render::escape(&format!("{error:#}"))
             );
         }
     }

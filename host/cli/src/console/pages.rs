@@ -10,21 +10,8 @@ pub(super) const CSS: &str = include_str!("console.css");
 /// The script (polls for pending approvals).
 pub(super) const JS: &str = include_str!("console.js");
 
-/// `text` safe in HTML text and attribute values.
-pub(super) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `text` safe in HTML text and attribute values (the MCP server's escaper).
+pub(super) use warden_mcp::escape_html as escape;
 
 fn layout(title: &str, body_attrs: &str, content: &str) -> String {
     format!(

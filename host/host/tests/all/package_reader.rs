@@ -380,3 +380,55 @@ fn a_signature_is_bounded_and_never_followed_out_of_the_package() {
     let error = load_package(&PackageSource::Dir(dir), host().validation()).unwrap_err();
     assert!(matches!(error, HostError::UnsafeEntry { .. }), "{error}");
 }
+
+/// A package as a registry (or the shared store) hands it over, under
+/// attack: the component layer names a path outside the package, or one of
+/// the package layer's own files, or the layer is short of the component
+/// its digest list names. Each is refused before anything is validated.
+#[test]
+fn an_artifact_s_component_cannot_leave_the_package_or_overwrite_its_files() {
+    use std::sync::Arc;
+    let host = host();
+    let options = host.validation().clone();
+    let loaded = load_package(
+        &PackageSource::Archive(root().join("target/packages/echo.tar.gz")),
+        &options,
+    )
+    .unwrap();
+    let artifact = loaded.artifact().unwrap();
+    let (path, module) = artifact.module.clone().unwrap();
+    assert_eq!(path, "wasm/echo.wasm");
+    // As published, it loads with the same content digest.
+    let again = load_package(&PackageSource::Stored(Arc::new(artifact.clone())), &options).unwrap();
+    assert_eq!(again.digest, loaded.digest);
+
+    let with_path = |title: &str| {
+        let mut hostile = artifact.clone();
+        hostile.module = Some((title.to_owned(), module.clone()));
+        // Only whether and why it was refused matters here.
+        load_package(&PackageSource::Stored(Arc::new(hostile)), &options).map(|p| p.digest)
+    };
+    for title in [
+        "../echo.wasm",
+        "/etc/passwd",
+        "wasm/../../x.wasm",
+        "wasm//echo.wasm",
+    ] {
+        let error = with_path(title).unwrap_err();
+        assert!(
+            matches!(error, HostError::UnsafeEntry { .. }),
+            "{title}: {error}"
+        );
+    }
+    let error = with_path("manifest.toml").unwrap_err();
+    assert!(
+        matches!(&error, HostError::UnsafeEntry { reason, .. } if reason.contains("package layer has too")),
+        "{error}"
+    );
+    // A component at another path than its digest list names: the listed
+    // one is missing, this one unlisted.
+    assert!(with_path("wasm/other.wasm").is_err());
+    let mut bare = artifact.clone();
+    bare.module = None;
+    assert!(load_package(&PackageSource::Stored(Arc::new(bare)), &options).is_err());
+}

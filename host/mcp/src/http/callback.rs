@@ -34,13 +34,13 @@ pub(super) fn start_page(start: Option<crate::OAuthStart>) -> Answer {
         );
     }
     let whose = match &start.owner {
-        Some(owner) => format!("the Warden user <b>{}</b>", html(owner)),
+        Some(owner) => format!("the Warden user <b>{}</b>", escape_html(owner)),
         None => "this Warden deployment (every caller it serves)".to_owned(),
     };
     let packages: Vec<String> = start
         .extensions
         .iter()
-        .map(|e| format!("<b>{}</b>", html(e)))
+        .map(|e| format!("<b>{}</b>", escape_html(e)))
         .collect();
     let used_by = match packages.as_slice() {
         [] => String::new(),
@@ -50,14 +50,15 @@ pub(super) fn start_page(start: Option<crate::OAuthStart>) -> Answer {
         "This connects a <b>{}</b> account to {whose}{used_by}: calls made by that user will act \
          as the account you sign in with. Continue only if you are that user.</p>\n<p><a \
          href=\"{}\">Continue to sign in</a>",
-        html(&start.vendor),
-        html(&start.authorize_url),
+        escape_html(&start.vendor),
+        escape_html(&start.authorize_url),
     );
     page(StatusCode::OK, text)
 }
 
-/// `text` safe in HTML text and attribute values.
-fn html(text: &str) -> String {
+/// `text` safe in HTML text and attribute values (double- and
+/// single-quoted): the server's pages and the CLI's web console use it.
+pub fn escape_html(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '&' => "&amp;".to_owned(),

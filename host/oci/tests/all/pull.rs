@@ -313,3 +313,43 @@ async fn a_redirected_host_s_challenge_is_not_answered_with_the_registry_login()
     );
     assert_eq!(cdn.requests().len(), 1, "its token realm was never asked");
 }
+
+/// A registry that echoes the login back in its error (raw, or percent-
+/// encoded), with a terminal escape, never gets either into the message a
+/// person or log sees.
+#[tokio::test]
+async fn a_registry_echoing_the_login_in_its_error_is_redacted() {
+    use base64::Engine as _;
+    let password = "s3cret-pw/with+chars";
+    let logins = warden_oci::StaticLogins::new().with(
+        "registry.example.com",
+        warden_oci::Login::Basic {
+            username: "alice".into(),
+            password: password.to_owned().into(),
+        },
+    );
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("alice:{password}"))
+    );
+    let fake = Fake::start_with(Some(expected), logins).await;
+    fake.route(
+        "GET /v2/acme/echo/manifests/1.0",
+        TestResponse::status(400).with_body(format!(
+            r#"{{"errors":[{{"code":"DENIED","message":"\u001b[2Jbad password {password} ({})"}}]}}"#,
+            "s3cret-pw%2Fwith%2Bchars"
+        )),
+    );
+    let error = fake.client.pull(&reference(":1.0")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, OciError::Status { status: 400, .. }),
+        "{text}"
+    );
+    assert!(text.contains("DENIED"), "{text}");
+    assert!(!text.contains("s3cret-pw"), "the login leaked: {text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "a terminal escape came through: {text:?}"
+    );
+}

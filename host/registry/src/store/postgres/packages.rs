@@ -131,10 +131,7 @@ impl PgStore {
         let layer = bytes.map(|b| b.package_layer.as_slice());
         let now = self.clock_now().await?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PACKAGE_SET_LOCK])
-            .await
-            .map_err(pg_error)?;
+        let tx = locked(&mut client).await?;
         let row = tx
             .query_one(
                 "INSERT INTO warden_packages \
@@ -169,10 +166,7 @@ impl PgStore {
     pub async fn record_removal(&self, id: &str) -> Result<Option<i64>, StoreError> {
         let now = self.clock_now().await?;
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(pg_error)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PACKAGE_SET_LOCK])
-            .await
-            .map_err(pg_error)?;
+        let tx = locked(&mut client).await?;
         let row = tx
             .query_opt(
                 "UPDATE warden_packages SET removed = TRUE, \
@@ -217,4 +211,15 @@ impl PgStore {
     async fn clock_now(&self) -> Result<i64, StoreError> {
         self.clock.now(&self.pool).await
     }
+}
+
+/// A transaction holding [`PACKAGE_SET_LOCK`] until it ends.
+async fn locked(
+    client: &mut deadpool_postgres::Client,
+) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
+    let tx = client.transaction().await.map_err(pg_error)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PACKAGE_SET_LOCK])
+        .await
+        .map_err(pg_error)?;
+    Ok(tx)
 }
