@@ -406,7 +406,9 @@ fn an_artifact_s_component_cannot_leave_the_package_or_overwrite_its_files() {
         let mut hostile = artifact.clone();
         hostile.module = Some((title.to_owned(), module.clone()));
         // Only whether and why it was refused matters here.
-        load_package(&PackageSource::Stored(Arc::new(hostile)), &options).map(|p| p.digest)
+        load_package(&PackageSource::Stored(Arc::new(hostile)), &options)
+            .map(|p| p.digest)
+            .map_err(Box::new)
     };
     for title in [
         "../echo.wasm",
@@ -416,13 +418,13 @@ fn an_artifact_s_component_cannot_leave_the_package_or_overwrite_its_files() {
     ] {
         let error = with_path(title).unwrap_err();
         assert!(
-            matches!(error, HostError::UnsafeEntry { .. }),
+            matches!(*error, HostError::UnsafeEntry { .. }),
             "{title}: {error}"
         );
     }
     let error = with_path("manifest.toml").unwrap_err();
     assert!(
-        matches!(&error, HostError::UnsafeEntry { reason, .. } if reason.contains("package layer has too")),
+        matches!(&*error, HostError::UnsafeEntry { reason, .. } if reason.contains("package layer has too")),
         "{error}"
     );
     // A component at another path than its digest list names: the listed
